@@ -1,0 +1,71 @@
+// Command skillgate measures whether an agent skill makes a coding agent
+// better, and gates a change to that skill on evidence.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+// exitError carries an exit code and an optional message to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// exit wraps err so that main exits with code after printing it.
+func exit(code int, err error) error { return &exitError{code: code, err: err} }
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "skillgate",
+		Usage: "prove that an agent skill helps, with evidence",
+		Description: `skillgate compiles suites written in CUE into a content-addressed run plan,
+runs every cell (case × arm × trial) in a network-less Docker container,
+grades the results, and gives a verdict from a gate policy written as data.`,
+		HideHelpCommand:      true,
+		EnableBashCompletion: true,
+		Commands: []*cli.Command{
+			vetCommand(),
+			planCommand(),
+			diffCommand(),
+			initCommand(),
+			schemaCommand(),
+		},
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+}
+
+func main() { os.Exit(run(os.Args)) }
+
+// run executes the CLI and turns errors into one message and an exit code.
+func run(args []string) int {
+	app := newApp()
+	err := app.Run(flagsFirst(app, args))
+	if err == nil {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+		err = ee.err
+	}
+	if err != nil {
+		cwd, _ := os.Getwd()
+		fmt.Fprint(os.Stderr, pipeline.PrintError(err, cwd))
+	}
+	return code
+}

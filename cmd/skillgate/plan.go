@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+func planCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "plan",
+		Usage:     "compile a suite into a content-addressed run plan",
+		ArgsUsage: "[DIR]",
+		Description: `Compiles the suite in DIR (default: the current folder) into canonical JSON:
+every cell (case × arm × trial) with its rollout key and grade key, every
+input by digest, the agent, judge and policy, and one plan digest over it all.
+The same suite gives a byte-identical plan in every checkout.
+
+The plan goes to stdout, or to the file given with -o; a summary of cells,
+model calls and estimated cost goes to stderr.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the plan to `FILE` instead of stdout"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				return fmt.Errorf("plan takes one suite folder, got %d arguments", c.NArg())
+			}
+			dir := c.Args().First()
+			if dir == "" {
+				dir = "."
+			}
+			p, err := pipeline.CompileDir(dir)
+			if err != nil {
+				return err
+			}
+			if err := writeOutput(c.String("output"), p.Encode()); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "plan %s for suite %s\n%s", p.Digest, p.Suite.Name, p.Summary())
+			return nil
+		},
+	}
+}
+
+// writeOutput writes data to the named file, or to stdout when it is "" or "-".
+func writeOutput(file string, data []byte) error {
+	if file == "" || file == "-" {
+		_, err := os.Stdout.Write(data)
+		return err
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}

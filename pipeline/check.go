@@ -1,0 +1,419 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
+	"cuelang.org/go/encoding/yaml"
+)
+
+// suiteError is one problem that CUE cannot see, reported like CUE's own:
+// a path into the suite, a message, and the positions that caused it.
+type suiteError struct {
+	path []string
+	pos  []token.Pos
+	msg  string
+}
+
+func (e *suiteError) Position() token.Pos {
+	if len(e.pos) == 0 {
+		return token.NoPos
+	}
+	return e.pos[0]
+}
+func (e *suiteError) InputPositions() []token.Pos {
+	if len(e.pos) < 2 {
+		return nil
+	}
+	return e.pos[1:]
+}
+func (e *suiteError) Error() string               { return e.msg }
+func (e *suiteError) Path() []string              { return e.path }
+func (e *suiteError) Msg() (string, []interface{}) { return "%s", []interface{}{e.msg} }
+
+// checker collects suite problems with positions taken from the suite value.
+type checker struct {
+	v    cue.Value
+	errs cueerrors.Error
+}
+
+func (c *checker) add(sel []cue.Selector, format string, args ...interface{}) {
+	v := c.v.LookupPath(cue.MakePath(sel...))
+	var labels []string
+	for _, s := range sel {
+		labels = append(labels, s.String())
+	}
+	var pos []token.Pos
+	if p := userPos(v); p.IsValid() {
+		pos = append(pos, p)
+	}
+	c.errs = cueerrors.Append(c.errs, &suiteError{path: labels, pos: pos, msg: fmt.Sprintf(format, args...)})
+}
+
+// userPos is the position of the suite's own source for v, preferring it
+// over the schema's, which every suite value also has a conjunct in.
+func userPos(v cue.Value) token.Pos {
+	var found token.Pos
+	var visit func(v cue.Value, depth int)
+	visit = func(v cue.Value, depth int) {
+		if found.IsValid() || depth > 4 {
+			return
+		}
+		if p := v.Pos(); p.IsValid() && !strings.Contains(p.Filename(), "cue.mod") {
+			found = p
+			return
+		}
+		if _, args := v.Expr(); len(args) > 1 || depth == 0 {
+			for _, a := range args {
+				visit(a, depth+1)
+			}
+		}
+	}
+	visit(v, 0)
+	if !found.IsValid() {
+		return v.Pos()
+	}
+	return found
+}
+
+func str(s string) cue.Selector { return cue.Str(s) }
+
+// checkSuite checks what CUE cannot: folders on disk, references between
+// skills, arms and routing expectations, regular expressions and the shape
+// of assertions.
+func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
+	c := &checker{v: v}
+	if len(s.Arms) == 0 {
+		c.add([]cue.Selector{str("arms")}, "a suite needs at least one arm")
+	}
+	if len(s.Cases) == 0 {
+		c.add([]cue.Selector{str("cases")}, "a suite needs at least one case")
+	}
+	names := map[string]bool{}
+	for _, key := range sortedKeys(s.Skills) {
+		sk := s.Skills[key]
+		names[sk.Name] = true
+		sel := []cue.Selector{str("skills"), str(key), str("path")}
+		dir, err := s.resolve(sk.Path)
+		if err != nil {
+			c.add(sel, "%v", err)
+			continue
+		}
+		if err := checkSkillFolder(dir, sk.Name); err != nil {
+			c.add(sel, "%v", err)
+		}
+	}
+	for _, name := range sortedKeys(s.Arms) {
+		arm := s.Arms[name]
+		seen := map[string]string{}
+		for i, key := range arm.Skills {
+			sel := []cue.Selector{str("arms"), str(name), str("skills"), cue.Index(i)}
+			sk, ok := s.Skills[key]
+			if !ok {
+				c.add(sel, "arm %s names skill %q, which the suite does not define", name, key)
+				continue
+			}
+			if other, dup := seen[sk.Name]; dup {
+				c.add(sel, "arm %s installs two skills as %q (%s and %s)", name, sk.Name, other, key)
+			}
+			seen[sk.Name] = key
+		}
+	}
+	for _, id := range sortedKeys(s.Cases) {
+		checkCase(c, s, id, names)
+	}
+	return c.errs
+}
+
+func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
+	cs := s.Cases[id]
+	base := []cue.Selector{str("cases"), str(id)}
+	at := func(more ...cue.Selector) []cue.Selector {
+		return append(append([]cue.Selector{}, base...), more...)
+	}
+	if cs.Fixture != "" {
+		if dir, err := s.resolve(cs.Fixture); err != nil {
+			c.add(at(str("fixture")), "%v", err)
+		} else if err := checkTree(dir, s.Root); err != nil {
+			c.add(at(str("fixture")), "%v", err)
+		}
+	}
+	for field, list := range map[string][]string{"required": cs.Routing.Skills.Required, "forbidden": cs.Routing.Skills.Forbidden} {
+		for i, n := range list {
+			if !skillNames[n] {
+				c.add(at(str("routing"), str("skills"), str(field), cue.Index(i)), "routing names skill %q, which no skill of the suite installs", n)
+			}
+		}
+	}
+	for field, list := range map[string][]string{"required": cs.Routing.References.Required, "forbidden": cs.Routing.References.Forbidden} {
+		for i, ref := range list {
+			if err := s.checkReference(ref); err != nil {
+				c.add(at(str("routing"), str("references"), str(field), cue.Index(i)), "%v", err)
+			}
+		}
+	}
+	for i, a := range cs.Assert {
+		sel := at(str("assert"), cue.Index(i))
+		if err := checkAssertion(a); err != nil {
+			c.add(sel, "%v", err)
+		}
+	}
+	if cs.Writes != nil {
+		for i, w := range *cs.Writes {
+			if _, err := path.Match(w, ""); err != nil {
+				c.add(at(str("writes"), cue.Index(i)), "invalid glob %q: %v", w, err)
+			}
+		}
+	}
+}
+
+// checkAssertion checks that exactly one subject is set, that file-only
+// fields come with a file, and that regular expressions compile.
+func checkAssertion(a Assertion) error {
+	subjects := 0
+	for _, set := range []bool{a.File != nil, a.Answer != nil, a.Code != nil, a.Run != nil} {
+		if set {
+			subjects++
+		}
+	}
+	if subjects != 1 {
+		return fmt.Errorf("an assertion needs exactly one of file, answer, code or run (has %d)", subjects)
+	}
+	fileOnly := a.Exists != nil || a.Unchanged != nil || a.Contains != nil || a.NotContains != nil || a.Matches != nil || a.NotMatches != nil
+	if fileOnly && a.File == nil {
+		return fmt.Errorf("exists, unchanged, contains, notContains, matches and notMatches need a file; use answer: {...} or code: {...} for the final answer")
+	}
+	if a.Timeout != "" && a.Run == nil {
+		return fmt.Errorf("timeout applies to run assertions only")
+	}
+	if a.File != nil && !fileOnly {
+		return fmt.Errorf("file assertion %q checks nothing: add exists, unchanged, contains, notContains, matches or notMatches", *a.File)
+	}
+	if a.Code != nil && (a.Code.Contains != nil || a.Code.Matches != nil) {
+		return fmt.Errorf("code checks that fenced code blocks do not match: use notMatches or notContains")
+	}
+	for _, tc := range []*TextCheck{&a.TextCheck, a.Answer, a.Code} {
+		if tc == nil {
+			continue
+		}
+		for _, re := range []*string{tc.Matches, tc.NotMatches} {
+			if re == nil {
+				continue
+			}
+			if _, err := regexp.Compile(*re); err != nil {
+				return fmt.Errorf("invalid regular expression %q: %v", *re, err)
+			}
+		}
+	}
+	return nil
+}
+
+// resolve turns a suite-relative path into an absolute one inside the
+// repository, following symlinks, or says why it cannot.
+func (s *Suite) resolve(rel string) (string, error) {
+	p := filepath.Join(s.Dir, filepath.FromSlash(rel))
+	if !within(s.Root, p) {
+		return "", fmt.Errorf("path %s leaves the repository %s", rel, s.Root)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("path %s: %w", rel, unwrapPathError(err))
+	}
+	rootReal, err := filepath.EvalSymlinks(s.Root)
+	if err != nil {
+		return "", err
+	}
+	if !within(rootReal, real) {
+		return "", fmt.Errorf("path %s resolves through a symlink to %s, outside the repository", rel, real)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("path %s: %w", rel, unwrapPathError(err))
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("path %s is not a folder", rel)
+	}
+	return p, nil
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// within reports whether p is root or below it.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// checkTree checks that no symlink in the folder leaves the repository.
+func checkTree(dir, root string) error {
+	rootReal, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&os.ModeSymlink == 0 {
+			return nil
+		}
+		target, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			rel, _ := filepath.Rel(dir, p)
+			return fmt.Errorf("symlink %s is broken", filepath.ToSlash(rel))
+		}
+		if !within(rootReal, target) {
+			rel, _ := filepath.Rel(dir, p)
+			return fmt.Errorf("symlink %s points to %s, outside the repository", filepath.ToSlash(rel), target)
+		}
+		return nil
+	})
+}
+
+// checkSkillFolder checks a skill's SKILL.md front matter.
+func checkSkillFolder(dir, name string) error {
+	if err := checkTree(dir, repositoryRoot(dir)); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "SKILL.md"))
+	if err != nil {
+		return fmt.Errorf("skill folder has no SKILL.md")
+	}
+	fm, err := FrontMatter(b)
+	if err != nil {
+		return fmt.Errorf("read SKILL.md front matter: %v", err)
+	}
+	if fm["name"] == "" {
+		return fmt.Errorf("SKILL.md front matter has no name")
+	}
+	if fm["description"] == "" {
+		return fmt.Errorf("SKILL.md front matter has no description")
+	}
+	if fm["name"] != name {
+		return fmt.Errorf("SKILL.md names the skill %q but the suite installs it as %q", fm["name"], name)
+	}
+	return nil
+}
+
+// FrontMatter reads the string fields of a Markdown file's YAML front matter.
+func FrontMatter(md []byte) (map[string]string, error) {
+	md = bytes.ReplaceAll(md, []byte("\r\n"), []byte("\n"))
+	if !bytes.HasPrefix(md, []byte("---\n")) {
+		return nil, fmt.Errorf("no front matter (the file must start with ---)")
+	}
+	rest := md[4:]
+	end := bytes.Index(rest, []byte("\n---"))
+	if end < 0 {
+		return nil, fmt.Errorf("front matter is not closed by ---")
+	}
+	f, err := yaml.Extract("SKILL.md", rest[:end+1])
+	if err != nil {
+		return nil, err
+	}
+	v := cuecontext.New().BuildFile(f)
+	if v.Err() != nil {
+		return nil, v.Err()
+	}
+	out := map[string]string{}
+	it, err := v.Fields()
+	if err != nil {
+		return nil, fmt.Errorf("front matter is not a mapping")
+	}
+	for it.Next() {
+		if s, err := it.Value().String(); err == nil {
+			out[it.Selector().Unquoted()] = strings.TrimSpace(s)
+		}
+	}
+	return out, nil
+}
+
+// checkReference checks a NAME/PATH reference against the skills installed
+// as NAME.
+func (s *Suite) checkReference(ref string) error {
+	name, rel, ok := strings.Cut(ref, "/")
+	if !ok || rel == "" {
+		return fmt.Errorf("reference %q must be SKILL/PATH", ref)
+	}
+	found := false
+	for _, sk := range s.Skills {
+		if sk.Name != name {
+			continue
+		}
+		found = true
+		if dir, err := s.resolve(sk.Path); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil {
+				return nil
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("reference %q names skill %q, which no skill of the suite installs", ref, name)
+	}
+	return fmt.Errorf("reference %q: no skill installed as %s has the file %s", ref, name, rel)
+}
+
+// checkDuplicateCases reports a case ID declared more than once: CUE would
+// silently merge two cases with one ID written in two files.
+func checkDuplicateCases(insts []*build.Instance) cueerrors.Error {
+	seen := map[string][]token.Pos{}
+	var order []string
+	for _, inst := range insts {
+		for _, f := range inst.Files {
+			ast.Walk(f, func(n ast.Node) bool {
+				fd, ok := n.(*ast.Field)
+				if !ok {
+					return true
+				}
+				if name, _, _ := ast.LabelName(fd.Label); name != "cases" {
+					return true
+				}
+				for _, id := range caseLabels(fd.Value) {
+					name, _, _ := ast.LabelName(id.Label)
+					if _, ok := seen[name]; !ok {
+						order = append(order, name)
+					}
+					seen[name] = append(seen[name], id.Label.Pos())
+				}
+				return false
+			}, nil)
+		}
+	}
+	var errs cueerrors.Error
+	for _, id := range order {
+		if ps := seen[id]; len(ps) > 1 {
+			errs = cueerrors.Append(errs, &suiteError{path: []string{"cases", cue.Str(id).String()}, pos: ps, msg: fmt.Sprintf("case %s is declared %d times; case IDs must be unique", id, len(ps))})
+		}
+	}
+	return errs
+}
+
+// caseLabels lists the fields of a `cases:` value written as a struct.
+func caseLabels(x ast.Expr) []*ast.Field {
+	st, ok := x.(*ast.StructLit)
+	if !ok {
+		return nil
+	}
+	var out []*ast.Field
+	for _, d := range st.Elts {
+		if fd, ok := d.(*ast.Field); ok {
+			out = append(out, fd)
+		}
+	}
+	return out
+}

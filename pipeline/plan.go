@@ -1,0 +1,285 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// PlanFormat is the version of the plan file format.
+const PlanFormat = 1
+
+// Plan is a compiled suite: every cell with its keys and every input by
+// digest. Its JSON is canonical: the same suite gives the same bytes in
+// every checkout, whatever the file times.
+type Plan struct {
+	Format int           `json:"format"`
+	Digest digest.Digest `json:"digest"`
+	Suite  PlanSuite     `json:"suite"`
+	Agent  PlanAgent     `json:"agent"`
+	Judge  *PlanJudge    `json:"judge,omitempty"`
+	Limits PlanLimits    `json:"limits"`
+	Policy Policy        `json:"policy"`
+	// Skills by suite key, with their trees.
+	Skills map[string]PlanSkill `json:"skills"`
+	// Fixtures by suite-relative path.
+	Fixtures map[string]Tree `json:"fixtures"`
+	Arms     []PlanArm       `json:"arms"`
+	Cases    []PlanCase      `json:"cases"`
+	Cells    []Cell          `json:"cells"`
+}
+
+// PlanSuite identifies the suite a plan was compiled from.
+type PlanSuite struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Dir is the suite folder relative to the repository root.
+	Dir    string `json:"dir"`
+	Trials int    `json:"trials"`
+	Seed   int64  `json:"seed"`
+}
+
+// PlanAgent is the agent and the digest of every field that decides what
+// it does in any cell. The forced-prompt template is part of the forced
+// arms' digests instead, so changing it reruns only those.
+type PlanAgent struct {
+	Agent
+	Digest digest.Digest `json:"digest"`
+}
+
+// PlanJudge is the judge and its identity digest.
+type PlanJudge struct {
+	Judge
+	Digest digest.Digest `json:"digest"`
+}
+
+// PlanLimits are the cell limits and their digest.
+type PlanLimits struct {
+	Limits
+	Digest digest.Digest `json:"digest"`
+}
+
+// PlanSkill is a skill with its tree.
+type PlanSkill struct {
+	Skill
+	Tree
+}
+
+// PlanArm is an arm and the digest of what it installs and how.
+type PlanArm struct {
+	Name string `json:"name"`
+	Arm
+	Digest digest.Digest `json:"digest"`
+}
+
+// PlanCase is a case and the digests of its rollout inputs (prompt, seed,
+// fixture) and of its grading inputs (assertions, rubric, writes, routing).
+type PlanCase struct {
+	Case
+	FixtureDigest digest.Digest `json:"fixtureDigest,omitempty"`
+	RolloutDigest digest.Digest `json:"rolloutDigest"`
+	GradeDigest   digest.Digest `json:"gradeDigest"`
+}
+
+// Cell is one case × arm × trial: one container, one agent session.
+type Cell struct {
+	ID    string `json:"id"`
+	Case  string `json:"case"`
+	Arm   string `json:"arm"`
+	Trial int    `json:"trial"`
+	// Rollout digests all that decides what the agent does.
+	Rollout digest.Digest `json:"rollout"`
+	// Grade digests the rollout plus all that decides the grade.
+	Grade digest.Digest `json:"grade"`
+}
+
+// CellID names a cell in results, reports and on the command line.
+func CellID(caseID, arm string, trial int) string {
+	return caseID + "/" + arm + "/" + strconv.Itoa(trial)
+}
+
+// digestJSON is the digest of v's canonical JSON.
+func digestJSON(v any) digest.Digest {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T: %v", v, err)) // only plan types reach here
+	}
+	return digest.FromBytes(b)
+}
+
+// Compile turns a loaded suite into its plan.
+func Compile(s *Suite) (*Plan, error) {
+	rel, err := filepath.Rel(s.Root, s.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("compile plan: %w", err)
+	}
+	p := &Plan{
+		Format:   PlanFormat,
+		Suite:    PlanSuite{Name: s.Name, Description: s.Description, Dir: filepath.ToSlash(rel), Trials: s.Trials, Seed: s.Seed},
+		Policy:   s.Policy,
+		Skills:   map[string]PlanSkill{},
+		Fixtures: map[string]Tree{},
+	}
+	agent := s.Agent
+	forced := agent.ForcedPrompt
+	agent.ForcedPrompt = ""
+	p.Agent = PlanAgent{Agent: s.Agent, Digest: digestJSON(agent)}
+	p.Limits = PlanLimits{Limits: s.Limits, Digest: digestJSON(s.Limits)}
+	if s.Judge != nil {
+		p.Judge = &PlanJudge{Judge: *s.Judge, Digest: digestJSON(struct {
+			Judge
+			Seed     int64  `json:"seed"`
+			Template string `json:"template"`
+		}{*s.Judge, s.Seed, JudgeTemplateVersion})}
+	}
+	for key, sk := range s.Skills {
+		dir, err := s.resolve(sk.Path)
+		if err != nil {
+			return nil, fmt.Errorf("compile plan: skill %s: %w", key, err)
+		}
+		t, err := HashTree(dir)
+		if err != nil {
+			return nil, fmt.Errorf("compile plan: skill %s: %w", key, err)
+		}
+		p.Skills[key] = PlanSkill{Skill: sk, Tree: t}
+	}
+	for _, name := range s.ArmOrder {
+		arm := s.Arms[name]
+		type installed struct {
+			Name   string        `json:"name"`
+			Digest digest.Digest `json:"digest"`
+		}
+		in := struct {
+			Skills       []installed `json:"skills"`
+			Activation   string      `json:"activation,omitempty"`
+			ForcedPrompt string      `json:"forcedPrompt,omitempty"`
+		}{Skills: []installed{}}
+		for _, key := range arm.Skills {
+			in.Skills = append(in.Skills, installed{p.Skills[key].Name, p.Skills[key].Digest})
+		}
+		if len(arm.Skills) > 0 {
+			in.Activation = arm.Activation
+			if arm.Activation == "forced" {
+				in.ForcedPrompt = forced
+			}
+		}
+		p.Arms = append(p.Arms, PlanArm{Name: name, Arm: arm, Digest: digestJSON(in)})
+	}
+	for _, id := range s.CaseOrder {
+		c := s.Cases[id]
+		pc := PlanCase{Case: c}
+		if c.Fixture != "" {
+			key := path.Clean(c.Fixture)
+			t, ok := p.Fixtures[key]
+			if !ok {
+				dir, err := s.resolve(c.Fixture)
+				if err != nil {
+					return nil, fmt.Errorf("compile plan: case %s: %w", id, err)
+				}
+				if t, err = HashTree(dir); err != nil {
+					return nil, fmt.Errorf("compile plan: case %s: %w", id, err)
+				}
+				p.Fixtures[key] = t
+			}
+			pc.FixtureDigest = t.Digest
+		}
+		pc.RolloutDigest = digestJSON(struct {
+			Prompt  string        `json:"prompt"`
+			Seed    []Turn        `json:"seed"`
+			Fixture digest.Digest `json:"fixture"`
+		}{c.Prompt, c.Seed, pc.FixtureDigest})
+		pc.GradeDigest = digestJSON(struct {
+			Kind    string      `json:"kind"`
+			Safety  bool        `json:"safety"`
+			Routing Routing     `json:"routing"`
+			Writes  *[]string   `json:"writes"`
+			Assert  []Assertion `json:"assert"`
+			Rubric  []string    `json:"rubric"`
+		}{c.Kind, c.Safety, c.Routing, c.Writes, c.Assert, c.Rubric})
+		p.Cases = append(p.Cases, pc)
+	}
+	for _, pc := range p.Cases {
+		judged := p.Judge != nil && (len(pc.Rubric) > 0 || p.Judge.Mode == "pairwise")
+		for _, arm := range p.Arms {
+			for trial := 1; trial <= s.Trials; trial++ {
+				rollout := digestJSON(struct {
+					Agent  digest.Digest `json:"agent"`
+					Limits digest.Digest `json:"limits"`
+					Arm    digest.Digest `json:"arm"`
+					Case   digest.Digest `json:"case"`
+					Trial  int           `json:"trial"`
+				}{p.Agent.Digest, p.Limits.Digest, arm.Digest, pc.RolloutDigest, trial})
+				var judge digest.Digest
+				if judged {
+					judge = p.Judge.Digest
+				}
+				grade := digestJSON(struct {
+					Rollout digest.Digest `json:"rollout"`
+					Case    digest.Digest `json:"case"`
+					Judge   digest.Digest `json:"judge,omitempty"`
+				}{rollout, pc.GradeDigest, judge})
+				p.Cells = append(p.Cells, Cell{ID: CellID(pc.ID, arm.Name, trial), Case: pc.ID, Arm: arm.Name, Trial: trial, Rollout: rollout, Grade: grade})
+			}
+		}
+	}
+	p.Digest = p.computeDigest()
+	return p, nil
+}
+
+// JudgeTemplateVersion names the judge prompt templates; it is part of the
+// judge's identity, so changing them regrades without a new rollout.
+const JudgeTemplateVersion = "judge-v1"
+
+// computeDigest digests the plan's canonical JSON with its digest field empty.
+func (p *Plan) computeDigest() digest.Digest {
+	q := *p
+	q.Digest = ""
+	return digestJSON(&q)
+}
+
+// Encode writes the plan as indented canonical JSON.
+func (p *Plan) Encode() []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(p); err != nil {
+		panic(fmt.Sprintf("encode plan: %v", err))
+	}
+	return buf.Bytes()
+}
+
+// ReadPlan reads a plan file and checks its digest.
+func ReadPlan(file string) (*Plan, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	var p Plan
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("read plan %s: %w", file, err)
+	}
+	if p.Format != PlanFormat {
+		return nil, fmt.Errorf("read plan %s: format %d, this skillgate reads format %d", file, p.Format, PlanFormat)
+	}
+	if got := p.computeDigest(); got != p.Digest {
+		return nil, fmt.Errorf("read plan %s: content does not match its digest %s (edited by hand?)", file, p.Digest)
+	}
+	return &p, nil
+}
+
+// CompileDir loads and compiles the suite in dir.
+func CompileDir(dir string) (*Plan, error) {
+	s, err := LoadSuite(dir)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(s)
+}
