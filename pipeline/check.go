@@ -38,8 +38,8 @@ func (e *suiteError) InputPositions() []token.Pos {
 	}
 	return e.pos[1:]
 }
-func (e *suiteError) Error() string               { return e.msg }
-func (e *suiteError) Path() []string              { return e.path }
+func (e *suiteError) Error() string                { return e.msg }
+func (e *suiteError) Path() []string               { return e.path }
 func (e *suiteError) Msg() (string, []interface{}) { return "%s", []interface{}{e.msg} }
 
 // checker collects suite problems with positions taken from the suite value.

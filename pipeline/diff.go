@@ -28,8 +28,8 @@ type CellDiff struct {
 
 // PlanDiff says which cells of plan B must run again relative to plan A.
 type PlanDiff struct {
-	From   digest.Digest `json:"from"`
-	To     digest.Digest `json:"to"`
+	From   digest.Digest  `json:"from"`
+	To     digest.Digest  `json:"to"`
 	Counts map[string]int `json:"counts"`
 	// Cells lists every cell of both plans in B's order, then A's removed.
 	Cells []CellDiff `json:"cells"`
