@@ -1,16 +1,23 @@
 package pipeline
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strings"
+	"sync"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/token"
 
 	"github.com/skillgate/skillgate/schema"
 )
@@ -56,16 +63,10 @@ func LoadSuiteIn(dir, root string) (*Suite, error) {
 		return nil, err
 	}
 	s := &Suite{Dir: abs, Root: root}
-	if err := v.Decode(s); err != nil {
+	if err := decodeSuite(v, s); err != nil {
 		return nil, cueerrors.Promote(err, "decode suite")
 	}
 	var errs cueerrors.Error
-	for i, c := range s.Cases {
-		c.ID = i
-		s.Cases[i] = c
-	}
-	s.CaseOrder = fieldOrder(v.LookupPath(pathCases))
-	s.ArmOrder = fieldOrder(v.LookupPath(pathArms))
 	errs = cueerrors.Append(errs, checkDuplicateCases(insts))
 	errs = cueerrors.Append(errs, checkSuite(s, v))
 	if errs != nil {
@@ -75,8 +76,14 @@ func LoadSuiteIn(dir, root string) (*Suite, error) {
 }
 
 // buildSuite loads the package in dir with the embedded schema overlaid
-// under its module's cue.mod/pkg, and returns the suite unified with #Suite
+// under its module's cue.mod/pkg, and returns the suite closed by #Suite
 // and validated.
+//
+// When every file is a single root expression `schema.#Suite & {...}`, the
+// package value is already closed at every level and is used as it is;
+// otherwise (a file embedding the definition beside other fields is not
+// closed) the value is unified with #Suite once more, which costs a second
+// evaluation but rejects every misspelt field all the same.
 func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 	modRoot := moduleRoot(dir, root)
 	overlay := map[string]load.Source{}
@@ -88,23 +95,82 @@ func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 		overlay[filepath.Join(pkgDir, filepath.FromSlash(p))] = load.FromBytes(b)
 	}
 	cfg := &load.Config{Dir: dir, ModuleRoot: modRoot, Overlay: overlay}
-	insts := load.Instances([]string{".", schema.ImportPath}, cfg)
-	for _, inst := range insts {
-		if inst.Err != nil {
-			return cue.Value{}, nil, inst.Err
+	insts := load.Instances([]string{"."}, cfg)
+	if insts[0].Err != nil {
+		return cue.Value{}, nil, insts[0].Err
+	}
+	closed := true
+	for _, f := range insts[0].Files {
+		closed = closed && closedForm(f)
+	}
+	if !closed {
+		insts = append(insts, load.Instances([]string{schema.ImportPath}, cfg)...)
+		if insts[1].Err != nil {
+			return cue.Value{}, nil, insts[1].Err
 		}
 	}
-	ctx := cuecontext.New()
-	vals, err := ctx.BuildInstances(insts)
+	vals, err := cuecontext.New().BuildInstances(insts)
 	if err != nil {
 		return cue.Value{}, nil, err
 	}
-	def := vals[1].LookupPath(pathSuite)
-	v := vals[0].Unify(def)
+	v := vals[0]
+	if !closed {
+		v = v.Unify(vals[1].LookupPath(pathSuite))
+	}
 	if err := v.Validate(cue.Concrete(true), cue.Final()); err != nil {
 		return cue.Value{}, nil, err
 	}
 	return v, insts[:1], nil
+}
+
+// closedForm reports whether a file's only expression is `X.#Suite & {...}`
+// with X the schema's import.
+func closedForm(f *ast.File) bool {
+	local := ""
+	var exprs []ast.Expr
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.ImportDecl:
+			for _, spec := range d.Specs {
+				if strings.Trim(spec.Path.Value, `"`) == schema.ImportPath {
+					local = "schema"
+					if spec.Name != nil {
+						local = spec.Name.Name
+					}
+				}
+			}
+		case *ast.EmbedDecl:
+			exprs = append(exprs, d.Expr)
+		case *ast.Package, *ast.CommentGroup, *ast.Attribute:
+		default:
+			return false
+		}
+	}
+	if local == "" || len(exprs) != 1 {
+		return false
+	}
+	bin, ok := exprs[0].(*ast.BinaryExpr)
+	if !ok || bin.Op != token.AND {
+		return false
+	}
+	for _, x := range []ast.Expr{bin.X, bin.Y} {
+		if sel, ok := x.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == local {
+				if name, _, _ := ast.LabelName(sel.Sel); name == "#Suite" {
+					_, isStruct := other(bin, x).(*ast.StructLit)
+					return isStruct
+				}
+			}
+		}
+	}
+	return false
+}
+
+func other(b *ast.BinaryExpr, x ast.Expr) ast.Expr {
+	if b.X == x {
+		return b.Y
+	}
+	return b.X
 }
 
 // moduleRoot is the nearest folder from dir up to root holding a cue.mod,
@@ -130,6 +196,71 @@ func repositoryRoot(dir string) string {
 			return dir
 		}
 	}
+}
+
+// decodeSuite decodes a validated suite value into s. Cases, the bulk of a
+// large suite, are exported concurrently.
+func decodeSuite(v cue.Value, s *Suite) error {
+	raw := map[string]json.RawMessage{}
+	it, err := v.Fields()
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		if name := it.Selector().Unquoted(); name != "cases" {
+			b, err := it.Value().MarshalJSON()
+			if err != nil {
+				return err
+			}
+			raw[name] = b
+		}
+	}
+	var ids []string
+	var vals []cue.Value
+	cit, err := v.LookupPath(pathCases).Fields()
+	if err != nil {
+		return err
+	}
+	for cit.Next() {
+		ids = append(ids, cit.Selector().Unquoted())
+		vals = append(vals, cit.Value())
+	}
+	cases := make([]Case, len(vals))
+	errs := make([]error, len(vals))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(vals); i += workers {
+				b, err := vals[i].MarshalJSON()
+				if err == nil {
+					err = json.Unmarshal(b, &cases[i])
+				}
+				errs[i] = err
+			}
+		}(w)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, s); err != nil {
+		return err
+	}
+	s.Cases = make(map[string]Case, len(ids))
+	for i, id := range ids {
+		cases[i].ID = id
+		s.Cases[id] = cases[i]
+	}
+	s.CaseOrder = ids
+	s.ArmOrder = fieldOrder(v.LookupPath(pathArms))
+	return nil
 }
 
 // fieldOrder lists the regular field labels of a struct in authored order.

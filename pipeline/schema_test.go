@@ -10,8 +10,8 @@ import (
 // baseSuite is a valid two-file suite with a skill and a fixture; each test
 // case edits it.
 var baseSuite = map[string]string{
-	"skills/cl/SKILL.md":         "---\nname: cl\ndescription: Writes changelog entries.\n---\n# cl\nSee references/format.md.\n",
-	"skills/cl/references/format.md": "# Format\n",
+	"skills/cl/SKILL.md":               "---\nname: cl\ndescription: Writes changelog entries.\n---\n# cl\nSee references/format.md.\n",
+	"skills/cl/references/format.md":   "# Format\n",
 	"suite/fixtures/repo/CHANGELOG.md": "# Changelog\n",
 	"suite/suite.cue": `package s
 
