@@ -200,9 +200,6 @@ func checkAssertion(a Assertion) error {
 	if a.File != nil && !fileOnly {
 		return fmt.Errorf("file assertion %q checks nothing: add exists, unchanged, contains, notContains, matches or notMatches", *a.File)
 	}
-	if a.Code != nil && (a.Code.Contains != nil || a.Code.Matches != nil) {
-		return fmt.Errorf("code checks that fenced code blocks do not match: use notMatches or notContains")
-	}
 	for _, tc := range []*TextCheck{&a.TextCheck, a.Answer, a.Code} {
 		if tc == nil {
 			continue

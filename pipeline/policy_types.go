@@ -101,7 +101,8 @@ type Restraint struct {
 // Forbidden bounds violated negative expectations.
 type Forbidden struct {
 	RuleBase
-	Max int `json:"max"`
+	Arms []string `json:"arms"`
+	Max  int      `json:"max"`
 }
 
 // InvalidRun bounds invalid cells.
