@@ -1,5 +1,11 @@
 package pipeline
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // The types in this file mirror the CUE schema in schema/ for decoding an
 // already validated, concrete suite. They carry no defaults or thresholds:
 // every value comes from the schema or the suite.
@@ -150,4 +156,22 @@ type Suite struct {
 	// CaseOrder and ArmOrder list IDs in authored order.
 	CaseOrder []string `json:"-"`
 	ArmOrder  []string `json:"-"`
+}
+
+// ParseBytes reads a #Bytes size such as "512m" (k, m, g are powers of 1024).
+func ParseBytes(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult = 1 << 10
+	case strings.HasSuffix(s, "m"):
+		mult = 1 << 20
+	case strings.HasSuffix(s, "g"):
+		mult = 1 << 30
+	}
+	n, err := strconv.ParseInt(strings.TrimRight(s, "kmg"), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("parse size %q: want digits with an optional k, m or g", s)
+	}
+	return n * mult, nil
 }

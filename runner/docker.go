@@ -302,8 +302,8 @@ type ContainerSpec struct {
 
 // Change is one changed path under a ContainerSpec's CollectPrefix.
 type Change struct {
-	Path string // relative to CollectPrefix, slash-separated
-	Kind string // ChangeAdded, ChangeModified or ChangeDeleted
+	Path string `json:"path"` // relative to CollectPrefix, slash-separated
+	Kind string `json:"kind"` // ChangeAdded, ChangeModified or ChangeDeleted
 }
 
 // Kinds of Change.

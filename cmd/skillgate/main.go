@@ -43,6 +43,8 @@ grades the results, and gives a verdict from a gate policy written as data.`,
 			diffCommand(),
 			initCommand(),
 			schemaCommand(),
+			runCommand(),
+			gcCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 	}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillgate/skillgate/runner"
+)
+
+func gcCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gc",
+		Usage: "remove skillgate's containers and cell images from the Docker engine",
+		Description: `Removes every container skillgate started that is still there and every
+image it built for cells (labelled dev.skillgate.image=cell). With --all it
+removes the sandbox image too. Stored results are never touched.`,
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove the sandbox image too"}},
+		Action: func(c *cli.Context) error {
+			e, err := runner.NewEngine(c.Context)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			n, err := e.Sweep(c.Context, runner.LabelRun)
+			if err != nil {
+				return err
+			}
+			label := runner.LabelImage + "=cell"
+			if c.Bool("all") {
+				label = runner.LabelImage
+			}
+			m, err := e.RemoveImages(c.Context, label)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "removed %d containers and %d images\n", n, m)
+			return nil
+		},
+	}
+}

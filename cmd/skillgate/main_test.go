@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	cuecmd "cuelang.org/go/cmd/cue/cmd"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets the test binary act as both skillgate and plain cue inside
+// scripts, so `cue vet` checks what `skillgate schema` vendors without a cue
+// install.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"skillgate": func() { os.Exit(run(os.Args)) },
+		"cue":       func() { os.Exit(cuecmd.Main()) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar; UPDATE_GOLDEN=1 rewrites the
+// golden files their cmp commands compare with.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           "../../testdata/script",
+		UpdateScripts: os.Getenv("UPDATE_GOLDEN") != "",
+		Setup: func(e *testscript.Env) error {
+			work := e.Getenv("WORK")
+			// git commits in the diff scripts need an identity and must not
+			// read the developer's configuration.
+			e.Setenv("HOME", work)
+			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			e.Setenv("GIT_AUTHOR_NAME", "skillgate test")
+			e.Setenv("GIT_AUTHOR_EMAIL", "test@skillgate.invalid")
+			e.Setenv("GIT_COMMITTER_NAME", "skillgate test")
+			e.Setenv("GIT_COMMITTER_EMAIL", "test@skillgate.invalid")
+			// Keep cue's module cache inside the script's folder.
+			e.Setenv("CUE_CACHE_DIR", work+"/.cache/cue")
+			return nil
+		},
+	})
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/runner"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a suite's cells in network-less containers",
+		ArgsUsage: "[DIR|PLAN]",
+		Description: `Runs every cell (case × arm × trial) of a suite folder, or of a plan file
+written by "skillgate plan" (exactly that plan: it refuses, saying which input,
+when the suite no longer matches it), one hardened Docker container per cell
+with the network disabled.
+
+Rollouts are stored in the run folder by their rollout key, so a run resumes
+by default: cells already stored never start again, and a later plan reuses
+every cell whose inputs did not change. Ctrl-C stops starting cells, removes
+running containers and keeps what is stored.
+
+Exit codes: 0 every selected cell ran, 2 incomplete (interrupted, or a cell
+was invalid because Docker or skillgate failed).`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "run folder `DIR` (default: .skillgate/SUITE)"},
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 4, Usage: "cells to run at once (agents mostly wait on the model, so this may exceed the cores)"},
+			&cli.StringSliceFlag{Name: "case", Usage: "run only case `ID` (repeatable)"},
+			&cli.StringSliceFlag{Name: "arm", Usage: "run only arm `NAME` (repeatable)"},
+			&cli.StringFlag{Name: "split", Usage: "run only cases of split `S`"},
+			&cli.StringFlag{Name: "suite", Usage: "with a plan file: the suite folder `DIR` it was compiled from"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "say what would run and start nothing"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				return exit(2, fmt.Errorf("run takes one suite folder or plan file, got %d arguments", c.NArg()))
+			}
+			target := c.Args().First()
+			if target == "" {
+				target = "."
+			}
+			t, err := pipeline.ResolveTarget(target, c.String("suite"))
+			if err != nil {
+				return exit(2, err)
+			}
+			out := c.String("out")
+			if out == "" {
+				out = filepath.Join(".skillgate", t.Plan.Suite.Name)
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			fi, _ := os.Stderr.Stat()
+			sum, err := runner.Run(ctx, t.Plan, runner.Options{
+				Out: out, SuiteDir: t.SuiteDir, Jobs: c.Int("jobs"),
+				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"),
+				DryRun: c.Bool("dry-run"), Log: os.Stderr, Terminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
+			})
+			if err != nil {
+				return exit(2, err)
+			}
+			fmt.Fprintf(os.Stderr, "%s\n", runner.DescribeSummary(sum, out, c.Bool("dry-run")))
+			if !c.Bool("dry-run") && !sum.Complete() {
+				return exit(2, nil)
+			}
+			return nil
+		},
+	}
+}

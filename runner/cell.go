@@ -1,0 +1,225 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+// Labels skillgate puts on what it creates.
+const (
+	LabelImage = "dev.skillgate.image" // kind of image: sandbox, cell
+	LabelRun   = "dev.skillgate.run"   // one invocation of skillgate run
+	LabelOut   = "dev.skillgate.out"   // digest of the run folder's path
+	LabelCell  = "dev.skillgate.cell"  // the cell's ID
+	LabelPlan  = "dev.skillgate.plan"  // the plan's digest
+	LabelSuite = "dev.skillgate.suite" // the suite's name
+)
+
+// Workspace is where a cell's fixture lives and the agent starts.
+const Workspace = "/workspace"
+
+// CellImageRepo is the repository of cell images.
+const CellImageRepo = "skillgate/cell"
+
+// owner parses an agent's "uid[:gid]".
+func owner(user string) (uid, gid int, err error) {
+	u, g, hasGid := strings.Cut(user, ":")
+	if uid, err = strconv.Atoi(u); err != nil {
+		return 0, 0, fmt.Errorf("parse agent user %q: %w", user, err)
+	}
+	gid = uid
+	if hasGid {
+		if gid, err = strconv.Atoi(g); err != nil {
+			return 0, 0, fmt.Errorf("parse agent user %q: %w", user, err)
+		}
+	}
+	return uid, gid, nil
+}
+
+// images builds each cell image once: for one (agent image, fixture, arm
+// skills) every trial starts a container from the same image, so a trial's
+// setup does not grow with the fixture's size.
+type images struct {
+	engine   *Engine
+	plan     *pipeline.Plan
+	suiteDir string
+
+	mu    sync.Mutex
+	agent map[string]*imageBuild // by agent image ref
+	cells map[digest.Digest]*imageBuild
+}
+
+type imageBuild struct {
+	once sync.Once
+	ref  string
+	id   string
+	err  error
+}
+
+// agentImage resolves the agent's image: skillgate's own sandbox is built
+// on demand; any other image must be present in the engine.
+func (im *images) agentImage(ctx context.Context) (ref, id string, err error) {
+	im.mu.Lock()
+	b, ok := im.agent[im.plan.Agent.Image]
+	if !ok {
+		b = &imageBuild{}
+		im.agent[im.plan.Agent.Image] = b
+	}
+	im.mu.Unlock()
+	b.once.Do(func() {
+		ref := im.plan.Agent.Image
+		if ref == SandboxImage || ref == SandboxImage+":latest" {
+			if ref, b.err = im.engine.EnsureSandbox(ctx); b.err != nil {
+				return
+			}
+		}
+		id, ok, err := im.engine.ImageExists(ctx, ref)
+		switch {
+		case err != nil:
+			b.err = err
+		case !ok:
+			b.err = fmt.Errorf("find agent image %s: not in the Docker engine; build or load it first (no registry is used)", ref)
+		default:
+			b.ref, b.id = ref, id
+		}
+	})
+	return b.ref, b.id, b.err
+}
+
+// cellImage returns the image holding the case's fixture and the arm's
+// skills on top of the agent image, building it if the engine lacks it.
+func (im *images) cellImage(ctx context.Context, pc pipeline.PlanCase, arm pipeline.PlanArm) (ref string, err error) {
+	agentRef, agentID, err := im.agentImage(ctx)
+	if err != nil {
+		return "", err
+	}
+	a := im.plan.Agent
+	type skill struct {
+		Name   string        `json:"name"`
+		Digest digest.Digest `json:"digest"`
+	}
+	key := struct {
+		Agent     string        `json:"agent"`
+		User      string        `json:"user"`
+		SkillsDir string        `json:"skillsDir"`
+		Fixture   digest.Digest `json:"fixture"`
+		Skills    []skill       `json:"skills"`
+	}{agentID, a.User, a.SkillsDir, pc.FixtureDigest, []skill{}}
+	for _, k := range arm.Skills {
+		key.Skills = append(key.Skills, skill{im.plan.Skills[k].Name, im.plan.Skills[k].Digest})
+	}
+	kb, _ := json.Marshal(key)
+	kd := digest.FromBytes(kb)
+
+	im.mu.Lock()
+	b, ok := im.cells[kd]
+	if !ok {
+		b = &imageBuild{ref: CellImageRepo + ":" + kd.Encoded()[:24]}
+		im.cells[kd] = b
+	}
+	im.mu.Unlock()
+	b.once.Do(func() {
+		if _, ok, err := im.engine.ImageExists(ctx, b.ref); err != nil || ok {
+			b.err = err
+			return
+		}
+		b.err = im.build(ctx, b.ref, agentRef, pc, arm)
+	})
+	return b.ref, b.err
+}
+
+func (im *images) build(ctx context.Context, tag, agentRef string, pc pipeline.PlanCase, arm pipeline.PlanArm) error {
+	uid, gid, err := owner(im.plan.Agent.User)
+	if err != nil {
+		return err
+	}
+	bc := NewBuildContext("FROM " + agentRef + "\nADD " + LayerTar + " /\n")
+	bc.AddDir(Workspace, 0o755, uid, gid)
+	if pc.Fixture != "" {
+		if err := bc.AddHostTree(Workspace, filepath.Join(im.suiteDir, filepath.FromSlash(pc.Fixture)), uid, gid); err != nil {
+			return fmt.Errorf("build cell image for %s: %w", pc.ID, err)
+		}
+	}
+	if len(arm.Skills) > 0 {
+		dir := Workspace
+		for _, part := range strings.Split(im.plan.Agent.SkillsDir, "/") {
+			dir = path.Join(dir, part)
+			bc.AddDir(dir, 0o755, uid, gid)
+		}
+		for _, k := range arm.Skills {
+			sk := im.plan.Skills[k]
+			if err := bc.AddHostTree(path.Join(dir, sk.Name), filepath.Join(im.suiteDir, filepath.FromSlash(sk.Path)), uid, gid); err != nil {
+				return fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
+			}
+		}
+	}
+	labels := map[string]string{LabelImage: "cell", LabelSuite: im.plan.Suite.Name}
+	if _, err := im.engine.BuildImage(ctx, tag, labels, bc); err != nil {
+		return fmt.Errorf("build cell image for %s/%s: %w", pc.ID, arm.Name, err)
+	}
+	return nil
+}
+
+// Prompt is what the agent of an arm is asked: the case's prompt, wrapped by
+// the agent's forced-prompt template when the arm forces its skills.
+func Prompt(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm) string {
+	if arm.Activation != "forced" || len(arm.Skills) == 0 {
+		return pc.Prompt
+	}
+	var names []string
+	for _, k := range arm.Skills {
+		names = append(names, p.Skills[k].Name)
+	}
+	r := strings.NewReplacer("{{skills}}", strings.Join(names, ", "), "{{prompt}}", pc.Prompt)
+	return r.Replace(p.Agent.ForcedPrompt)
+}
+
+// cellEnv is the agent's whole environment: nothing of the host's.
+func cellEnv(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm, prompt string) []string {
+	env := []string{"SKILLGATE_PROMPT=" + prompt}
+	if len(pc.Seed) > 0 {
+		b, _ := json.Marshal(pc.Seed)
+		env = append(env, "SKILLGATE_SEED="+string(b))
+	}
+	if len(arm.Skills) > 0 {
+		env = append(env, "SKILLGATE_SKILLS_DIR="+path.Join(Workspace, p.Agent.SkillsDir))
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Agent.Env)) {
+		env = append(env, k+"="+p.Agent.Env[k])
+	}
+	return env
+}
+
+// cellCommand substitutes the prompt into the agent's command.
+func cellCommand(p *pipeline.Plan, prompt string) []string {
+	out := make([]string, len(p.Agent.Command))
+	for i, a := range p.Agent.Command {
+		out[i] = strings.ReplaceAll(a, "{{prompt}}", prompt)
+	}
+	return out
+}
+
+// workspaceChanges drops the installed skills from a container's changes:
+// they are the arm's, not the agent's work.
+func workspaceChanges(changes []Change, skillsDir string) []Change {
+	out := []Change{}
+	for _, c := range changes {
+		if c.Path == skillsDir || strings.HasPrefix(c.Path, skillsDir+"/") {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,385 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+// Options control a run.
+type Options struct {
+	// Out is the run folder: the store, the plan and the reports.
+	Out string
+	// SuiteDir is the suite folder the plan was compiled from; fixtures and
+	// skills are read from it.
+	SuiteDir string
+	// Jobs is how many cells run at once.
+	Jobs int
+	// Cases, Arms and Split select cells; empty selects all.
+	Cases, Arms []string
+	Split       string
+	// DryRun says what would run and starts nothing.
+	DryRun bool
+	// Log receives progress; Terminal draws a bar instead of lines.
+	Log      io.Writer
+	Terminal bool
+}
+
+// Summary is what a run did with the selected cells.
+type Summary struct {
+	Planned  int `json:"planned"`
+	Selected int `json:"selected"`
+	// Reused cells had a stored rollout; Ran cells started a container.
+	Reused int `json:"reused"`
+	Ran    int `json:"ran"`
+	// Statuses counts the selected cells' rollouts by status; cells not run
+	// (interrupted, dry run) are not counted.
+	Statuses    map[string]int `json:"statuses"`
+	Interrupted bool           `json:"interrupted"`
+	Elapsed     time.Duration  `json:"elapsed"`
+}
+
+// Complete reports whether every selected cell has a valid rollout.
+func (s *Summary) Complete() bool {
+	return !s.Interrupted && s.Statuses[StatusInvalid] == 0 && s.Reused+s.Ran == s.Selected
+}
+
+// Select returns the plan's cells matching the filters, in plan order. A
+// filter value that matches nothing in the plan is an error, so a typo
+// never silently runs nothing.
+func Select(p *pipeline.Plan, cases, arms []string, split string) ([]pipeline.Cell, error) {
+	known := map[string]map[string]bool{"case": {}, "arm": {}, "split": {}}
+	splitOf := map[string]string{}
+	for _, c := range p.Cases {
+		known["case"][c.ID] = true
+		known["split"][c.Split] = true
+		splitOf[c.ID] = c.Split
+	}
+	for _, a := range p.Arms {
+		known["arm"][a.Name] = true
+	}
+	for kind, vals := range map[string][]string{"case": cases, "arm": arms, "split": {split}} {
+		for _, v := range vals {
+			if v != "" && !known[kind][v] {
+				return nil, fmt.Errorf("select cells: the plan has no %s %q", kind, v)
+			}
+		}
+	}
+	var out []pipeline.Cell
+	for _, c := range p.Cells {
+		if (len(cases) == 0 || slices.Contains(cases, c.Case)) &&
+			(len(arms) == 0 || slices.Contains(arms, c.Arm)) &&
+			(split == "" || splitOf[c.Case] == split) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Run executes the plan's selected cells that have no valid stored rollout,
+// each in its own container, and stores their rollouts. Cancelling ctx
+// stops starting cells, kills and removes running containers and keeps
+// every stored rollout; the summary then says Interrupted.
+func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) {
+	start := time.Now()
+	cells, err := Select(p, opts.Cases, opts.Arms, opts.Split)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Jobs < 1 {
+		opts.Jobs = 1
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	out, err := filepath.Abs(opts.Out)
+	if err != nil {
+		return nil, fmt.Errorf("resolve run folder: %w", err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("make run folder: %w", err)
+	}
+	unlock, err := lockFolder(out)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	store, err := OpenStore(out)
+	if err != nil {
+		return nil, err
+	}
+	sum := &Summary{Planned: len(p.Cells), Selected: len(cells), Statuses: map[string]int{}}
+
+	// One rollout per key: cells sharing a key share it.
+	var todo []pipeline.Cell
+	queued := map[digest.Digest]bool{}
+	for _, c := range cells {
+		r, ok, err := store.Rollout(c.Rollout)
+		if err != nil {
+			return nil, err
+		}
+		if ok && r.Status != StatusInvalid {
+			sum.Reused++
+			sum.Statuses[r.Status]++
+			continue
+		}
+		if !queued[c.Rollout] {
+			queued[c.Rollout] = true
+			todo = append(todo, c)
+		}
+	}
+	fmt.Fprintf(opts.Log, "%d of %d planned cells selected: %d stored, %d to run (%d jobs)\n", len(cells), len(p.Cells), sum.Reused, len(cells)-sum.Reused, opts.Jobs)
+	if opts.DryRun || len(todo) == 0 {
+		sum.Elapsed = time.Since(start)
+		return sum, nil
+	}
+
+	engine, err := NewEngine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer engine.Close()
+	outLabel := LabelOut + "=" + digest.FromString(out).Encoded()[:16]
+	if n, err := engine.Sweep(ctx, outLabel); err != nil {
+		return nil, err
+	} else if n > 0 {
+		fmt.Fprintf(opts.Log, "removed %d containers left by an interrupted run\n", n)
+	}
+	r := &cellRunner{
+		plan: p, store: store, engine: engine, out: out, runID: newRunID(),
+		outLabel: digest.FromString(out).Encoded()[:16],
+		images:   &images{engine: engine, plan: p, suiteDir: opts.SuiteDir, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}},
+		cases:    map[string]pipeline.PlanCase{}, arms: map[string]pipeline.PlanArm{},
+	}
+	for _, c := range p.Cases {
+		r.cases[c.ID] = c
+	}
+	for _, a := range p.Arms {
+		r.arms[a.Name] = a
+	}
+	prog := newProgress(opts.Log, opts.Terminal, len(todo))
+	work := make(chan pipeline.Cell)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var fatal error
+	for j := 0; j < opts.Jobs; j++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				prog.started(c.ID)
+				ro, err := r.run(ctx, c)
+				mu.Lock()
+				switch {
+				case ctx.Err() != nil:
+					// Interrupted: nothing stored for this cell.
+				case err != nil:
+					if fatal == nil {
+						fatal = err
+					}
+				default:
+					sum.Ran++
+					sum.Statuses[ro.Status]++
+				}
+				mu.Unlock()
+				if ro != nil && ctx.Err() == nil {
+					prog.finished(c.ID, ro)
+				}
+			}
+		}()
+	}
+feed:
+	for _, c := range todo {
+		select {
+		case work <- c:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	prog.close()
+	// Cells that shared a key with a cell run now count with it.
+	for _, c := range cells {
+		if queued[c.Rollout] && !slices.ContainsFunc(todo, func(t pipeline.Cell) bool { return t.ID == c.ID }) {
+			if ro, ok, _ := store.Rollout(c.Rollout); ok {
+				sum.Reused++
+				sum.Statuses[ro.Status]++
+			}
+		}
+	}
+	sum.Interrupted = ctx.Err() != nil
+	sum.Elapsed = time.Since(start)
+	return sum, fatal
+}
+
+// cellRunner runs one cell at a time per worker.
+type cellRunner struct {
+	plan     *pipeline.Plan
+	store    *Store
+	engine   *Engine
+	images   *images
+	out      string
+	outLabel string
+	runID    string
+	cases    map[string]pipeline.PlanCase
+	arms     map[string]pipeline.PlanArm
+}
+
+// run executes one cell and stores its rollout. A Docker or skillgate
+// failure is stored as an invalid rollout, so the run goes on and the next
+// run retries the cell; only a failure to store is returned.
+func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error) {
+	start := time.Now()
+	pc, arm := r.cases[c.Case], r.arms[c.Arm]
+	ro := &Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
+		Image: r.plan.Agent.Image, Changes: []Change{}, StartedAt: start.UTC().Round(time.Millisecond),
+		Telemetry: Telemetry{Skills: []RoutingEvent{}, References: []RoutingEvent{}}}
+	staged, err := r.store.Stage()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(staged) // gone once committed
+	invalid := func(err error) (*Rollout, error) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		ro.Status, ro.Error = StatusInvalid, err.Error()
+		ro.Durations.Total = time.Since(start).Seconds()
+		return ro, r.store.Commit(staged, ro)
+	}
+	ref, err := r.images.cellImage(ctx, pc, arm)
+	if err != nil {
+		return invalid(err)
+	}
+	_, ro.ImageID, _ = r.images.agentImage(ctx)
+	ro.Durations.Image = time.Since(start).Seconds()
+	spec, err := r.spec(c, pc, arm, ref, filepath.Join(staged, DirWorkspace))
+	if err != nil {
+		return invalid(err)
+	}
+	oc, err := r.engine.RunContainer(ctx, spec)
+	if err != nil {
+		return invalid(err)
+	}
+	ro.ExitCode = oc.ExitCode
+	switch {
+	case oc.TimedOut:
+		ro.Status = StatusTimeout
+	case oc.OOMKilled:
+		ro.Status = StatusOOM
+	case oc.ExitCode != 0:
+		ro.Status = StatusFailed
+	default:
+		ro.Status = StatusCompleted
+	}
+	ro.Answer, ro.Telemetry = ParseTranscript(r.plan.Agent.Kind, oc.Stdout, oc.Stderr)
+	ro.Transcript = Transcript{StdoutBytes: oc.StdoutBytes, StderrBytes: oc.StderrBytes, Cap: spec.OutputCap, Truncated: oc.Truncated}
+	ro.Changes = workspaceChanges(oc.Changes, r.plan.Agent.SkillsDir)
+	os.RemoveAll(filepath.Join(staged, DirWorkspace, filepath.FromSlash(r.plan.Agent.SkillsDir)))
+	ro.Durations.Create = oc.Durations.Create.Seconds()
+	ro.Durations.Start = oc.Durations.Start.Seconds()
+	ro.Durations.Agent = oc.Durations.Agent.Seconds()
+	ro.Durations.Collect = oc.Durations.Collect.Seconds()
+	for name, data := range map[string][]byte{FileStdout: oc.Stdout, FileStderr: oc.Stderr, FileAnswer: []byte(ro.Answer)} {
+		if err := os.WriteFile(filepath.Join(staged, name), data, 0o644); err != nil {
+			return nil, fmt.Errorf("store rollout %s: %w", c.ID, err)
+		}
+	}
+	ro.Durations.Total = time.Since(start).Seconds()
+	return ro, r.store.Commit(staged, ro)
+}
+
+// spec is the hardened container of a cell.
+func (r *cellRunner) spec(c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.PlanArm, image, collect string) (ContainerSpec, error) {
+	lim := r.plan.Limits
+	timeout, err := time.ParseDuration(lim.Timeout)
+	if err != nil {
+		return ContainerSpec{}, fmt.Errorf("parse limits.timeout %q: %w", lim.Timeout, err)
+	}
+	mem, err := pipeline.ParseBytes(lim.Memory)
+	if err != nil {
+		return ContainerSpec{}, fmt.Errorf("read limits.memory: %w", err)
+	}
+	output, err := pipeline.ParseBytes(lim.Output)
+	if err != nil {
+		return ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
+	}
+	prompt := Prompt(r.plan, pc, arm)
+	return ContainerSpec{
+		Image:      image,
+		Cmd:        cellCommand(r.plan, prompt),
+		Env:        cellEnv(r.plan, pc, arm, prompt),
+		User:       r.plan.Agent.User,
+		WorkingDir: Workspace,
+		Labels: map[string]string{
+			LabelRun: r.runID, LabelOut: r.outLabel, LabelCell: c.ID,
+			LabelPlan: r.plan.Digest.Encoded()[:16], LabelSuite: r.plan.Suite.Name,
+		},
+		Memory:        mem,
+		NanoCPUs:      int64(lim.CPUs * 1e9),
+		PidsLimit:     lim.Pids,
+		Timeout:       timeout,
+		OutputCap:     output,
+		CollectPrefix: Workspace,
+		CollectDir:    collect,
+	}, nil
+}
+
+func newRunID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// lockFolder takes an exclusive lock on the run folder for this process;
+// the kernel drops it if the process dies.
+func lockFolder(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock run folder: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock run folder: another skillgate run is using %s", dir)
+		}
+		return nil, fmt.Errorf("lock run folder: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// DescribeSummary renders a run's summary for people.
+func DescribeSummary(s *Summary, out string, dryRun bool) string {
+	if dryRun {
+		return fmt.Sprintf("dry run: %d cells would run, %d are stored; nothing started", s.Selected-s.Reused, s.Reused)
+	}
+	var parts []string
+	for _, st := range []string{StatusCompleted, StatusFailed, StatusTimeout, StatusOOM, StatusInvalid} {
+		if n := s.Statuses[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	msg := fmt.Sprintf("%d cells: %d ran, %d reused from the store (%s) in %s; results in %s",
+		s.Selected, s.Ran, s.Reused, strings.Join(parts, ", "), s.Elapsed.Round(time.Millisecond), out)
+	if s.Interrupted {
+		msg += "\ninterrupted: run again to finish; stored cells will not run again"
+	} else if n := s.Statuses[StatusInvalid]; n > 0 {
+		msg += fmt.Sprintf("\n%d cells are invalid (Docker or skillgate failed): run again to retry them", n)
+	}
+	return msg
+}

@@ -1,0 +1,165 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// Statuses of a rollout.
+const (
+	// StatusCompleted: the agent exited 0.
+	StatusCompleted = "completed"
+	// StatusFailed: the agent exited non-zero; the agent's failure.
+	StatusFailed = "failed"
+	// StatusTimeout: the agent ran past the limit and was killed.
+	StatusTimeout = "timeout"
+	// StatusOOM: the agent passed its memory limit and was killed.
+	StatusOOM = "oom"
+	// StatusInvalid: Docker or skillgate failed; never a pass or a fail,
+	// counted in invalidRun, run again by the next run.
+	StatusInvalid = "invalid"
+)
+
+// Rollout is the stored record of one agent session: everything the
+// container left, normalized. It is stored under its rollout key, so every
+// plan whose cell has that key reuses it.
+type Rollout struct {
+	Key  digest.Digest `json:"key"`
+	Plan digest.Digest `json:"plan"`
+	// Cell is the cell that produced the rollout.
+	Cell  string `json:"cell"`
+	Case  string `json:"case"`
+	Arm   string `json:"arm"`
+	Trial int    `json:"trial"`
+
+	Status   string `json:"status"`
+	ExitCode int    `json:"exitCode"`
+	Error    string `json:"error,omitempty"`
+
+	Image   string `json:"image"`
+	ImageID string `json:"imageID,omitempty"`
+
+	// Answer is the agent's final answer (also stored as answer.txt).
+	Answer     string     `json:"answer"`
+	Transcript Transcript `json:"transcript"`
+	Telemetry  Telemetry  `json:"telemetry"`
+	// Changes lists the workspace paths the agent changed (skills excluded).
+	Changes []Change `json:"changes"`
+
+	Durations Durations `json:"durations"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// Transcript describes the stored stdout and stderr.
+type Transcript struct {
+	StdoutBytes int64 `json:"stdoutBytes"`
+	StderrBytes int64 `json:"stderrBytes"`
+	// Cap is the stored bytes per stream; Truncated says some were dropped.
+	Cap       int64 `json:"cap"`
+	Truncated bool  `json:"truncated"`
+}
+
+// Durations of a cell's phases, in seconds.
+type Durations struct {
+	Image   float64 `json:"image"`
+	Create  float64 `json:"create"`
+	Start   float64 `json:"start"`
+	Agent   float64 `json:"agent"`
+	Collect float64 `json:"collect"`
+	Total   float64 `json:"total"`
+}
+
+// Files of a stored rollout, inside its folder.
+const (
+	FileRollout   = "rollout.json"
+	FileAnswer    = "answer.txt"
+	FileStdout    = "stdout.txt"
+	FileStderr    = "stderr.txt"
+	DirWorkspace  = "workspace"
+	storeRollouts = "store/rollouts"
+	storeTmp      = "store/tmp"
+)
+
+// Store keeps rollouts by key under a run folder. A rollout is written
+// into a temporary folder and renamed into place, so a crash never leaves a
+// partial one where a later run would trust it.
+type Store struct {
+	Dir string
+}
+
+// OpenStore opens (making it if needed) the store under dir and clears what
+// an interrupted run left half-written.
+func OpenStore(dir string) (*Store, error) {
+	for _, d := range []string{storeRollouts, storeTmp} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	tmps, _ := os.ReadDir(filepath.Join(dir, storeTmp))
+	for _, t := range tmps {
+		os.RemoveAll(filepath.Join(dir, storeTmp, t.Name()))
+	}
+	return &Store{Dir: dir}, nil
+}
+
+// RolloutDir is the folder of the rollout stored under key.
+func (s *Store) RolloutDir(key digest.Digest) string {
+	return filepath.Join(s.Dir, storeRollouts, key.Encoded())
+}
+
+// Rollout reads the rollout stored under key; ok is false when there is none.
+func (s *Store) Rollout(key digest.Digest) (r *Rollout, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(s.RolloutDir(key), FileRollout))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read rollout %s: %w", key, err)
+	}
+	r = &Rollout{}
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, false, fmt.Errorf("read rollout %s: %w", key, err)
+	}
+	return r, true, nil
+}
+
+// Stage makes a temporary folder for a rollout being collected.
+func (s *Store) Stage() (string, error) {
+	d, err := os.MkdirTemp(filepath.Join(s.Dir, storeTmp), "cell-")
+	if err != nil {
+		return "", fmt.Errorf("stage rollout: %w", err)
+	}
+	return d, nil
+}
+
+// Commit writes r into the staged folder and moves it into place,
+// replacing an invalid rollout stored under the same key.
+func (s *Store) Commit(staged string, r *Rollout) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("store rollout %s: %w", r.Cell, err)
+	}
+	if err := os.WriteFile(filepath.Join(staged, FileRollout), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("store rollout %s: %w", r.Cell, err)
+	}
+	dst := s.RolloutDir(r.Key)
+	if old, ok, _ := s.Rollout(r.Key); ok {
+		if old.Status != StatusInvalid {
+			os.RemoveAll(staged)
+			return nil // stored meanwhile by another cell with the same key
+		}
+		if err := os.RemoveAll(dst); err != nil {
+			return fmt.Errorf("replace invalid rollout %s: %w", r.Cell, err)
+		}
+	}
+	if err := os.Rename(staged, dst); err != nil {
+		return fmt.Errorf("store rollout %s: %w", r.Cell, err)
+	}
+	return nil
+}
