@@ -44,7 +44,7 @@ func LoadSuite(dir string) (*Suite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load suite %s: %w", dir, err)
 	}
-	return LoadSuiteIn(abs, repositoryRoot(abs))
+	return loadSuite(dir, abs, repositoryRoot(abs))
 }
 
 // LoadSuiteIn is LoadSuite for a suite inside the repository at root, which
@@ -54,20 +54,33 @@ func LoadSuiteIn(dir, root string) (*Suite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load suite %s: %w", dir, err)
 	}
+	return loadSuite(dir, abs, root)
+}
+
+// loadSuite loads the suite at abs; name is the folder as the user gave it.
+func loadSuite(name, abs, root string) (*Suite, error) {
 	if st, err := os.Stat(abs); err != nil {
-		return nil, fmt.Errorf("load suite %s: %w", dir, err)
+		return nil, fmt.Errorf("load suite %s: %w", name, unwrapPathError(err))
 	} else if !st.IsDir() {
-		return nil, fmt.Errorf("load suite %s: not a folder", dir)
+		return nil, fmt.Errorf("load suite %s: not a folder", name)
 	}
 	v, insts, err := buildSuite(abs, root)
-	if err != nil {
+	if insts == nil {
+		if err != nil && strings.Contains(err.Error(), "matched no packages") || strings.Contains(fmt.Sprint(err), "no CUE files") {
+			return nil, fmt.Errorf("load suite %s: no CUE package in the folder", name)
+		}
 		return nil, err
 	}
-	s := &Suite{Dir: abs, Root: root}
-	if err := decodeSuite(v, s); err != nil {
-		return nil, cueerrors.Promote(err, "decode suite")
+	// With CUE errors, the checks below still run on what decodes, so one
+	// vet shows every problem.
+	errs := cueerrors.Promote(err, "")
+	if err == nil {
+		errs = nil
 	}
-	var errs cueerrors.Error
+	s := &Suite{Dir: abs, Root: root}
+	if derr := decodeSuite(v, s, errs != nil); derr != nil && errs == nil {
+		return nil, cueerrors.Promote(derr, "decode suite")
+	}
 	errs = cueerrors.Append(errs, checkDuplicateCases(insts))
 	errs = cueerrors.Append(errs, checkSuite(s, v))
 	if errs != nil {
@@ -118,10 +131,7 @@ func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 	if !closed {
 		v = v.Unify(vals[1].LookupPath(pathSuite))
 	}
-	if err := v.Validate(cue.Concrete(true), cue.Final()); err != nil {
-		return cue.Value{}, nil, err
-	}
-	return v, insts[:1], nil
+	return v, insts[:1], v.Validate(cue.Concrete(true), cue.Final())
 }
 
 // closedForm reports whether a file's only expression is `X.#Suite & {...}`
@@ -201,7 +211,10 @@ func repositoryRoot(dir string) string {
 
 // decodeSuite decodes a validated suite value into s. Cases, the bulk of a
 // large suite, are exported concurrently.
-func decodeSuite(v cue.Value, s *Suite) error {
+//
+// When lenient, parts that do not decode (because validation failed) are
+// skipped, so that checks can still run on the rest.
+func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
 	raw := map[string]json.RawMessage{}
 	it, err := v.Fields()
 	if err != nil {
@@ -211,6 +224,9 @@ func decodeSuite(v cue.Value, s *Suite) error {
 		if name := it.Selector().Unquoted(); name != "cases" {
 			b, err := it.Value().MarshalJSON()
 			if err != nil {
+				if lenient {
+					continue
+				}
 				return err
 			}
 			raw[name] = b
@@ -238,29 +254,51 @@ func decodeSuite(v cue.Value, s *Suite) error {
 				b, err := vals[i].MarshalJSON()
 				if err == nil {
 					err = json.Unmarshal(b, &cases[i])
+				} else if lenient {
+					err = decodeFields(vals[i], &cases[i])
 				}
 				errs[i] = err
 			}
 		}(w)
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(errs...); err != nil && !lenient {
 		return err
 	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, s); err != nil {
-		return err
+	for name, b := range raw {
+		one, _ := json.Marshal(map[string]json.RawMessage{name: b})
+		if err := json.Unmarshal(one, s); err != nil && !lenient {
+			return err
+		}
 	}
 	s.Cases = make(map[string]Case, len(ids))
 	for i, id := range ids {
+		if errs[i] != nil {
+			continue
+		}
 		cases[i].ID = id
 		s.Cases[id] = cases[i]
+		s.CaseOrder = append(s.CaseOrder, id)
 	}
-	s.CaseOrder = ids
 	s.ArmOrder = fieldOrder(v.LookupPath(pathArms))
+	return nil
+}
+
+// decodeFields decodes a struct field by field into out, skipping the
+// fields that do not decode, so a case with one bad field is still checked.
+func decodeFields(v cue.Value, out any) error {
+	it, err := v.Fields()
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		b, err := it.Value().MarshalJSON()
+		if err != nil {
+			continue
+		}
+		one, _ := json.Marshal(map[string]json.RawMessage{it.Selector().Unquoted(): b})
+		_ = json.Unmarshal(one, out)
+	}
 	return nil
 }
 

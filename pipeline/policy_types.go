@@ -47,6 +47,7 @@ type SafetyRule struct {
 // Uncovered reports cases every arm fails.
 type Uncovered struct {
 	RuleBase
+	MinPasses int `json:"minPasses"`
 }
 
 // Worse compares overall pass rates in standard errors.

@@ -55,7 +55,7 @@ func (p *Plan) Summary() PlanSummary {
 // String renders the summary for people.
 func (s PlanSummary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d cases × %d arms × %d trials = %d cells\n", s.Cases, s.Arms, s.Trials, s.Cells)
+	fmt.Fprintf(&b, "%s × %s × %s = %s\n", plural(s.Cases, "case"), plural(s.Arms, "arm"), plural(s.Trials, "trial"), plural(s.Cells, "cell"))
 	fmt.Fprintf(&b, "model calls: %d agent sessions, %d judge calls\n", s.AgentCalls, s.JudgeCalls)
 	if s.CostUSD != nil {
 		fmt.Fprintf(&b, "estimated cost: $%.2f (from the suite's perCall prices)\n", *s.CostUSD)
@@ -63,4 +63,12 @@ func (s PlanSummary) String() string {
 		b.WriteString("estimated cost: unknown (set agent.prices.perCall and judge.prices.perCall to estimate)\n")
 	}
 	return b.String()
+}
+
+// plural writes a count with its noun.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -29,7 +29,7 @@ func (e *exitError) Error() string {
 func exit(code int, err error) error { return &exitError{code: code, err: err} }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "skillgate",
 		Usage: "prove that an agent skill helps, with evidence",
 		Description: `skillgate compiles suites written in CUE into a content-addressed run plan,
@@ -47,7 +47,27 @@ grades the results, and gives a verdict from a gate policy written as data.`,
 			gcCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   usageError,
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(os.Stderr, "skillgate: unknown command %q; see skillgate --help\n", name)
+			os.Exit(2)
+		},
 	}
+	for _, cmd := range app.Commands {
+		cmd.HideHelpCommand = true
+		cmd.OnUsageError = usageError
+	}
+	return app
+}
+
+// usageError reports a command-line mistake in one line on stderr, exit 2,
+// without printing the help to stdout, which is for data.
+func usageError(c *cli.Context, err error, _ bool) error {
+	name := "skillgate"
+	if c.Command != nil && c.Command.Name != "" {
+		name += " " + c.Command.Name
+	}
+	return exit(2, fmt.Errorf("%s: %w (see %s --help)", name, err, name))
 }
 
 func main() { os.Exit(run(os.Args)) }

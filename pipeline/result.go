@@ -1,0 +1,206 @@
+package pipeline
+
+import "github.com/opencontainers/go-digest"
+
+// Cell statuses in results: a rollout's status, or StatusMissing when the
+// cell has no stored rollout (not run: interrupted, spend cap, filtered).
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusTimeout   = "timeout"
+	StatusOOM       = "oom"
+	StatusInvalid   = "invalid"
+	StatusMissing   = "missing"
+)
+
+// Evidence levels of routing events, strongest first.
+const (
+	EvidenceObserved     = "observed"
+	EvidenceInferred     = "inferred"
+	EvidenceReported     = "reported"
+	EvidenceUnobservable = "unobservable"
+)
+
+// RoutingEvent is one skill or reference an agent loaded, with how we know.
+type RoutingEvent struct {
+	// Name is a skill's installed name, or NAME/PATH for a reference.
+	Name     string `json:"name"`
+	Evidence string `json:"evidence"`
+}
+
+// Tokens are what a provider reported; nil where it reported nothing.
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
+}
+
+// CellResult is the normalized record of one cell: how its rollout ended,
+// its deterministic grade, its routing and its cost. Every metric and rule
+// is a pure function of a plan's CellResults.
+type CellResult struct {
+	Cell    string        `json:"cell"`
+	Case    string        `json:"case"`
+	Arm     string        `json:"arm"`
+	Trial   int           `json:"trial"`
+	Rollout digest.Digest `json:"rollout"`
+	Grade   digest.Digest `json:"grade"`
+
+	// Status is the rollout's status, or StatusMissing.
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+
+	// Passed: the rollout completed and every deterministic check passed
+	// (and, once judged, every rubric criterion). Meaningless unless
+	// Status is completed, failed, timeout or oom (those never pass).
+	Passed bool `json:"passed"`
+	// Score is the fraction of deterministic checks passed; 0 when the
+	// agent did not complete.
+	Score float64 `json:"score"`
+
+	Checks  []CheckResult `json:"checks"`
+	Routing Routing2      `json:"routing"`
+
+	Telemetry CellTelemetry `json:"telemetry"`
+	Cost      CellCost      `json:"cost"`
+}
+
+// Valid reports whether the cell counts as a pass or a fail: it ran, and
+// neither Docker nor skillgate failed it.
+func (r CellResult) Valid() bool {
+	return r.Status != StatusInvalid && r.Status != StatusMissing
+}
+
+// Check kinds.
+const (
+	CheckFile   = "file"
+	CheckAnswer = "answer"
+	CheckCode   = "code"
+	CheckRun    = "run"
+	CheckWrites = "writes"
+)
+
+// CheckResult is one deterministic check of a cell.
+type CheckResult struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Negative marks an authored negative expectation (notContains,
+	// exists: false, unchanged): the observations of prohibitedOutcome.
+	Negative bool   `json:"negative,omitempty"`
+	Passed   bool   `json:"passed"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// Routing2 is a cell's routing against its case's expectations, for skills
+// and for references. Routing never fails a cell on its own: it feeds the
+// routing metrics and, for forbidden entries, prohibitedOutcome.
+type Routing2 struct {
+	Skills     RoutingTally `json:"skills"`
+	References RoutingTally `json:"references"`
+}
+
+// RoutingTally counts one level of routing in one cell. Only the suite's
+// own skills count: an agent's built-in skills are listed in Ignored.
+type RoutingTally struct {
+	// TP: observed and required; FP: observed, not required; FN: required,
+	// not observed.
+	TP int `json:"tp"`
+	FP int `json:"fp"`
+	FN int `json:"fn"`
+	// Forbidden is the number of forbidden entries; ForbiddenSeen those
+	// observed (violations).
+	Forbidden     int      `json:"forbidden"`
+	ForbiddenSeen []string `json:"forbiddenSeen"`
+	Observed      []string `json:"observed"`
+	Ignored       []string `json:"ignored"`
+	// Evidence is the weakest evidence among the observed events, or
+	// "unobservable" when the agent's adapter cannot tell.
+	Evidence string `json:"evidence"`
+}
+
+// CellTelemetry is what the agent's transcript told.
+type CellTelemetry struct {
+	Skills     []RoutingEvent `json:"skills"`
+	References []RoutingEvent `json:"references"`
+	ToolCalls  *int           `json:"toolCalls,omitempty"`
+	Turns      *int           `json:"turns,omitempty"`
+	Tokens     *Tokens        `json:"tokens,omitempty"`
+	Model      string         `json:"model,omitempty"`
+	// OpenedSkill: the agent opened one of the suite's skills.
+	OpenedSkill bool `json:"openedSkill"`
+}
+
+// CellCost are a cell's cost measurements; they never gate unless a rule
+// says so.
+type CellCost struct {
+	AgentSeconds float64 `json:"agentSeconds"`
+	TotalSeconds float64 `json:"totalSeconds"`
+	ChangedFiles int     `json:"changedFiles"`
+	LinesAdded   int     `json:"linesAdded"`
+	LinesDeleted int     `json:"linesDeleted"`
+	// SkillBytes are the complete file bytes of the skills the arm installs.
+	SkillBytes  int64    `json:"skillBytes"`
+	AnswerChars int      `json:"answerChars"`
+	USD         *float64 `json:"usd,omitempty"`
+}
+
+// Metric is a scalar with its sample count; metrics with no applicable
+// sample are omitted, never 0 or 1.
+type Metric struct {
+	Value   float64 `json:"value"`
+	Samples int     `json:"samples"`
+	// StdErr and CI95 (Wilson) are given for rates.
+	StdErr *float64    `json:"stderr,omitempty"`
+	CI95   *[2]float64 `json:"ci95,omitempty"`
+}
+
+// Verdicts and their exit codes.
+const (
+	VerdictPass       = "PASS"
+	VerdictFail       = "FAIL"
+	VerdictIncomplete = "INCOMPLETE"
+	// VerdictCalibration: the calibration checks failed; nothing else ran.
+	VerdictCalibration = "CALIBRATION-FAILED"
+)
+
+// ExitCode is the process exit code of a verdict.
+func ExitCode(verdict string) int {
+	switch verdict {
+	case VerdictPass:
+		return 0
+	case VerdictFail:
+		return 1
+	case VerdictCalibration:
+		return 3
+	default:
+		return 2
+	}
+}
+
+// RuleOutcome is one policy rule evaluated.
+type RuleOutcome struct {
+	// Rule is the policy field name, such as "regression".
+	Rule     string `json:"rule"`
+	Severity string `json:"severity"`
+	Met      bool   `json:"met"`
+	// Reasons are stable strings such as "REGRESSION adds-entry"; empty
+	// when met.
+	Reasons []string `json:"reasons"`
+	// Detail explains the figures, for people.
+	Detail string `json:"detail"`
+	// Flags lists items for human review that do not fail the rule (an
+	// efficacy loss, sizeComparable=false, ...).
+	Flags []string `json:"flags,omitempty"`
+}
+
+// Verdict is the gate's decision with its reasons.
+type Verdict struct {
+	Verdict string `json:"verdict"`
+	// Reasons of failed fail-severity rules, and of incompleteness.
+	Reasons []string `json:"reasons"`
+	// Warnings of failed warn-severity rules.
+	Warnings []string      `json:"warnings"`
+	Rules    []RuleOutcome `json:"rules"`
+	ExitCode int           `json:"exitCode"`
+}
