@@ -204,3 +204,96 @@ type Verdict struct {
 	Rules    []RuleOutcome `json:"rules"`
 	ExitCode int           `json:"exitCode"`
 }
+
+// Report is everything a run's reports show: the run's identity, metrics
+// per arm, every case's trial outcomes per arm, and the verdict. It is a
+// pure function of a plan and its CellResults (BuildReport), and every
+// report file is rendered from it alone.
+type Report struct {
+	Suite string        `json:"suite"`
+	Plan  digest.Digest `json:"plan"`
+	Agent AgentIdentity `json:"agent"`
+	// Judge is the judge's identity when the suite has one.
+	Judge *JudgeIdentity `json:"judge,omitempty"`
+	// StandIn, when set, says that the agent or its model is a scripted
+	// stand-in, not a real model; every report shows it.
+	StandIn string `json:"standIn,omitempty"`
+	Policy  string `json:"policy"`
+	Trials  int    `json:"trials"`
+	// Arms in authored order.
+	Arms []ArmReport `json:"arms"`
+	// Cases in authored order.
+	Cases   []CaseReport `json:"cases"`
+	Verdict Verdict      `json:"verdict"`
+}
+
+// AgentIdentity names the agent of a run.
+type AgentIdentity struct {
+	Kind     string        `json:"kind"`
+	Image    string        `json:"image"`
+	Model    string        `json:"model,omitempty"`
+	Provider string        `json:"provider"`
+	Digest   digest.Digest `json:"digest"`
+}
+
+// JudgeIdentity names the judge of a run.
+type JudgeIdentity struct {
+	Provider string        `json:"provider"`
+	Model    string        `json:"model,omitempty"`
+	Mode     string        `json:"mode"`
+	Digest   digest.Digest `json:"digest"`
+}
+
+// ArmReport is one arm's metrics. Metrics follow the SkillOpt report
+// contract: every scalar has its sample count, and a metric with no
+// applicable sample is absent.
+type ArmReport struct {
+	Name       string   `json:"name"`
+	Skills     []string `json:"skills"`
+	Activation string   `json:"activation,omitempty"`
+	// SkillBytes: complete file bytes of the installed skills; 0 only for a
+	// genuine no-skill arm.
+	SkillBytes int64          `json:"skillBytes"`
+	Cells      int            `json:"cells"`
+	Statuses   map[string]int `json:"statuses"`
+	// Metrics are quality metrics: taskSuccess, invalidRun, per split
+	// (validUnseen, transfer, adversarial, frozen, train, validation, ...),
+	// per kind (composition, safety, artifact, noChange), per tag
+	// (hallucination, markdownPreservation, verification), fixture,
+	// prohibitedOutcome, skillPrecision, skillRecall, referencePrecision,
+	// referenceRecall, openedSkill, and passAtK.<split>.
+	Metrics map[string]Metric `json:"metrics"`
+	// Cost metrics (means per cell): agentSeconds, totalSeconds, toolCalls,
+	// turns, tokensInput, tokensOutput, tokensCacheRead, tokensCacheWrite
+	// (only over cells whose provider reported tokens), changedFiles,
+	// linesAdded, linesDeleted, answerChars, usd.
+	Cost map[string]Metric `json:"cost"`
+	// FilesLoaded counts reads of each skill file (NAME/PATH) over the arm.
+	FilesLoaded map[string]int `json:"filesLoaded"`
+	// Evidence is the weakest routing evidence seen in the arm.
+	Evidence string `json:"evidence"`
+}
+
+// CaseReport is one case's outcomes, per arm, per trial.
+type CaseReport struct {
+	ID          string  `json:"id"`
+	Description string  `json:"description,omitempty"`
+	Kind        string  `json:"kind"`
+	Split       string  `json:"split"`
+	Safety      bool    `json:"safety"`
+	Weight      float64 `json:"weight"`
+	// Trials by arm name, in trial order.
+	Trials map[string][]TrialOutcome `json:"trials"`
+}
+
+// TrialOutcome is one cell in the case × arm grid.
+type TrialOutcome struct {
+	Cell    string        `json:"cell"`
+	Trial   int           `json:"trial"`
+	Status  string        `json:"status"`
+	Passed  bool          `json:"passed"`
+	Score   float64       `json:"score"`
+	Rollout digest.Digest `json:"rollout"`
+	// Failed names the checks that failed.
+	Failed []string `json:"failed,omitempty"`
+}
