@@ -100,11 +100,47 @@ type Agent struct {
 	Command      []string          `json:"command"`
 	Model        string            `json:"model,omitempty"`
 	Provider     string            `json:"provider"`
+	Script       *Script           `json:"script,omitempty"`
 	SkillsDir    string            `json:"skillsDir"`
 	User         string            `json:"user"`
 	Env          map[string]string `json:"env"`
 	ForcedPrompt string            `json:"forcedPrompt"`
+	StandIn      string            `json:"standIn,omitempty"`
 	Prices       *Prices           `json:"prices,omitempty"`
+}
+
+// Script is the scripted model's replies (schema #Script).
+type Script struct {
+	Model string       `json:"model"`
+	Rules []ScriptRule `json:"rules"`
+}
+
+// ScriptRule is one scripted reply and when to give it.
+type ScriptRule struct {
+	When  *ScriptWhen   `json:"when,omitempty"`
+	Reply []ScriptBlock `json:"reply"`
+	Usage ScriptUsage   `json:"usage"`
+}
+
+// ScriptWhen are a rule's conditions; nil ones are not checked.
+type ScriptWhen struct {
+	Contains    *string `json:"contains,omitempty"`
+	NotContains *string `json:"notContains,omitempty"`
+	SkillListed *string `json:"skillListed,omitempty"`
+	ToolResults *int    `json:"toolResults,omitempty"`
+}
+
+// ScriptBlock is text or a tool call.
+type ScriptBlock struct {
+	Text  *string        `json:"text,omitempty"`
+	Tool  string         `json:"tool,omitempty"`
+	Input map[string]any `json:"input,omitempty"`
+}
+
+// ScriptUsage are the token counts a scripted reply reports.
+type ScriptUsage struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
 }
 
 // Pair is one pairwise comparison of two arms.
@@ -132,6 +168,7 @@ type Limits struct {
 	CPUs    float64 `json:"cpus"`
 	Pids    int64   `json:"pids"`
 	Output  string  `json:"output"`
+	Check   string  `json:"check"`
 }
 
 // Suite is a loaded, validated suite.

@@ -192,6 +192,9 @@ type RuleOutcome struct {
 	// Flags lists items for human review that do not fail the rule (an
 	// efficacy loss, sizeComparable=false, ...).
 	Flags []string `json:"flags,omitempty"`
+	// Warnings are raised by a rule that is met but only narrowly, such as
+	// a marginal pass@k delta; they join the verdict's warnings.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Verdict is the gate's decision with its reasons.
@@ -223,8 +226,34 @@ type Report struct {
 	// Arms in authored order.
 	Arms []ArmReport `json:"arms"`
 	// Cases in authored order.
-	Cases   []CaseReport `json:"cases"`
-	Verdict Verdict      `json:"verdict"`
+	Cases []CaseReport `json:"cases"`
+	// Pairwise are the judge's pairwise judgements, when it made any.
+	Pairwise []PairwiseResult `json:"pairwise,omitempty"`
+	Verdict  Verdict          `json:"verdict"`
+}
+
+// Outcomes of a pairwise judgement, for the candidate arm.
+const (
+	PairwiseWin  = "WIN"
+	PairwiseTie  = "TIE"
+	PairwiseLoss = "LOSS"
+)
+
+// PairwiseResult is one blind pairwise judgement: for one case and trial,
+// the candidate arm's outcome against the baseline arm's, shown to the
+// judge as unlabelled A and B. The efficacy and judgeAgreement rules read
+// these.
+type PairwiseResult struct {
+	Case      string `json:"case"`
+	Trial     int    `json:"trial"`
+	Candidate string `json:"candidate"`
+	Baseline  string `json:"baseline"`
+	// Outcome is WIN, TIE (a non-win) or LOSS for the candidate.
+	Outcome string `json:"outcome"`
+	// Orders, when the judge swaps, holds the candidate's outcome in each
+	// presentation order (candidate shown as A, then as B); the pair agrees
+	// when both are the same. Empty without swapping.
+	Orders []string `json:"orders,omitempty"`
 }
 
 // AgentIdentity names the agent of a run.

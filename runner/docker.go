@@ -380,7 +380,14 @@ func (e *Engine) createContainer(ctx context.Context, spec ContainerSpec) (strin
 		AttachStderr:    true,
 		NetworkDisabled: true,
 	}
-	created, err := e.c.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("create container: %w", err)
+	}
+	// Not cancelled midway: the engine would create the container anyway
+	// and skillgate would never learn its ID to remove it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	created, err := e.c.ContainerCreate(cctx, cfg, hc, nil, nil, "")
 	if err != nil {
 		return "", fmt.Errorf("create container: %w", err)
 	}

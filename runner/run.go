@@ -172,50 +172,36 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 		r.arms[a.Name] = a
 	}
 	prog := newProgress(opts.Log, opts.Terminal, len(todo))
-	work := make(chan pipeline.Cell)
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var fatal error
-	for j := 0; j < opts.Jobs; j++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range work {
-				prog.started(c.ID)
-				ro, err := r.run(ctx, c)
-				mu.Lock()
-				switch {
-				case ctx.Err() != nil:
-					// Interrupted: nothing stored for this cell.
-				case err != nil:
-					if fatal == nil {
-						fatal = err
-					}
-				default:
-					sum.Ran++
-					sum.Statuses[ro.Status]++
-				}
-				mu.Unlock()
-				if ro != nil && ctx.Err() == nil {
-					prog.finished(c.ID, ro)
-				}
+	forEach(ctx, opts.Jobs, todo, func(c pipeline.Cell) {
+		prog.started(c.ID)
+		ro, err := r.run(ctx, c)
+		mu.Lock()
+		switch {
+		case ctx.Err() != nil:
+			// Interrupted: nothing stored for this cell.
+		case err != nil:
+			if fatal == nil {
+				fatal = err
 			}
-		}()
-	}
-feed:
-	for _, c := range todo {
-		select {
-		case work <- c:
-		case <-ctx.Done():
-			break feed
+		default:
+			sum.Ran++
+			sum.Statuses[ro.Status]++
 		}
-	}
-	close(work)
-	wg.Wait()
+		mu.Unlock()
+		if ro != nil && ctx.Err() == nil {
+			prog.finished(c.ID, ro)
+		}
+	})
 	prog.close()
 	// Cells that shared a key with a cell run now count with it.
+	ran := make(map[string]bool, len(todo))
+	for _, t := range todo {
+		ran[t.ID] = true
+	}
 	for _, c := range cells {
-		if queued[c.Rollout] && !slices.ContainsFunc(todo, func(t pipeline.Cell) bool { return t.ID == c.ID }) {
+		if queued[c.Rollout] && !ran[c.ID] {
 			if ro, ok, _ := store.Rollout(c.Rollout); ok {
 				sum.Reused++
 				sum.Statuses[ro.Status]++
@@ -223,6 +209,12 @@ feed:
 		}
 	}
 	sum.Interrupted = ctx.Err() != nil
+	if sum.Interrupted {
+		// Belt and braces: nothing of this run outlives it.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		engine.Sweep(sctx, LabelRun+"="+r.runID)
+		cancel()
+	}
 	sum.Elapsed = time.Since(start)
 	return sum, fatal
 }
@@ -248,7 +240,7 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 	pc, arm := r.cases[c.Case], r.arms[c.Arm]
 	ro := &Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
 		Image: r.plan.Agent.Image, Changes: []Change{}, StartedAt: start.UTC().Round(time.Millisecond),
-		Telemetry: Telemetry{Skills: []RoutingEvent{}, References: []RoutingEvent{}}}
+		Telemetry: Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}}}
 	staged, err := r.store.Stage()
 	if err != nil {
 		return nil, err

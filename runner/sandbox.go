@@ -14,15 +14,14 @@ const SandboxImage = "skillgate/sandbox"
 // busyboxPath is where the host's static busybox is taken from.
 const busyboxPath = "/bin/busybox"
 
-// sandboxLabel marks the built-in image, for `skillgate gc`.
-const sandboxLabel = "dev.skillgate.image"
-
 // sandboxApplets are the busybox applets linked into /bin.
 var sandboxApplets = []string{
 	"sh", "ls", "cat", "grep", "sed", "awk", "find", "mkdir", "rm", "cp", "mv", "echo",
 	"printf", "test", "[", "head", "tail", "wc", "sort", "diff", "env", "sleep", "true",
 	"false", "id", "touch", "tr", "cut", "dd", "yes", "xargs", "nc", "wget", "ping", "chmod",
-	"stat", "date", "basename", "dirname", "tee", "uname", "seq",
+	"stat", "date", "basename", "dirname", "tee", "uname", "seq", "timeout", "uniq", "expr",
+	"ln", "readlink", "realpath", "pwd", "which", "cmp", "comm", "paste", "rev", "tac", "nl",
+	"sha256sum", "md5sum", "base64", "od", "gzip", "gunzip", "tar", "mktemp", "kill", "ps",
 }
 
 // sandboxDockerfile unpacks the layer and sets the agent's environment.
@@ -50,7 +49,7 @@ func (e *Engine) EnsureSandbox(ctx context.Context) (ref string, err error) {
 	if _, ok, err := e.ImageExists(ctx, ref); err != nil || ok {
 		return ref, err
 	}
-	if _, err := e.BuildImage(ctx, ref, map[string]string{sandboxLabel: "sandbox"}, bc); err != nil {
+	if _, err := e.BuildImage(ctx, ref, map[string]string{LabelImage: "sandbox"}, bc); err != nil {
 		return "", err
 	}
 	if err := e.tag(ctx, ref, SandboxImage+":latest"); err != nil {

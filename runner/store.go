@@ -9,21 +9,17 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/skillgate/skillgate/pipeline"
 )
 
-// Statuses of a rollout.
+// Statuses of a rollout (see pipeline for their meaning).
 const (
-	// StatusCompleted: the agent exited 0.
-	StatusCompleted = "completed"
-	// StatusFailed: the agent exited non-zero; the agent's failure.
-	StatusFailed = "failed"
-	// StatusTimeout: the agent ran past the limit and was killed.
-	StatusTimeout = "timeout"
-	// StatusOOM: the agent passed its memory limit and was killed.
-	StatusOOM = "oom"
-	// StatusInvalid: Docker or skillgate failed; never a pass or a fail,
-	// counted in invalidRun, run again by the next run.
-	StatusInvalid = "invalid"
+	StatusCompleted = pipeline.StatusCompleted
+	StatusFailed    = pipeline.StatusFailed
+	StatusTimeout   = pipeline.StatusTimeout
+	StatusOOM       = pipeline.StatusOOM
+	StatusInvalid   = pipeline.StatusInvalid
 )
 
 // Rollout is the stored record of one agent session: everything the

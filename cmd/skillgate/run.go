@@ -28,8 +28,12 @@ by default: cells already stored never start again, and a later plan reuses
 every cell whose inputs did not change. Ctrl-C stops starting cells, removes
 running containers and keeps what is stored.
 
-Exit codes: 0 every selected cell ran, 2 incomplete (interrupted, or a cell
-was invalid because Docker or skillgate failed).`,
+Each cell is graded (assertions, then allowed writes and routing), and the
+gate policy gives a verdict with reasons; reports are written into the run
+folder: verdict.json, report.json, report.md, report.html and junit.xml.
+
+Exit codes: 0 PASS, 1 FAIL, 2 INCOMPLETE (interrupted, filtered, or a cell
+invalid because Docker or skillgate failed), 3 calibration failed.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "run folder `DIR` (default: .skillgate/SUITE)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 4, Usage: "cells to run at once (agents mostly wait on the model, so this may exceed the cores)"},
@@ -58,7 +62,7 @@ was invalid because Docker or skillgate failed).`,
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fi, _ := os.Stderr.Stat()
-			sum, err := runner.Run(ctx, t.Plan, runner.Options{
+			sum, report, err := runner.Evaluate(ctx, t.Plan, runner.Options{
 				Out: out, SuiteDir: t.SuiteDir, Jobs: c.Int("jobs"),
 				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"),
 				DryRun: c.Bool("dry-run"), Log: os.Stderr, Terminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
@@ -67,10 +71,11 @@ was invalid because Docker or skillgate failed).`,
 				return exit(2, err)
 			}
 			fmt.Fprintf(os.Stderr, "%s\n", runner.DescribeSummary(sum, out, c.Bool("dry-run")))
-			if !c.Bool("dry-run") && !sum.Complete() {
-				return exit(2, nil)
+			if report == nil {
+				return nil
 			}
-			return nil
+			fmt.Fprint(os.Stderr, describeVerdict(report, out))
+			return exitVerdict(report)
 		},
 	}
 }

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+// describeVerdict is the verdict's summary for the terminal.
+func describeVerdict(r *pipeline.Report, out string) string {
+	var b strings.Builder
+	if r.StandIn != "" {
+		fmt.Fprintf(&b, "note: the agent is a %s\n", r.StandIn)
+	}
+	fmt.Fprintf(&b, "verdict: %s (exit %d)\n", r.Verdict.Verdict, r.Verdict.ExitCode)
+	for _, s := range r.Verdict.Reasons {
+		fmt.Fprintf(&b, "  %s\n", s)
+	}
+	for _, s := range r.Verdict.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", s)
+	}
+	fmt.Fprintf(&b, "reports: %s/report.html, report.md, verdict.json, junit.xml\n", out)
+	return b.String()
+}
+
+// exitVerdict ends the command with the verdict's exit code.
+func exitVerdict(r *pipeline.Report) error {
+	if r.Verdict.ExitCode == 0 {
+		return nil
+	}
+	return exit(r.Verdict.ExitCode, nil)
+}

@@ -1,0 +1,365 @@
+package runner_test
+
+// Benchmarks of the runner against baselines measured in the same run. Each
+// reports ratios (never absolute timed assertions) and is usable with
+// -benchtime 1x; they need a Docker engine and skip without one. See
+// bench/README.md for the targets.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/runner"
+)
+
+// benchSuite describes a generated suite.
+type benchSuite struct {
+	name    string
+	trials  int
+	command []string
+	// fixture fills the fixture folder; a nonce file is always added so the
+	// cell image is the benchmark's own (cell image tags do not depend on the
+	// suite's name, only on the agent, fixture and skills).
+	fixture func(tb testing.TB, dir string)
+}
+
+// writeSuite writes s into a fresh repository folder and returns the suite
+// folder and its compiled plan.
+func writeSuite(tb testing.TB, s benchSuite) (string, *pipeline.Plan) {
+	tb.Helper()
+	dir := tb.TempDir()
+	must := func(err error) {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	must(os.Mkdir(filepath.Join(dir, ".git"), 0o755))
+	must(os.MkdirAll(filepath.Join(dir, "skill"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "skill", "SKILL.md"), []byte(
+		"---\nname: s\ndescription: A skill for the runner benchmarks.\n---\n\nDo nothing.\n"), 0o644))
+	fx := filepath.Join(dir, "fx")
+	must(os.MkdirAll(fx, 0o755))
+	must(os.WriteFile(filepath.Join(fx, ".bench-nonce"), []byte(nonce()+"\n"), 0o644))
+	if s.fixture != nil {
+		s.fixture(tb, fx)
+	}
+	var cmd []string
+	for _, a := range s.command {
+		cmd = append(cmd, strconv.Quote(a))
+	}
+	src := fmt.Sprintf(`package b
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+	"skillgate.dev/schema/policies"
+)
+
+schema.#Suite & {
+	name: %q
+	skills: s: path: "skill"
+	agent: agents.command & {command: [%s]}
+	trials: %d
+	arms: {none: {}}
+	cases: c: {prompt: "p", fixture: "fx"}
+	policy: policies.advisory
+}
+`, s.name, strings.Join(cmd, ", "), s.trials)
+	must(os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(src), 0o644))
+	p, err := pipeline.CompileDir(dir)
+	if err != nil {
+		tb.Fatal(pipeline.PrintError(err, dir))
+	}
+	if len(p.Cells) != s.trials {
+		tb.Fatalf("plan has %d cells, want %d", len(p.Cells), s.trials)
+	}
+	return dir, p
+}
+
+func nonce() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// needDocker skips without an engine and removes the suite's cell images
+// when the benchmark ends.
+func needDocker(b *testing.B, suite string) {
+	b.Helper()
+	e, err := runner.NewEngine(context.Background())
+	if err != nil {
+		b.Skipf("no Docker engine: %v", err)
+	}
+	b.Cleanup(func() {
+		defer e.Close()
+		// Only cell images carry the suite label (the sandbox has none), so
+		// this removes the cell images of this suite and nothing else.
+		if _, err := e.RemoveImages(context.Background(), runner.LabelSuite+"="+suite); err != nil {
+			b.Errorf("remove cell images of %s: %v", suite, err)
+		}
+	})
+}
+
+// runPlan runs the whole plan into a fresh run folder and returns its wall
+// time and the run folder. Every cell must complete.
+func runPlan(b *testing.B, dir string, p *pipeline.Plan, jobs int) (time.Duration, string) {
+	b.Helper()
+	out := b.TempDir()
+	t0 := time.Now()
+	sum, err := runner.Run(context.Background(), p, runner.Options{Out: out, SuiteDir: dir, Jobs: jobs})
+	el := time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if sum.Ran != len(p.Cells) || sum.Statuses[runner.StatusCompleted] != len(p.Cells) {
+		b.Fatalf("run: %+v; want %d completed cells run", sum, len(p.Cells))
+	}
+	return el, out
+}
+
+// rollouts reads the stored rollouts of every cell of p in out.
+func rollouts(b *testing.B, p *pipeline.Plan, out string) []*runner.Rollout {
+	b.Helper()
+	st, err := runner.OpenStore(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rs []*runner.Rollout
+	for _, c := range p.Cells {
+		r, ok, err := st.Rollout(c.Rollout)
+		if err != nil || !ok {
+			b.Fatalf("rollout of %s: ok=%v err=%v", c.ID, ok, err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// warmUp runs the plan once in its own run folder, so the cell image is
+// built, and returns the image build time (the largest Image phase of its
+// cells) and the cell image's reference.
+func warmUp(b *testing.B, dir string, p *pipeline.Plan, jobs int) (build time.Duration, image string) {
+	b.Helper()
+	_, out := runPlan(b, dir, p, jobs)
+	var img float64
+	for _, r := range rollouts(b, p, out) {
+		img = max(img, r.Durations.Image)
+	}
+	ids := dockerOut(b, "images", "-q", "--no-trunc",
+		"--filter", "label="+runner.LabelImage+"=cell",
+		"--filter", "label="+runner.LabelSuite+"="+p.Suite.Name)
+	if f := strings.Fields(ids); len(f) != 1 {
+		b.Fatalf("cell images of suite %s: %q, want one", p.Suite.Name, ids)
+	} else {
+		image = f[0]
+	}
+	return time.Duration(img * float64(time.Second)), image
+}
+
+func dockerOut(b *testing.B, args ...string) string {
+	b.Helper()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		b.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// phases sums the stored phase durations of a run's cells.
+type phases struct {
+	n                                           int
+	image, create, start, agent, collect, total float64
+	wall                                        time.Duration
+}
+
+func (ph *phases) add(rs []*runner.Rollout, wall time.Duration) {
+	for _, r := range rs {
+		ph.n++
+		ph.image += r.Durations.Image
+		ph.create += r.Durations.Create
+		ph.start += r.Durations.Start
+		ph.agent += r.Durations.Agent
+		ph.collect += r.Durations.Collect
+		ph.total += r.Durations.Total
+	}
+	ph.wall += wall
+}
+
+// report logs the mean phases of a cell in milliseconds. The store phase is
+// the rest of a cell's total (staging, writing files, commit); with one job
+// the run's own overhead is the wall time beyond the cells' totals.
+func (ph *phases) report(b *testing.B, what string, jobs int) {
+	b.Helper()
+	if ph.n == 0 {
+		return
+	}
+	n := float64(ph.n)
+	ms := func(s float64) string { return fmt.Sprintf("%.1f", s/n*1000) }
+	store := ph.total - ph.image - ph.create - ph.start - ph.agent - ph.collect
+	line := fmt.Sprintf("%s, mean cell (ms): total %s = image %s + create %s + start %s + agent %s + collect %s + store %s; run wall/cells %s",
+		what, ms(ph.total), ms(ph.image), ms(ph.create), ms(ph.start), ms(ph.agent), ms(ph.collect), ms(store), ms(ph.wall.Seconds()))
+	if jobs == 1 {
+		line += "; run overhead " + ms(ph.wall.Seconds()-ph.total)
+	}
+	b.Log(line)
+}
+
+// BenchmarkCellOverhead compares skillgate's wall time per cell (agent
+// `true`, one job, cell image prebuilt) with a bare
+// `docker run --rm --network none IMAGE true` of the same cell image,
+// alternating the two. Target: ratio ≤ 1.25.
+func BenchmarkCellOverhead(b *testing.B) {
+	const name, trials = "bench-overhead", 10
+	needDocker(b, name)
+	dir, p := writeSuite(b, benchSuite{name: name, trials: trials, command: []string{"true"}})
+	_, image := warmUp(b, dir, p, 1)
+	// One bare run first, so both sides start warm.
+	dockerOut(b, "run", "--rm", "--network", "none", image, "true")
+
+	var sg, dk time.Duration
+	var ph phases
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		skillgate := func() {
+			el, out := runPlan(b, dir, p, 1)
+			sg += el
+			ph.add(rollouts(b, p, out), el)
+		}
+		docker := func() {
+			t0 := time.Now()
+			for range trials {
+				dockerOut(b, "run", "--rm", "--network", "none", image, "true")
+			}
+			dk += time.Since(t0)
+		}
+		// Alternate which goes first, so both see the same machine state.
+		if i%2 == 0 {
+			skillgate()
+			docker()
+		} else {
+			docker()
+			skillgate()
+		}
+	}
+	b.StopTimer()
+	cells := float64(b.N * trials)
+	b.ReportMetric(sg.Seconds()/cells, "skillgate-s/cell")
+	b.ReportMetric(dk.Seconds()/cells, "docker-run-s/cell")
+	b.ReportMetric(float64(sg)/float64(dk), "ratio")
+	ph.report(b, "skillgate", 1)
+}
+
+// BenchmarkTrialSetupFixtureSize compares the time per trial of a case whose
+// fixture holds 200 MB with that of an empty fixture, cell images prebuilt;
+// the one-time image builds are reported apart. Target: ratio ≤ 1.2.
+func BenchmarkTrialSetupFixtureSize(b *testing.B) {
+	const trials = 5
+	const bigName, emptyName = "bench-fixture-200mb", "bench-fixture-empty"
+	needDocker(b, bigName)
+	needDocker(b, emptyName)
+	bigDir, bigPlan := writeSuite(b, benchSuite{name: bigName, trials: trials, command: []string{"true"},
+		fixture: func(tb testing.TB, dir string) {
+			// 4 files of 50 MB of random bytes, so no layer compresses them away.
+			for i := range 4 {
+				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("blob-%d.bin", i)))
+				if err != nil {
+					tb.Fatal(err)
+				}
+				if _, err := io.CopyN(f, rand.Reader, 50<<20); err != nil {
+					tb.Fatal(err)
+				}
+				if err := f.Close(); err != nil {
+					tb.Fatal(err)
+				}
+			}
+		}})
+	emptyDir, emptyPlan := writeSuite(b, benchSuite{name: emptyName, trials: trials, command: []string{"true"}})
+	buildEmpty, _ := warmUp(b, emptyDir, emptyPlan, 1)
+	buildBig, bigImage := warmUp(b, bigDir, bigPlan, 1)
+	// The fixture must really be in the image.
+	if sz, _ := strconv.ParseInt(strings.TrimSpace(dockerOut(b, "image", "inspect", "--format", "{{.Size}}", bigImage)), 10, 64); sz < 200<<20 {
+		b.Fatalf("cell image %s is %d bytes, want at least 200 MiB", bigImage, sz)
+	}
+
+	var big, empty time.Duration
+	var phBig, phEmpty phases
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		runBig := func() {
+			el, out := runPlan(b, bigDir, bigPlan, 1)
+			big += el
+			phBig.add(rollouts(b, bigPlan, out), el)
+		}
+		runEmpty := func() {
+			el, out := runPlan(b, emptyDir, emptyPlan, 1)
+			empty += el
+			phEmpty.add(rollouts(b, emptyPlan, out), el)
+		}
+		if i%2 == 0 {
+			runBig()
+			runEmpty()
+		} else {
+			runEmpty()
+			runBig()
+		}
+	}
+	b.StopTimer()
+	cells := float64(b.N * trials)
+	b.ReportMetric(big.Seconds()/cells, "200mb-s/trial")
+	b.ReportMetric(empty.Seconds()/cells, "empty-s/trial")
+	b.ReportMetric(buildBig.Seconds(), "build-200mb-s")
+	b.ReportMetric(buildEmpty.Seconds(), "build-empty-s")
+	b.ReportMetric(float64(big)/float64(empty), "ratio")
+	phBig.report(b, "200 MB fixture", 1)
+	phEmpty.report(b, "empty fixture", 1)
+}
+
+// BenchmarkJobs runs 8 cells whose agent sleeps 2 s with 8 jobs and with 1.
+// Expected: speedup ≈ 8, as the agents only wait.
+func BenchmarkJobs(b *testing.B) {
+	const name, trials = "bench-jobs", 8
+	needDocker(b, name)
+	dir, p := writeSuite(b, benchSuite{name: name, trials: trials, command: []string{"sleep", "2"}})
+	warmUp(b, dir, p, trials)
+
+	var j1, j8 time.Duration
+	var ph1, ph8 phases
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		one := func() {
+			el, out := runPlan(b, dir, p, 1)
+			j1 += el
+			ph1.add(rollouts(b, p, out), el)
+		}
+		eight := func() {
+			el, out := runPlan(b, dir, p, 8)
+			j8 += el
+			ph8.add(rollouts(b, p, out), el)
+		}
+		if i%2 == 0 {
+			one()
+			eight()
+		} else {
+			eight()
+			one()
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(j1.Seconds()/float64(b.N), "jobs1-s")
+	b.ReportMetric(j8.Seconds()/float64(b.N), "jobs8-s")
+	b.ReportMetric(float64(j1)/float64(j8), "speedup")
+	ph1.report(b, "jobs 1", 1)
+	ph8.report(b, "jobs 8", 8)
+}

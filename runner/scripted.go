@@ -1,0 +1,539 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+// scriptedModel answers model requests from a Script, in the wire format the agent speaks:
+// Anthropic Messages (POST .../messages, streamed or not) for Claude Code, OpenAI
+// Responses (POST .../responses) for Codex. It has no state of its own: the gateway passes
+// the cell's call number, from which every id is derived, so a cell's transcript is the
+// same on every run.
+type scriptedModel struct {
+	script *pipeline.Script
+	model  string
+}
+
+// scriptedNoMatch is the reply when no rule holds.
+const scriptedNoMatch = "scripted model: no rule matched"
+
+func newScriptedModel(s *pipeline.Script) (*scriptedModel, error) {
+	if s == nil {
+		return nil, errors.New("scripted provider without a script")
+	}
+	if len(s.Rules) == 0 {
+		return nil, errors.New("script has no rules")
+	}
+	for i, r := range s.Rules {
+		if len(r.Reply) == 0 {
+			return nil, fmt.Errorf("script rule %d: empty reply", i)
+		}
+		for j, b := range r.Reply {
+			if (b.Text == nil) == (b.Tool == "") {
+				return nil, fmt.Errorf("script rule %d, reply block %d: want text or a tool call, exactly one", i, j)
+			}
+		}
+	}
+	m := s.Model
+	if m == "" {
+		m = "scripted"
+	}
+	return &scriptedModel{script: s, model: m}, nil
+}
+
+// scriptRequest is what rules look at in a request.
+type scriptRequest struct {
+	text        string // system, messages or input items, tool calls and tool results
+	toolResults int
+	skills      map[string]bool
+	stream      bool
+}
+
+// pick returns the first rule whose conditions all hold, or nil.
+func (s *scriptedModel) pick(req *scriptRequest) *pipeline.ScriptRule {
+	for i := range s.script.Rules {
+		r := &s.script.Rules[i]
+		if w := r.When; w != nil {
+			if w.Contains != nil && !strings.Contains(req.text, *w.Contains) {
+				continue
+			}
+			if w.NotContains != nil && strings.Contains(req.text, *w.NotContains) {
+				continue
+			}
+			if w.SkillListed != nil && !req.skills[*w.SkillListed] {
+				continue
+			}
+			if w.ToolResults != nil && req.toolResults != *w.ToolResults {
+				continue
+			}
+		}
+		return r
+	}
+	return nil
+}
+
+// reply is the rule's reply, or the no-match text.
+func (s *scriptedModel) reply(req *scriptRequest) ([]pipeline.ScriptBlock, pipeline.ScriptUsage) {
+	if r := s.pick(req); r != nil {
+		return r.Reply, r.Usage
+	}
+	t := scriptedNoMatch
+	return []pipeline.ScriptBlock{{Text: &t}}, pipeline.ScriptUsage{Input: 100, Output: 20} // the schema's defaults
+}
+
+// serve answers one request; call numbers the cell's model calls from 1.
+func (s *scriptedModel) serve(w http.ResponseWriter, r *http.Request, body []byte, call int) {
+	p := r.URL.Path
+	switch {
+	case r.Method != http.MethodPost:
+		w.WriteHeader(http.StatusOK)
+	case strings.HasSuffix(p, "/messages/count_tokens"):
+		req, err := parseAnthropicRequest(body)
+		if err != nil {
+			gatewayError(w, "anthropic", http.StatusBadRequest, "invalid_request_error", "scripted model: "+err.Error())
+			return
+		}
+		writeJSON(w, map[string]int{"input_tokens": len(req.text) / 4})
+	case strings.HasSuffix(p, "/messages"):
+		req, err := parseAnthropicRequest(body)
+		if err != nil {
+			gatewayError(w, "anthropic", http.StatusBadRequest, "invalid_request_error", "scripted model: "+err.Error())
+			return
+		}
+		blocks, usage := s.reply(req)
+		s.anthropic(w, req.stream, blocks, usage, call)
+	case strings.HasSuffix(p, "/responses"):
+		req, err := parseResponsesRequest(body)
+		if err != nil {
+			gatewayError(w, "openai", http.StatusBadRequest, "invalid_request_error", "scripted model: "+err.Error())
+			return
+		}
+		blocks, usage := s.reply(req)
+		s.responses(w, req.stream, blocks, usage, call)
+	default:
+		gatewayError(w, "anthropic", http.StatusNotFound, "not_found_error", "scripted model: no endpoint "+p)
+	}
+}
+
+// --- reading requests ---
+
+// textCollector gathers a request's text and counts its tool results.
+type textCollector struct {
+	parts       []string
+	toolResults int
+}
+
+func (c *textCollector) add(s string) {
+	if s != "" {
+		c.parts = append(c.parts, s)
+	}
+}
+
+// contentBlock is a content block or an input item of either API.
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Text      *string         `json:"text"`
+	Content   json.RawMessage `json:"content"`   // Anthropic tool_result; Responses message
+	Input     json.RawMessage `json:"input"`     // Anthropic tool_use; Responses custom tool call
+	Name      string          `json:"name"`      // tool calls
+	Arguments *string         `json:"arguments"` // Responses function_call
+	Output    json.RawMessage `json:"output"`    // Responses *_call_output
+}
+
+// content takes a string or a list of blocks or items.
+func (c *textCollector) content(raw json.RawMessage) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			c.add(s)
+		}
+		return
+	}
+	var blocks []contentBlock
+	if raw[0] == '[' && json.Unmarshal(raw, &blocks) == nil {
+		for i := range blocks {
+			c.block(&blocks[i])
+		}
+		return
+	}
+	var b contentBlock
+	if raw[0] == '{' && json.Unmarshal(raw, &b) == nil {
+		c.block(&b)
+	}
+}
+
+func (c *textCollector) block(b *contentBlock) {
+	switch {
+	case b.Type == "tool_result" || strings.HasSuffix(b.Type, "_call_output"):
+		c.toolResults++
+		c.content(b.Content)
+		c.content(b.Output)
+		return
+	case b.Type == "tool_use" || b.Type == "server_tool_use" || strings.HasSuffix(b.Type, "_call"):
+		c.add(b.Name)
+		if b.Arguments != nil {
+			c.add(*b.Arguments)
+		}
+		if len(b.Input) > 0 && string(b.Input) != "null" {
+			if b.Input[0] == '"' {
+				c.content(b.Input)
+			} else {
+				c.add(string(b.Input))
+			}
+		}
+		return
+	case b.Type == "reasoning" || b.Type == "thinking" || b.Type == "redacted_thinking" || b.Type == "image":
+		return
+	}
+	if b.Text != nil {
+		c.add(*b.Text)
+	}
+	c.content(b.Content)
+}
+
+func (c *textCollector) request(stream bool) *scriptRequest {
+	req := &scriptRequest{
+		text:        strings.Join(c.parts, "\n"),
+		toolResults: c.toolResults,
+		skills:      map[string]bool{},
+		stream:      stream,
+	}
+	for _, p := range c.parts {
+		for _, name := range listedSkills(p) {
+			req.skills[name] = true
+		}
+	}
+	return req
+}
+
+// parseAnthropicRequest reads a Messages request body.
+func parseAnthropicRequest(body []byte) (*scriptRequest, error) {
+	var m struct {
+		Stream   bool            `json:"stream"`
+		System   json.RawMessage `json:"system"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("read messages request: %w", err)
+	}
+	var c textCollector
+	c.content(m.System)
+	for _, msg := range m.Messages {
+		c.content(msg.Content)
+	}
+	return c.request(m.Stream), nil
+}
+
+// parseResponsesRequest reads a Responses request body.
+func parseResponsesRequest(body []byte) (*scriptRequest, error) {
+	var m struct {
+		Stream       bool            `json:"stream"`
+		Instructions json.RawMessage `json:"instructions"`
+		Input        json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("read responses request: %w", err)
+	}
+	var c textCollector
+	c.content(m.Instructions)
+	c.content(m.Input)
+	return c.request(m.Stream), nil
+}
+
+var (
+	// "- NAME: description" in a skills listing.
+	skillItem = regexp.MustCompile(`(?m)^- ([^\s:` + "`" + `]+):`)
+	// Codex's "(file: r3/NAME/SKILL.md)".
+	skillPath = regexp.MustCompile(`\br[0-9]+/([^/\s]+)/SKILL\.md\b`)
+)
+
+// listedSkills returns the skills a text lists to the model. Claude Code lists them after
+// "The following skills are available for use with the Skill tool:" as "- NAME: ..." lines
+// up to a blank line; Codex between <skills_instructions> tags, as "- NAME: ... (file:
+// rN/NAME/SKILL.md)".
+func listedSkills(text string) []string {
+	var names []string
+	rest := text
+	for {
+		i := strings.Index(rest, "skills are available")
+		if i < 0 {
+			break
+		}
+		rest = rest[i:]
+		nl := strings.IndexByte(rest, '\n')
+		if nl < 0 {
+			break
+		}
+		rest = rest[nl+1:]
+		list := strings.TrimLeft(rest, "\n")
+		if end := strings.Index(list, "\n\n"); end >= 0 {
+			list = list[:end]
+		}
+		for _, m := range skillItem.FindAllStringSubmatch(list, -1) {
+			names = append(names, m[1])
+		}
+	}
+	rest = text
+	for {
+		i := strings.Index(rest, "<skills_instructions>")
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len("<skills_instructions>"):]
+		sec := rest
+		if end := strings.Index(sec, "</skills_instructions>"); end >= 0 {
+			sec = sec[:end]
+		}
+		if j := strings.Index(sec, "### Available skills"); j >= 0 {
+			for _, m := range skillItem.FindAllStringSubmatch(sec[j:], -1) {
+				names = append(names, m[1])
+			}
+		}
+		for _, m := range skillPath.FindAllStringSubmatch(sec, -1) {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// --- writing replies ---
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+// sseWriter writes server-sent events, flushing each.
+type sseWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	err error
+}
+
+func newSSE(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+// event writes one event; its data is {"type": name} with fields after the type, as the
+// APIs write them.
+func (s *sseWriter) event(name string, fields map[string]any) {
+	if s.err != nil {
+		return
+	}
+	t, _ := json.Marshal(name)
+	data := append([]byte(`{"type":`), t...)
+	if len(fields) > 0 {
+		b, err := json.Marshal(fields)
+		if err != nil {
+			s.err = err
+			return
+		}
+		data = append(append(data, ','), b[1:]...)
+	} else {
+		data = append(data, '}')
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+		s.err = err
+		return
+	}
+	s.rc.Flush()
+}
+
+// toolInput is a block's input as JSON, {} when it has none.
+func toolInput(b pipeline.ScriptBlock) json.RawMessage {
+	if len(b.Input) == 0 {
+		return json.RawMessage("{}")
+	}
+	j, err := json.Marshal(b.Input)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return j
+}
+
+type anthropicUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+type anthropicMessage struct {
+	ID           string           `json:"id"`
+	Type         string           `json:"type"`
+	Role         string           `json:"role"`
+	Model        string           `json:"model"`
+	Content      []map[string]any `json:"content"`
+	StopReason   *string          `json:"stop_reason"`
+	StopSequence *string          `json:"stop_sequence"`
+	Usage        anthropicUsage   `json:"usage"`
+}
+
+// anthropic writes a Messages reply: an event stream as Claude Code asks, or one JSON.
+func (s *scriptedModel) anthropic(w http.ResponseWriter, stream bool, blocks []pipeline.ScriptBlock, usage pipeline.ScriptUsage, call int) {
+	msgID := fmt.Sprintf("msg_scripted_%04d", call)
+	stop := "end_turn"
+	content := make([]map[string]any, len(blocks))
+	for i, b := range blocks {
+		if b.Tool != "" {
+			stop = "tool_use"
+			content[i] = map[string]any{
+				"type": "tool_use", "id": fmt.Sprintf("toolu_scripted_%04d_%d", call, i+1),
+				"name": b.Tool, "input": toolInput(b),
+			}
+		} else {
+			content[i] = map[string]any{"type": "text", "text": *b.Text}
+		}
+	}
+	if !stream {
+		writeJSON(w, anthropicMessage{
+			ID: msgID, Type: "message", Role: "assistant", Model: s.model,
+			Content: content, StopReason: &stop,
+			Usage: anthropicUsage{InputTokens: usage.Input, OutputTokens: usage.Output},
+		})
+		return
+	}
+	sse := newSSE(w)
+	sse.event("message_start", map[string]any{
+		"message": anthropicMessage{
+			ID: msgID, Type: "message", Role: "assistant", Model: s.model,
+			Content: []map[string]any{},
+			// As the API does: the output count here is a placeholder, message_delta
+			// carries the real one.
+			Usage: anthropicUsage{InputTokens: usage.Input, OutputTokens: min(1, usage.Output)},
+		},
+	})
+	sse.event("ping", nil)
+	for i, b := range blocks {
+		var start, delta map[string]any
+		if b.Tool != "" {
+			start = map[string]any{"type": "tool_use", "id": content[i]["id"], "name": b.Tool, "input": map[string]any{}}
+			delta = map[string]any{"type": "input_json_delta", "partial_json": string(toolInput(b))}
+		} else {
+			start = map[string]any{"type": "text", "text": ""}
+			delta = map[string]any{"type": "text_delta", "text": *b.Text}
+		}
+		sse.event("content_block_start", map[string]any{"index": i, "content_block": start})
+		sse.event("content_block_delta", map[string]any{"index": i, "delta": delta})
+		sse.event("content_block_stop", map[string]any{"index": i})
+	}
+	sse.event("message_delta", map[string]any{
+		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": map[string]int64{"output_tokens": usage.Output},
+	})
+	sse.event("message_stop", nil)
+}
+
+type responsesUsage struct {
+	InputTokens        int64            `json:"input_tokens"`
+	InputTokensDetails map[string]int64 `json:"input_tokens_details"`
+	OutputTokens       int64            `json:"output_tokens"`
+	OutputTokenDetails map[string]int64 `json:"output_tokens_details"`
+	TotalTokens        int64            `json:"total_tokens"`
+}
+
+type responsesObject struct {
+	ID        string           `json:"id"`
+	Object    string           `json:"object"`
+	CreatedAt int64            `json:"created_at"`
+	Model     string           `json:"model"`
+	Status    string           `json:"status"`
+	Output    []map[string]any `json:"output"`
+	Usage     *responsesUsage  `json:"usage,omitempty"`
+}
+
+// responses writes a Responses reply: an event stream as Codex asks, or one JSON.
+func (s *scriptedModel) responses(w http.ResponseWriter, stream bool, blocks []pipeline.ScriptBlock, usage pipeline.ScriptUsage, call int) {
+	resp := responsesObject{
+		ID:        fmt.Sprintf("resp_scripted_%04d", call),
+		Object:    "response",
+		CreatedAt: time.Now().Unix(),
+		Model:     s.model,
+		Status:    "in_progress",
+		Output:    []map[string]any{},
+	}
+	items := make([]map[string]any, len(blocks))
+	for i, b := range blocks {
+		if b.Tool != "" {
+			items[i] = map[string]any{
+				"type": "function_call", "id": fmt.Sprintf("fc_scripted_%04d_%d", call, i+1),
+				"call_id": fmt.Sprintf("call_scripted_%04d_%d", call, i+1),
+				"name":    b.Tool, "arguments": string(toolInput(b)), "status": "completed",
+			}
+		} else {
+			items[i] = map[string]any{
+				"type": "message", "id": fmt.Sprintf("msg_scripted_%04d_%d", call, i+1),
+				"role": "assistant", "status": "completed",
+				"content": []map[string]any{{"type": "output_text", "text": *b.Text, "annotations": []any{}}},
+			}
+		}
+	}
+	done := resp
+	done.Status = "completed"
+	done.Output = items
+	done.Usage = &responsesUsage{
+		InputTokens:        usage.Input,
+		InputTokensDetails: map[string]int64{"cached_tokens": 0},
+		OutputTokens:       usage.Output,
+		OutputTokenDetails: map[string]int64{"reasoning_tokens": 0},
+		TotalTokens:        usage.Input + usage.Output,
+	}
+	if !stream {
+		writeJSON(w, done)
+		return
+	}
+	sse := newSSE(w)
+	seq := 0
+	emit := func(typ string, fields map[string]any) {
+		fields["sequence_number"] = seq
+		seq++
+		sse.event(typ, fields)
+	}
+	emit("response.created", map[string]any{"response": resp})
+	for i, item := range items {
+		added := map[string]any{}
+		for k, v := range item {
+			added[k] = v
+		}
+		added["status"] = "in_progress"
+		if item["type"] == "message" {
+			added["content"] = []any{}
+		} else {
+			added["arguments"] = ""
+		}
+		emit("response.output_item.added", map[string]any{"output_index": i, "item": added})
+		if item["type"] == "message" {
+			emit("response.output_text.delta", map[string]any{
+				"item_id": item["id"], "output_index": i, "content_index": 0, "delta": *blocks[i].Text,
+			})
+		}
+		emit("response.output_item.done", map[string]any{"output_index": i, "item": item})
+	}
+	emit("response.completed", map[string]any{"response": done})
+}

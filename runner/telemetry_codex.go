@@ -1,0 +1,104 @@
+package runner
+
+import (
+	"encoding/json"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+func init() {
+	parsers["codex"] = parseCodex
+}
+
+// codexEvent is the part of a `codex exec --json` event that telemetry needs.
+type codexEvent struct {
+	Type  string `json:"type"`
+	Model string `json:"model"`
+	Item  *struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`    // agent_message
+		Command string `json:"command"` // command_execution
+		Model   string `json:"model"`
+	} `json:"item"`
+	Usage *struct {
+		Input      int64 `json:"input_tokens"`
+		CacheRead  int64 `json:"cached_input_tokens"`
+		CacheWrite int64 `json:"cache_write_input_tokens"`
+		Output     int64 `json:"output_tokens"`
+	} `json:"usage"` // turn.completed
+}
+
+// codexSkillRoots are the folders Codex loads skills from, as they end: <cwd>/.agents/skills,
+// <cwd>/.codex/skills and $CODEX_HOME/skills, recognized when CODEX_HOME ends in .codex (as
+// its default ~/.codex does) or is named literally. Its built-in skills, in
+// $CODEX_HOME/skills/.system, are never reported.
+var codexSkillRoots = []string{".agents/skills/", ".codex/skills/", "$CODEX_HOME/skills/", "${CODEX_HOME}/skills/"}
+
+// codexToolItems are the item types that are tool calls.
+var codexToolItems = map[string]bool{
+	"command_execution": true, "file_change": true, "mcp_tool_call": true, "web_search": true,
+}
+
+// parseCodex reads `codex exec --json` output. The answer is the last agent message;
+// tokens are the sum of every turn's usage (input_tokens includes the cached ones, as the
+// Responses API reports them); turns count turn.completed events; tool calls count
+// completed command executions, file changes, MCP tool calls and web searches. Codex has
+// no skill tool: a command that reads a skill's SKILL.md is inferred evidence, and one
+// that reads another file of a skill folder an inferred reference.
+func parseCodex(stdout, _ []byte) (string, Telemetry) {
+	r := newRouting()
+	var (
+		answer           string
+		model            string
+		turns, toolCalls int
+		tokens           *pipeline.Tokens
+		events           int
+	)
+	jsonLines(stdout, func(line []byte) {
+		var ev codexEvent
+		if json.Unmarshal(line, &ev) != nil {
+			return
+		}
+		events++
+		if model == "" {
+			model = ev.Model
+			if model == "" && ev.Item != nil {
+				model = ev.Item.Model
+			}
+		}
+		switch ev.Type {
+		case "turn.completed":
+			turns++
+			if u := ev.Usage; u != nil {
+				if tokens == nil {
+					tokens = &pipeline.Tokens{}
+				}
+				tokens.Input += u.Input
+				tokens.CacheRead += u.CacheRead
+				tokens.CacheWrite += u.CacheWrite
+				tokens.Output += u.Output
+			}
+		case "item.completed":
+			if ev.Item == nil {
+				return
+			}
+			if codexToolItems[ev.Item.Type] {
+				toolCalls++
+			}
+			switch ev.Item.Type {
+			case "agent_message":
+				answer = ev.Item.Text
+			case "command_execution":
+				for _, p := range skillPathsInCommand(ev.Item.Command, codexSkillRoots) {
+					r.file(p[0], p[1])
+				}
+			}
+		}
+	})
+	t := r.telemetry()
+	if events == 0 {
+		return "", t
+	}
+	t.ToolCalls, t.Turns, t.Tokens, t.Model = &toolCalls, &turns, tokens, model
+	return answer, t
+}
