@@ -106,7 +106,7 @@ func TestAgentImagePlatformDependency(t *testing.T) {
 		"bad":                                 "^1.2.0",
 	}}
 	for dep, want := range map[string]string{
-		"@anthropic-ai/claude-code-linux-x64": "@anthropic-ai/claude-code@2.1.332",
+		"@anthropic-ai/claude-code-linux-x64": "@anthropic-ai/claude-code-linux-x64@2.1.332",
 		"@openai/codex-linux-x64":             "@openai/codex@0.171.0-linux-x64",
 	} {
 		pkg, ver, err := platformDependency(pj, dep)

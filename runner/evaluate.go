@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -17,6 +18,9 @@ const FilePlan = "plan.json"
 // run (filtered out, interrupted) count as missing, so a partial run is
 // INCOMPLETE, never a pass.
 func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *pipeline.Report, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
 	sum, err := Run(ctx, p, opts)
 	if err != nil {
 		return sum, nil, err

@@ -72,7 +72,9 @@ type CellUsage struct {
 // Gateway is the host side of the cells' only way out: an HTTP server on a unix socket
 // that authenticates each request by its cell's dummy key, forwards it to the provider
 // with the real key (or answers it with the scripted model), and records per cell the
-// models, tokens, latency and cost. It is safe for concurrent use.
+// models, tokens, latency and cost. Only model endpoints are forwarded (see
+// modelEndpoint); a HEAD probe of anything else is answered 200 locally. It is safe for
+// concurrent use.
 type Gateway struct {
 	cfg      GatewayConfig
 	family   string // wire format of a real provider: "anthropic" or "openai"
@@ -364,11 +366,20 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if g.scripted == nil && r.Method == http.MethodHead && !modelEndpoint(r.Method, r.URL.Path) {
+		w.WriteHeader(http.StatusOK) // a connectivity probe: answered here, not forwarded
+		return
+	}
 	g.mu.Lock()
 	c := g.tokens[cellToken(r)]
 	g.mu.Unlock()
 	if c == nil {
 		gatewayError(w, family, http.StatusUnauthorized, "authentication_error", "skillgate gateway: unknown API key")
+		return
+	}
+	if g.scripted == nil && !modelEndpoint(r.Method, r.URL.Path) {
+		gatewayError(w, family, http.StatusForbidden, "permission_error",
+			fmt.Sprintf("skillgate gateway: %s %s is not a model endpoint; only those are forwarded", r.Method, r.URL.Path))
 		return
 	}
 	if g.overCap() {
@@ -426,6 +437,23 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		c.tokens.CacheRead += tokens.CacheRead
 		c.tokens.CacheWrite += tokens.CacheWrite
 	}
+}
+
+// modelEndpoint reports whether a cell may reach method path at the provider with the
+// real key: model calls (Messages, Responses, Chat Completions, token counting) and model
+// listings, nothing else (no files, batches, admin or telemetry endpoints).
+func modelEndpoint(method, path string) bool {
+	switch method {
+	case http.MethodPost:
+		for _, suffix := range []string{"/messages", "/messages/count_tokens", "/responses", "/chat/completions"} {
+			if strings.HasSuffix(path, suffix) {
+				return true
+			}
+		}
+	case http.MethodGet, http.MethodHead:
+		return strings.HasSuffix(path, "/models") || strings.Contains(path, "/models/")
+	}
+	return false
 }
 
 // rewrite turns a cell's request into the provider's: the dummy key out, the real one in.

@@ -278,6 +278,26 @@ func TestGatewayForwardsOpenAI(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	// Only model endpoints are reachable with the real key.
+	for _, m := range []string{http.MethodPost, http.MethodDelete, http.MethodGet} {
+		req, _ := http.NewRequest(m, "http://gateway/v1/files/file-1", strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "not a model endpoint") {
+			t.Errorf("%s /v1/files: %d %s", m, resp.StatusCode, b)
+		}
+	}
+	if resp, err := c.Head("http://gateway/api/hello"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("HEAD probe: %v", err)
+	}
+	if len(seen.requests) != 2 {
+		t.Errorf("upstream got %d requests, want 2", len(seen.requests))
+	}
 	for _, r := range seen.requests {
 		if r.Header.Get("Authorization") != "Bearer "+realKey || r.Header.Get("X-Api-Key") != "" {
 			t.Errorf("upstream auth %q / %q", r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
