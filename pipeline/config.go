@@ -95,18 +95,20 @@ type Prices struct {
 
 // Agent is the coding agent run in every cell.
 type Agent struct {
-	Kind         string            `json:"kind"`
-	Image        string            `json:"image"`
-	Command      []string          `json:"command"`
-	Model        string            `json:"model,omitempty"`
-	Provider     string            `json:"provider"`
-	Script       *Script           `json:"script,omitempty"`
-	SkillsDir    string            `json:"skillsDir"`
-	User         string            `json:"user"`
-	Env          map[string]string `json:"env"`
-	ForcedPrompt string            `json:"forcedPrompt"`
-	StandIn      string            `json:"standIn,omitempty"`
-	Prices       *Prices           `json:"prices,omitempty"`
+	Kind          string            `json:"kind"`
+	Image         string            `json:"image"`
+	Command       []string          `json:"command"`
+	Model         string            `json:"model,omitempty"`
+	Provider      string            `json:"provider"`
+	Script        *Script           `json:"script,omitempty"`
+	Upstream      string            `json:"upstream,omitempty"`
+	CredentialEnv string            `json:"credentialEnv,omitempty"`
+	SkillsDir     string            `json:"skillsDir"`
+	User          string            `json:"user"`
+	Env           map[string]string `json:"env"`
+	ForcedPrompt  string            `json:"forcedPrompt"`
+	StandIn       string            `json:"standIn,omitempty"`
+	Prices        *Prices           `json:"prices,omitempty"`
 }
 
 // Script is the scripted model's replies (schema #Script).
@@ -184,6 +186,7 @@ type Suite struct {
 	Limits      Limits           `json:"limits"`
 	Policy      Policy           `json:"policy"`
 	Seed        int64            `json:"seed"`
+	RedactEnv   []string         `json:"redactEnv"`
 
 	// Dir is the suite folder, absolute.
 	Dir string `json:"-"`

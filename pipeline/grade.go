@@ -83,6 +83,8 @@ type GradeInput struct {
 	AgentSeconds float64
 	TotalSeconds float64
 	SkillBytes   int64
+	// USD is what the cell's model calls cost, when prices are known.
+	USD *float64
 }
 
 // GradeCell grades one cell deterministically: the case's typed checks,
@@ -147,6 +149,7 @@ func GradeCell(p *Plan, pc PlanCase, c Cell, in GradeInput) (CellResult, error) 
 		return r, fmt.Errorf("grade cell %s: %w", c.ID, err)
 	}
 	cost.AgentSeconds, cost.TotalSeconds, cost.SkillBytes, cost.AnswerChars = in.AgentSeconds, in.TotalSeconds, in.SkillBytes, len([]rune(in.Answer))
+	cost.USD = in.USD
 	r.Cost = cost
 	return r, nil
 }

@@ -43,6 +43,8 @@ type PlanSuite struct {
 	Dir    string `json:"dir"`
 	Trials int    `json:"trials"`
 	Seed   int64  `json:"seed"`
+	// RedactEnv names host variables whose values are never stored.
+	RedactEnv []string `json:"redactEnv"`
 }
 
 // PlanAgent is the agent and the digest of every field that decides what
@@ -121,7 +123,7 @@ func Compile(s *Suite) (*Plan, error) {
 	}
 	p := &Plan{
 		Format:   PlanFormat,
-		Suite:    PlanSuite{Name: s.Name, Description: s.Description, Dir: filepath.ToSlash(rel), Trials: s.Trials, Seed: s.Seed},
+		Suite:    PlanSuite{Name: s.Name, Description: s.Description, Dir: filepath.ToSlash(rel), Trials: s.Trials, Seed: s.Seed, RedactEnv: s.RedactEnv},
 		Policy:   s.Policy,
 		Skills:   map[string]PlanSkill{},
 		Fixtures: map[string]Tree{},

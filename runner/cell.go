@@ -111,12 +111,13 @@ func (im *images) cellImage(ctx context.Context, pc pipeline.PlanCase, arm pipel
 		Digest digest.Digest `json:"digest"`
 	}
 	key := struct {
-		Agent     string        `json:"agent"`
-		User      string        `json:"user"`
-		SkillsDir string        `json:"skillsDir"`
-		Fixture   digest.Digest `json:"fixture"`
-		Skills    []skill       `json:"skills"`
-	}{agentID, a.User, a.SkillsDir, pc.FixtureDigest, []skill{}}
+		Agent     string            `json:"agent"`
+		User      string            `json:"user"`
+		SkillsDir string            `json:"skillsDir"`
+		Fixture   digest.Digest     `json:"fixture"`
+		Skills    []skill           `json:"skills"`
+		Files     map[string][]byte `json:"files,omitempty"`
+	}{agentID, a.User, a.SkillsDir, pc.FixtureDigest, []skill{}, adapterFiles(im.plan)}
 	for _, k := range arm.Skills {
 		key.Skills = append(key.Skills, skill{im.plan.Skills[k].Name, im.plan.Skills[k].Digest})
 	}
@@ -164,6 +165,16 @@ func (im *images) build(ctx context.Context, tag, agentRef string, pc pipeline.P
 				return fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
 			}
 		}
+	}
+	for p, data := range adapterFiles(im.plan) {
+		dir := "/"
+		for _, part := range strings.Split(strings.Trim(path.Dir(p), "/"), "/") {
+			dir = path.Join(dir, part)
+			if strings.HasPrefix(dir, agentHome) {
+				bc.AddDir(dir, 0o755, uid, gid)
+			}
+		}
+		bc.AddFile(p, 0o644, uid, gid, data)
 	}
 	labels := map[string]string{LabelImage: "cell", LabelSuite: im.plan.Suite.Name}
 	if _, err := im.engine.BuildImage(ctx, tag, labels, bc); err != nil {

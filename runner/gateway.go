@@ -54,19 +54,20 @@ type GatewayConfig struct {
 // CellUsage is what one cell asked of the model through the gateway.
 type CellUsage struct {
 	// Requests counts the model calls (POST requests) answered for the cell.
-	Requests int
+	Requests int `json:"requests"`
 	// ModelAsked and ModelAnswered are the models named in the requests and in the
 	// responses; distinct names in order of first use, joined by ", ".
-	ModelAsked, ModelAnswered string
+	ModelAsked    string `json:"modelAsked,omitempty"`
+	ModelAnswered string `json:"modelAnswered,omitempty"`
 	// Tokens are summed over the responses that reported usage; nil if none did. Input
 	// counts uncached input tokens for both providers (OpenAI's cached tokens are moved to
 	// CacheRead), so prices apply alike.
-	Tokens *pipeline.Tokens
+	Tokens *pipeline.Tokens `json:"tokens,omitempty"`
 	// LatencySeconds sums the time from each request's arrival to the end of its response.
-	LatencySeconds float64
+	LatencySeconds float64 `json:"latencySeconds"`
 	// USD is the cost of Tokens at the configured per-token prices; nil without such
 	// prices or without token counts, never a made-up 0.
-	USD *float64
+	USD *float64 `json:"usd,omitempty"`
 }
 
 // Gateway is the host side of the cells' only way out: an HTTP server on a unix socket

@@ -191,6 +191,9 @@ func (g *grader) grade(ctx context.Context, c pipeline.Cell) error {
 		Telemetry:    ro.Telemetry,
 		AgentSeconds: ro.Durations.Agent, TotalSeconds: ro.Durations.Total,
 	}
+	if ro.Gateway != nil {
+		in.USD = ro.Gateway.USD
+	}
 	for _, k := range arm.Skills {
 		in.SkillBytes += g.plan.Skills[k].Bytes
 	}

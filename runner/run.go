@@ -34,6 +34,9 @@ type Options struct {
 	Split       string
 	// DryRun says what would run and starts nothing.
 	DryRun bool
+	// SpendCapUSD stops starting cells once the gateway's measured spend
+	// would pass it; 0 means no cap.
+	SpendCapUSD float64
 	// Log receives progress; Terminal draws a bar instead of lines.
 	Log      io.Writer
 	Terminal bool
@@ -50,12 +53,15 @@ type Summary struct {
 	// (interrupted, dry run) are not counted.
 	Statuses    map[string]int `json:"statuses"`
 	Interrupted bool           `json:"interrupted"`
-	Elapsed     time.Duration  `json:"elapsed"`
+	// SpendCapReached: cells were left unstarted to stay under the cap.
+	SpendCapReached bool          `json:"spendCapReached"`
+	SpentUSD        float64       `json:"spentUSD"`
+	Elapsed         time.Duration `json:"elapsed"`
 }
 
 // Complete reports whether every selected cell has a valid rollout.
 func (s *Summary) Complete() bool {
-	return !s.Interrupted && s.Statuses[StatusInvalid] == 0 && s.Reused+s.Ran == s.Selected
+	return !s.Interrupted && !s.SpendCapReached && s.Statuses[StatusInvalid] == 0 && s.Reused+s.Ran == s.Selected
 }
 
 // Select returns the plan's cells matching the filters, in plan order. A
@@ -171,10 +177,29 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 	for _, a := range p.Arms {
 		r.arms[a.Name] = a
 	}
+	var key string
+	if usesGateway(p) {
+		if r.gateway, key, err = startGateway(p, opts.SpendCapUSD); err != nil {
+			return nil, err
+		}
+		defer func() {
+			sum.SpentUSD = r.gateway.Spent()
+			dir := filepath.Dir(r.gateway.Socket())
+			r.gateway.Close()
+			os.RemoveAll(dir)
+		}()
+	}
+	r.redact = newRedactor(p, key)
 	prog := newProgress(opts.Log, opts.Terminal, len(todo))
 	var mu sync.Mutex
 	var fatal error
 	forEach(ctx, opts.Jobs, todo, func(c pipeline.Cell) {
+		if r.gateway != nil && r.gateway.CapReached() {
+			mu.Lock()
+			sum.SpendCapReached = true
+			mu.Unlock()
+			return
+		}
 		prog.started(c.ID)
 		ro, err := r.run(ctx, c)
 		mu.Lock()
@@ -228,6 +253,8 @@ type cellRunner struct {
 	out      string
 	outLabel string
 	runID    string
+	gateway  *Gateway
+	redact   *redactor
 	cases    map[string]pipeline.PlanCase
 	arms     map[string]pipeline.PlanArm
 }
@@ -250,7 +277,7 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		ro.Status, ro.Error = StatusInvalid, err.Error()
+		ro.Status, ro.Error = StatusInvalid, r.redact.string(err.Error())
 		ro.Durations.Total = time.Since(start).Seconds()
 		return ro, r.store.Commit(staged, ro)
 	}
@@ -279,7 +306,18 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 	default:
 		ro.Status = StatusCompleted
 	}
-	ro.Answer, ro.Telemetry = ParseTranscript(r.plan.Agent.Kind, oc.Stdout, oc.Stderr)
+	stdout, stderr := r.redact.bytes(oc.Stdout), r.redact.bytes(oc.Stderr)
+	ro.Answer, ro.Telemetry = ParseTranscript(r.plan.Agent.Kind, stdout, stderr)
+	if r.gateway != nil {
+		u := r.gateway.Usage(c.ID)
+		ro.Gateway = &u
+		if ro.Telemetry.Model == "" {
+			ro.Telemetry.Model = u.ModelAnswered
+		}
+		if ro.Telemetry.Tokens == nil {
+			ro.Telemetry.Tokens = u.Tokens
+		}
+	}
 	ro.Transcript = Transcript{StdoutBytes: oc.StdoutBytes, StderrBytes: oc.StderrBytes, Cap: spec.OutputCap, Truncated: oc.Truncated}
 	ro.Changes = workspaceChanges(oc.Changes, r.plan.Agent.SkillsDir)
 	os.RemoveAll(filepath.Join(staged, DirWorkspace, filepath.FromSlash(r.plan.Agent.SkillsDir)))
@@ -287,7 +325,14 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 	ro.Durations.Start = oc.Durations.Start.Seconds()
 	ro.Durations.Agent = oc.Durations.Agent.Seconds()
 	ro.Durations.Collect = oc.Durations.Collect.Seconds()
-	for name, data := range map[string][]byte{FileStdout: oc.Stdout, FileStderr: oc.Stderr, FileAnswer: []byte(ro.Answer)} {
+	for _, ch := range ro.Changes {
+		if ch.Kind != ChangeDeleted {
+			if err := r.redact.file(filepath.Join(staged, DirWorkspace, filepath.FromSlash(ch.Path))); err != nil && !os.IsNotExist(err) {
+				return nil, fmt.Errorf("redact %s: %w", ch.Path, err)
+			}
+		}
+	}
+	for name, data := range map[string][]byte{FileStdout: stdout, FileStderr: stderr, FileAnswer: []byte(ro.Answer)} {
 		if err := os.WriteFile(filepath.Join(staged, name), data, 0o644); err != nil {
 			return nil, fmt.Errorf("store rollout %s: %w", c.ID, err)
 		}
@@ -312,10 +357,18 @@ func (r *cellRunner) spec(c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.Pl
 		return ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
 	}
 	prompt := Prompt(r.plan, pc, arm)
+	cmd, env := cellCommand(r.plan, prompt), cellEnv(r.plan, pc, arm, prompt)
+	var binds []string
+	if r.gateway != nil {
+		cmd = append([]string{ForwarderPath, "-exec"}, cmd...)
+		env = append(env, adapterEnv(r.plan, r.gateway.NewCellToken(c.ID))...)
+		binds = []string{filepath.Dir(r.gateway.Socket()) + ":" + cellGatewayMount + ":ro"}
+	}
 	return ContainerSpec{
 		Image:      image,
-		Cmd:        cellCommand(r.plan, prompt),
-		Env:        cellEnv(r.plan, pc, arm, prompt),
+		Cmd:        cmd,
+		Env:        env,
+		Binds:      binds,
 		User:       r.plan.Agent.User,
 		WorkingDir: Workspace,
 		Labels: map[string]string{
@@ -368,6 +421,12 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 	}
 	msg := fmt.Sprintf("%d cells: %d ran, %d reused from the store (%s) in %s; results in %s",
 		s.Selected, s.Ran, s.Reused, strings.Join(parts, ", "), s.Elapsed.Round(time.Millisecond), out)
+	if s.SpentUSD > 0 {
+		msg += fmt.Sprintf("\nmodel spend: $%.4f", s.SpentUSD)
+	}
+	if s.SpendCapReached {
+		msg += "\nspend cap reached: cells were left unstarted; run again with a higher --spend-cap to finish"
+	}
 	if s.Interrupted {
 		msg += "\ninterrupted: run again to finish; stored cells will not run again"
 	} else if n := s.Statuses[StatusInvalid]; n > 0 {

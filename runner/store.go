@@ -48,6 +48,9 @@ type Rollout struct {
 	// Changes lists the workspace paths the agent changed (skills excluded).
 	Changes []Change `json:"changes"`
 
+	// Gateway is what the cell asked of its model, as the gateway saw it.
+	Gateway *CellUsage `json:"gateway,omitempty"`
+
 	Durations Durations `json:"durations"`
 	StartedAt time.Time `json:"startedAt"`
 }
