@@ -173,8 +173,7 @@ func (e *Engine) BuildAgentImage(ctx context.Context, agent string, version stri
 		return "", fmt.Errorf("build %s image: %s: %w", agent, plat, err)
 	}
 	fmt.Fprintf(log, "unpacked %d files of %s@%s in %s\n", len(files), pkg, ver, time.Since(t0).Round(100*time.Millisecond))
-	bin, ok := files[r.bin]
-	if !ok {
+	if _, ok := files[r.bin]; !ok {
 		return "", fmt.Errorf("build %s image: %s@%s has no %s", agent, pkg, ver, path.Join(r.dir, r.bin))
 	}
 
@@ -208,7 +207,7 @@ func (e *Engine) BuildAgentImage(ctx context.Context, agent string, version stri
 		bc.AddSymlink(p, target, 0, 0)
 	}
 	if nlibs > 0 {
-		fmt.Fprintf(log, "%s is dynamically linked: adding %d host libraries\n", filepath.Base(bin), nlibs)
+		fmt.Fprintf(log, "added %d host libraries for dynamically linked binaries\n", nlibs)
 	}
 
 	fmt.Fprintf(log, "hashing the build context\n")
@@ -314,7 +313,14 @@ func npmFetch(ctx context.Context, cache, pkg, version string, log io.Writer) (s
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
+		// npm's debug log is in the private cache, which is about to go.
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+			if !strings.Contains(l, "A complete log of this run") {
+				lines = append(lines, l)
+			}
+		}
+		msg := strings.Join(lines, "\n")
 		if len(msg) > 2000 {
 			msg = msg[len(msg)-2000:]
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"path/filepath"
@@ -55,6 +56,7 @@ type images struct {
 	engine   *Engine
 	plan     *pipeline.Plan
 	suiteDir string
+	log      io.Writer
 
 	mu    sync.Mutex
 	agent map[string]*imageBuild // by agent image ref
@@ -83,6 +85,17 @@ func (im *images) agentImage(ctx context.Context) (ref, id string, err error) {
 		if ref == SandboxImage || ref == SandboxImage+":latest" {
 			if ref, b.err = im.engine.EnsureSandbox(ctx); b.err != nil {
 				return
+			}
+		}
+		// skillgate's own agent images are built from their npm packages
+		// when missing, so a suite naming one runs on a fresh machine.
+		for _, agent := range []string{AgentClaudeCode, AgentCodex} {
+			if version, ok := strings.CutPrefix(ref, AgentImageRepo(agent)+":"); ok {
+				if _, exists, err := im.engine.ImageExists(ctx, ref); err == nil && !exists {
+					if _, b.err = im.engine.BuildAgentImage(ctx, agent, version, im.log); b.err != nil {
+						return
+					}
+				}
 			}
 		}
 		id, ok, err := im.engine.ImageExists(ctx, ref)

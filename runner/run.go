@@ -168,7 +168,7 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 	r := &cellRunner{
 		plan: p, store: store, engine: engine, out: out, runID: newRunID(),
 		outLabel: digest.FromString(out).Encoded()[:16],
-		images:   &images{engine: engine, plan: p, suiteDir: opts.SuiteDir, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}},
+		images:   &images{engine: engine, plan: p, suiteDir: opts.SuiteDir, log: opts.Log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}},
 		cases:    map[string]pipeline.PlanCase{}, arms: map[string]pipeline.PlanArm{},
 	}
 	for _, c := range p.Cases {

@@ -52,7 +52,14 @@ Pinned versions: %s %s, %s %s.`, runner.AgentClaudeCode, runner.ClaudeCodeVersio
 					return err
 				}
 				defer e.Close()
-				ref, err := e.BuildAgentImage(ctx, agent, c.String("version"), os.Stderr)
+				version := ""
+				for _, cc := range c.Lineage() {
+					if cc.IsSet("version") {
+						version = cc.String("version")
+						break
+					}
+				}
+				ref, err := e.BuildAgentImage(ctx, agent, version, os.Stderr)
 				if err != nil {
 					return err
 				}
