@@ -44,8 +44,9 @@ func (e *suiteError) Msg() (string, []interface{}) { return "%s", []interface{}{
 
 // checker collects suite problems with positions taken from the suite value.
 type checker struct {
-	v    cue.Value
-	errs cueerrors.Error
+	v        cue.Value
+	errs     cueerrors.Error
+	fixtures map[string]error
 }
 
 func (c *checker) add(sel []cue.Selector, format string, args ...interface{}) {
@@ -93,7 +94,7 @@ func str(s string) cue.Selector { return cue.Str(s) }
 // skills, arms and routing expectations, regular expressions and the shape
 // of assertions.
 func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
-	c := &checker{v: v}
+	c := &checker{v: v, fixtures: map[string]error{}}
 	if !v.LookupPath(pathArms).Exists() || !v.LookupPath(pathCases).Exists() {
 		return nil // CUE reports what is missing
 	}
@@ -146,9 +147,16 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
 		return append(append([]cue.Selector{}, base...), more...)
 	}
 	if cs.Fixture != "" {
-		if dir, err := s.resolve(cs.Fixture); err != nil {
-			c.add(at(str("fixture")), "%v", err)
-		} else if err := checkTree(dir, s.Root); err != nil {
+		// Many cases share a fixture: check each folder once.
+		err, seen := c.fixtures[cs.Fixture]
+		if !seen {
+			var dir string
+			if dir, err = s.resolve(cs.Fixture); err == nil {
+				err = checkTree(dir, s.Root)
+			}
+			c.fixtures[cs.Fixture] = err
+		}
+		if err != nil {
 			c.add(at(str("fixture")), "%v", err)
 		}
 	}

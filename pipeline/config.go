@@ -130,6 +130,8 @@ type ScriptWhen struct {
 	NotContains *string `json:"notContains,omitempty"`
 	SkillListed *string `json:"skillListed,omitempty"`
 	ToolResults *int    `json:"toolResults,omitempty"`
+	// PromptMatches is a regular expression (RE2) the user's prompt matches.
+	PromptMatches *string `json:"promptMatches,omitempty"`
 }
 
 // ScriptBlock is text or a tool call.

@@ -31,6 +31,7 @@ equal, 1 when they differ, 2 on error.`,
 			&cli.StringSliceFlag{Name: "rev", Usage: "read suite folders at git revision `REV` (once for A, twice for A and B)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the diff as JSON"},
 		},
+		Before: shortLived,
 		Action: func(c *cli.Context) error {
 			revs := c.StringSlice("rev")
 			args := c.Args().Slice()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
 
@@ -61,6 +62,17 @@ grades the results, and gives a verdict from a gate policy written as data.`,
 		cmd.OnUsageError = usageError
 	}
 	return app
+}
+
+// shortLived tunes the garbage collector for a command that evaluates CUE
+// and exits within seconds: collecting only past a soft memory limit saves
+// a third of vet's time. A GOGC or GOMEMLIMIT the user set wins.
+func shortLived(*cli.Context) error {
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(1 << 30)
+	}
+	return nil
 }
 
 // usageError reports a command-line mistake in one line on stderr, exit 2,

@@ -24,6 +24,7 @@ model calls and estimated cost goes to stderr.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the plan to `FILE` instead of stdout"},
 		},
+		Before: shortLived,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return fmt.Errorf("plan takes one suite folder, got %d arguments", c.NArg())

@@ -18,6 +18,7 @@ name and a description, arms and routing expectations name defined skills,
 regular expressions compile and case IDs are unique across files.
 Every problem is printed with its positions; nothing is printed on success.
 Exits 0 when every suite is valid, 1 otherwise.`,
+		Before: shortLived,
 		Action: func(c *cli.Context) error {
 			dirs := c.Args().Slice()
 			if len(dirs) == 0 {
