@@ -155,13 +155,23 @@ type Pair struct {
 
 // Judge grades rubrics and pairwise comparisons.
 type Judge struct {
-	Provider string   `json:"provider"`
-	Model    string   `json:"model,omitempty"`
-	Command  []string `json:"command,omitempty"`
-	Mode     string   `json:"mode"`
-	Pairs    []Pair   `json:"pairs"`
-	Swap     bool     `json:"swap"`
-	Prices   *Prices  `json:"prices,omitempty"`
+	Provider      string         `json:"provider"`
+	Model         string         `json:"model,omitempty"`
+	Command       []string       `json:"command,omitempty"`
+	Script        *Script        `json:"script,omitempty"`
+	Upstream      string         `json:"upstream,omitempty"`
+	CredentialEnv string         `json:"credentialEnv,omitempty"`
+	Mode          string         `json:"mode"`
+	Pairs         []Pair         `json:"pairs"`
+	Swap          bool           `json:"swap"`
+	Templates     JudgeTemplates `json:"templates"`
+	Prices        *Prices        `json:"prices,omitempty"`
+}
+
+// JudgeTemplates are the judge's instructions, with {{packet}}.
+type JudgeTemplates struct {
+	Rubric   string `json:"rubric"`
+	Pairwise string `json:"pairwise"`
 }
 
 // Limits bound every cell. Sizes and durations are as written in CUE;
