@@ -257,19 +257,7 @@ func agentBase(bc *BuildContext) error {
 			return err
 		}
 	}
-	bc.AddFile("etc/passwd", 0o644, 0, 0, []byte(
-		"root:x:0:0:root:/root:/bin/bash\n"+
-			"agent:x:1000:1000:agent:/home/agent:/bin/bash\n"+
-			"nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
-	bc.AddFile("etc/group", 0o644, 0, 0, []byte(
-		"root:x:0:\n"+
-			"agent:x:1000:\n"+
-			"nogroup:x:65534:\n"))
-	bc.AddDir("root", 0o700, 0, 0)
-	bc.AddDir("tmp", 0o1777, 0, 0)
-	bc.AddDir("home", 0o755, 0, 0)
-	bc.AddDir("home/agent", 0o755, 1000, 1000)
-	bc.AddDir("workspace", 0o755, 1000, 1000)
+	addUserland(bc, "/bin/bash")
 	return bc.err
 }
 

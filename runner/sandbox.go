@@ -74,19 +74,7 @@ func sandboxContext() (*BuildContext, error) {
 	bc.AddDir("usr/bin", 0o755, 0, 0)
 	bc.AddSymlink("usr/bin/env", "../../bin/busybox", 0, 0)
 	bc.AddDir("etc", 0o755, 0, 0)
-	bc.AddFile("etc/passwd", 0o644, 0, 0, []byte(
-		"root:x:0:0:root:/root:/bin/sh\n"+
-			"agent:x:1000:1000:agent:/home/agent:/bin/sh\n"+
-			"nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
-	bc.AddFile("etc/group", 0o644, 0, 0, []byte(
-		"root:x:0:\n"+
-			"agent:x:1000:\n"+
-			"nogroup:x:65534:\n"))
-	bc.AddDir("root", 0o700, 0, 0)
-	bc.AddDir("tmp", 0o1777, 0, 0)
-	bc.AddDir("home", 0o755, 0, 0)
-	bc.AddDir("home/agent", 0o755, 1000, 1000)
-	bc.AddDir("workspace", 0o755, 1000, 1000)
+	addUserland(bc, "/bin/sh")
 	if err := bc.check(); err != nil {
 		return nil, fmt.Errorf("build sandbox image: %w", err)
 	}
@@ -107,4 +95,23 @@ func checkStatic(p string) error {
 		}
 	}
 	return nil
+}
+
+// addUserland gives an image built FROM scratch its users (root, and agent
+// as uid 1000 with the login shell given), /tmp, the agent's home and
+// /workspace.
+func addUserland(bc *BuildContext, shell string) {
+	bc.AddFile("etc/passwd", 0o644, 0, 0, []byte(
+		"root:x:0:0:root:/root:"+shell+"\n"+
+			"agent:x:1000:1000:agent:/home/agent:"+shell+"\n"+
+			"nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
+	bc.AddFile("etc/group", 0o644, 0, 0, []byte(
+		"root:x:0:\n"+
+			"agent:x:1000:\n"+
+			"nogroup:x:65534:\n"))
+	bc.AddDir("root", 0o700, 0, 0)
+	bc.AddDir("tmp", 0o1777, 0, 0)
+	bc.AddDir("home", 0o755, 0, 0)
+	bc.AddDir("home/agent", 0o755, 1000, 1000)
+	bc.AddDir("workspace", 0o755, 1000, 1000)
 }
