@@ -107,6 +107,7 @@ type Agent struct {
 	User          string            `json:"user"`
 	Env           map[string]string `json:"env"`
 	ForcedPrompt  string            `json:"forcedPrompt"`
+	SeedPrompt    string            `json:"seedPrompt"`
 	StandIn       string            `json:"standIn,omitempty"`
 	Prices        *Prices           `json:"prices,omitempty"`
 }

@@ -196,17 +196,30 @@ func (im *images) build(ctx context.Context, tag, agentRef string, pc pipeline.P
 	return nil
 }
 
-// Prompt is what the agent of an arm is asked: the case's prompt, wrapped by
-// the agent's forced-prompt template when the arm forces its skills.
+// Prompt is what the agent of an arm is asked: the case's prompt, after its
+// seed conversation (the agent's seedPrompt template), wrapped by the
+// agent's forced-prompt template when the arm forces its skills.
 func Prompt(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm) string {
+	prompt := pc.Prompt
+	if len(pc.Seed) > 0 {
+		var turns []string
+		for _, t := range pc.Seed {
+			role := "User"
+			if t.Role == "assistant" {
+				role = "Assistant"
+			}
+			turns = append(turns, role+": "+t.Content)
+		}
+		prompt = strings.NewReplacer("{{seed}}", strings.Join(turns, "\n\n"), "{{prompt}}", pc.Prompt).Replace(p.Agent.SeedPrompt)
+	}
 	if arm.Activation != "forced" || len(arm.Skills) == 0 {
-		return pc.Prompt
+		return prompt
 	}
 	var names []string
 	for _, k := range arm.Skills {
 		names = append(names, p.Skills[k].Name)
 	}
-	r := strings.NewReplacer("{{skills}}", strings.Join(names, ", "), "{{prompt}}", pc.Prompt)
+	r := strings.NewReplacer("{{skills}}", strings.Join(names, ", "), "{{prompt}}", prompt)
 	return r.Replace(p.Agent.ForcedPrompt)
 }
 

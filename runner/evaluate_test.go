@@ -11,8 +11,10 @@ import (
 	"github.com/skillgate/skillgate/pipeline"
 )
 
-// TestDemoEndToEnd runs the demo suite for real, checks its verdict and
-// reports, and rebuilds the reports from the store byte for byte.
+// TestDemoEndToEnd runs the demo suite for real (the real Claude Code CLI,
+// its model the suite's scripted stand-in), checks its verdict, routing
+// telemetry and reports, and rebuilds the reports from the store byte for
+// byte.
 func TestDemoEndToEnd(t *testing.T) {
 	testEngine(t)
 	p, err := pipeline.CompileDir("../suites/demo")
@@ -29,8 +31,8 @@ func TestDemoEndToEnd(t *testing.T) {
 	if !sum.Complete() || sum.Statuses[StatusCompleted] != len(p.Cells) {
 		t.Fatalf("summary %+v", sum)
 	}
-	// The stand-in misses the skill on the release-notes prompt in the
-	// automatic arm and writes a second file there: a forbidden write.
+	// The stand-in model misses the skill on the release-notes prompt in
+	// the automatic arm and writes a second file there: a forbidden write.
 	if r.Verdict.Verdict != pipeline.VerdictFail || strings.Join(r.Verdict.Reasons, ",") != "FORBIDDEN automatic" {
 		t.Errorf("verdict %s %v", r.Verdict.Verdict, r.Verdict.Reasons)
 	}
@@ -43,6 +45,57 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	if !(rate["none"] < rate["automatic"] && rate["automatic"] < rate["forced"]) {
 		t.Errorf("pass rates %v: want none < automatic < forced", rate)
+	}
+	for _, a := range r.Arms {
+		if a.Name != "forced" {
+			continue
+		}
+		for _, m := range []string{"turns", "tokensInput", "tokensOutput"} {
+			if v, ok := a.Cost[m]; !ok || v.Samples != len(r.Cases)*p.Suite.Trials || v.Value <= 0 {
+				t.Errorf("forced arm: cost metric %s = %+v (present %v), want one per cell", m, v, ok)
+			}
+		}
+	}
+	// Every rollout, from the store: the forced arm activated the skill
+	// through the Skill tool (observed), the none arm never saw it, and
+	// Claude Code refused no tool call.
+	store := &Store{Dir: out}
+	for _, c := range r.Cases {
+		for arm, trials := range c.Trials {
+			for _, tr := range trials {
+				ro, ok, err := store.Rollout(tr.Rollout)
+				if err != nil || !ok {
+					t.Fatalf("%s: rollout %s: %v", tr.Cell, tr.Rollout, err)
+				}
+				tel := ro.Telemetry
+				skills := map[string]string{}
+				for _, e := range tel.Skills {
+					skills[e.Name] = e.Evidence
+				}
+				switch arm {
+				case "forced":
+					if skills["changelog"] != pipeline.EvidenceObserved || tel.Tokens == nil || tel.Turns == nil {
+						t.Errorf("%s: skills %v, tokens %v, turns %v: want changelog observed, tokens and turns", tr.Cell, tel.Skills, tel.Tokens, tel.Turns)
+					}
+				case "none":
+					for _, e := range append(append([]pipeline.RoutingEvent{}, tel.Skills...), tel.References...) {
+						if strings.HasPrefix(e.Name, "changelog") {
+							t.Errorf("%s: a none-arm cell lists %s (%s)", tr.Cell, e.Name, e.Evidence)
+						}
+					}
+				}
+				stdout, err := os.ReadFile(filepath.Join(store.RolloutDir(tr.Rollout), FileStdout))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := ClaudePermissionDenials(stdout); len(d) > 0 {
+					t.Errorf("%s: permission denials %v", tr.Cell, d)
+				}
+				if strings.Contains(ro.Answer, "<system-reminder>") {
+					t.Errorf("%s: the answer carries Claude Code's system reminder:\n%s", tr.Cell, ro.Answer)
+				}
+			}
+		}
 	}
 	files := []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml"}
 	before := map[string][]byte{}

@@ -34,6 +34,9 @@ type Options struct {
 	Split       string
 	// DryRun says what would run and starts nothing.
 	DryRun bool
+	// Calibrate runs only the calibration checks; a policy that asks for
+	// calibration runs them first in every real run.
+	Calibrate bool
 	// SpendCapUSD stops starting cells once the gateway's measured spend
 	// would pass it; 0 means no cap.
 	SpendCapUSD float64

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 type scriptedModel struct {
 	script *pipeline.Script
 	model  string
+	prompt []*regexp.Regexp // each rule's promptMatches, nil where unset
 }
 
 // scriptedNoMatch is the reply when no rule holds.
@@ -33,9 +35,17 @@ func newScriptedModel(s *pipeline.Script) (*scriptedModel, error) {
 	if len(s.Rules) == 0 {
 		return nil, errors.New("script has no rules")
 	}
+	prompt := make([]*regexp.Regexp, len(s.Rules))
 	for i, r := range s.Rules {
 		if len(r.Reply) == 0 {
 			return nil, fmt.Errorf("script rule %d: empty reply", i)
+		}
+		if r.When != nil && r.When.PromptMatches != nil {
+			re, err := regexp.Compile(*r.When.PromptMatches)
+			if err != nil {
+				return nil, fmt.Errorf("script rule %d: promptMatches: %w", i, err)
+			}
+			prompt[i] = re
 		}
 		for j, b := range r.Reply {
 			if (b.Text == nil) == (b.Tool == "") {
@@ -47,15 +57,17 @@ func newScriptedModel(s *pipeline.Script) (*scriptedModel, error) {
 	if m == "" {
 		m = "scripted"
 	}
-	return &scriptedModel{script: s, model: m}, nil
+	return &scriptedModel{script: s, model: m, prompt: prompt}, nil
 }
 
 // scriptRequest is what rules look at in a request.
 type scriptRequest struct {
-	text        string // system, messages or input items, tool calls and tool results
-	toolResults int
-	skills      map[string]bool
-	stream      bool
+	text           string // system, messages or input items, tool calls and tool results
+	prompt         string // the user's own text before the first model turn or tool result
+	lastToolResult string // the text of the last tool result
+	toolResults    int
+	skills         map[string]bool
+	stream         bool
 }
 
 // pick returns the first rule whose conditions all hold, or nil.
@@ -75,16 +87,29 @@ func (s *scriptedModel) pick(req *scriptRequest) *pipeline.ScriptRule {
 			if w.ToolResults != nil && req.toolResults != *w.ToolResults {
 				continue
 			}
+			if re := s.prompt[i]; re != nil && !re.MatchString(req.prompt) {
+				continue
+			}
 		}
 		return r
 	}
 	return nil
 }
 
+// lastToolResultVar in a text block is replaced by the last tool result's text.
+const lastToolResultVar = "{{lastToolResult}}"
+
 // reply is the rule's reply, or the no-match text.
 func (s *scriptedModel) reply(req *scriptRequest) ([]pipeline.ScriptBlock, pipeline.ScriptUsage) {
 	if r := s.pick(req); r != nil {
-		return r.Reply, r.Usage
+		blocks := slices.Clone(r.Reply) // the rule is shared: replace in a copy
+		for i, b := range blocks {
+			if b.Text != nil && strings.Contains(*b.Text, lastToolResultVar) {
+				t := strings.ReplaceAll(*b.Text, lastToolResultVar, req.lastToolResult)
+				blocks[i].Text = &t
+			}
+		}
+		return blocks, r.Usage
 	}
 	t := scriptedNoMatch
 	return []pipeline.ScriptBlock{{Text: &t}}, pipeline.ScriptUsage{Input: 100, Output: 20} // the schema's defaults
@@ -126,10 +151,13 @@ func (s *scriptedModel) serve(w http.ResponseWriter, r *http.Request, body []byt
 
 // --- reading requests ---
 
-// textCollector gathers a request's text and counts its tool results.
+// textCollector gathers a request's text and its prompt, and counts its tool results.
 type textCollector struct {
-	parts       []string
-	toolResults int
+	parts          []string
+	toolResults    int
+	lastToolResult string
+	prompt         []string
+	promptDone     bool // a model turn or a tool result came: the prompt is complete
 }
 
 func (c *textCollector) add(s string) {
@@ -178,10 +206,13 @@ func (c *textCollector) content(raw json.RawMessage) {
 
 func (c *textCollector) block(b *contentBlock) {
 	switch {
-	case b.Type == "tool_result" || strings.HasSuffix(b.Type, "_call_output"):
-		c.toolResults++
-		c.content(b.Content)
-		c.content(b.Output)
+	case isToolResult(b):
+		var r textCollector
+		r.content(b.Content)
+		r.content(b.Output)
+		c.toolResults += 1 + r.toolResults
+		c.lastToolResult = toolOutput(strings.Join(r.parts, "\n"))
+		c.parts = append(c.parts, r.parts...)
 		return
 	case b.Type == "tool_use" || b.Type == "server_tool_use" || strings.HasSuffix(b.Type, "_call"):
 		c.add(b.Name)
@@ -205,12 +236,76 @@ func (c *textCollector) block(b *contentBlock) {
 	c.content(b.Content)
 }
 
+var (
+	// systemReminder is a note Claude Code adds to a tool result for the model, such as
+	// the tokens left; it is not the tool's output.
+	systemReminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+	// codexExecHeader heads the result of Codex's exec_command: a chunk id and a wall
+	// time that change from run to run, the exit code, then the output.
+	codexExecHeader = regexp.MustCompile(`^Chunk ID: [^\n]*\nWall time: [^\n]*\n(?:[A-Z][^\n]*\n)*?Output:\n`)
+)
+
+// toolOutput is a tool result's text as a scripted answer quotes it: without Claude
+// Code's system reminders or the header of Codex's exec_command, trimmed.
+func toolOutput(s string) string {
+	s = systemReminder.ReplaceAllString(s, "")
+	if loc := codexExecHeader.FindStringIndex(s); loc != nil {
+		s = s[loc[1]:]
+	}
+	return strings.TrimSpace(s)
+}
+
+func isToolResult(b *contentBlock) bool {
+	return b.Type == "tool_result" || strings.HasSuffix(b.Type, "_call_output")
+}
+
+// message reads one message or input item. The user's text counts as the prompt until
+// the first model turn, tool call or tool result, except what the agent adds in a tag
+// (<system-reminder>, <environment_context>, <skill>, ...) or as AGENTS.md instructions.
+func (c *textCollector) message(role string, raw json.RawMessage) {
+	if role != "user" {
+		if role != "" && role != "system" && role != "developer" {
+			c.promptDone = true
+		}
+		return
+	}
+	raw = bytes.TrimSpace(raw)
+	var blocks []contentBlock
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		var s string
+		json.Unmarshal(raw, &s)
+		blocks = []contentBlock{{Type: "text", Text: &s}}
+	case len(raw) > 0 && raw[0] == '[':
+		json.Unmarshal(raw, &blocks)
+	}
+	for i := range blocks {
+		b := &blocks[i]
+		if c.promptDone {
+			return
+		}
+		if isToolResult(b) {
+			c.promptDone = true
+			return
+		}
+		if b.Text == nil || (b.Type != "text" && b.Type != "input_text") {
+			continue
+		}
+		t := strings.TrimSpace(*b.Text)
+		if t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "# AGENTS.md instructions") {
+			c.prompt = append(c.prompt, t)
+		}
+	}
+}
+
 func (c *textCollector) request(stream bool) *scriptRequest {
 	req := &scriptRequest{
-		text:        strings.Join(c.parts, "\n"),
-		toolResults: c.toolResults,
-		skills:      map[string]bool{},
-		stream:      stream,
+		text:           strings.Join(c.parts, "\n"),
+		prompt:         strings.Join(c.prompt, "\n"),
+		lastToolResult: c.lastToolResult,
+		toolResults:    c.toolResults,
+		skills:         map[string]bool{},
+		stream:         stream,
 	}
 	for _, p := range c.parts {
 		for _, name := range listedSkills(p) {
@@ -236,6 +331,7 @@ func parseAnthropicRequest(body []byte) (*scriptRequest, error) {
 	var c textCollector
 	c.content(m.System)
 	for _, msg := range m.Messages {
+		c.message(msg.Role, msg.Content)
 		c.content(msg.Content)
 	}
 	return c.request(m.Stream), nil
@@ -253,7 +349,26 @@ func parseResponsesRequest(body []byte) (*scriptRequest, error) {
 	}
 	var c textCollector
 	c.content(m.Instructions)
-	c.content(m.Input)
+	in := bytes.TrimSpace(m.Input)
+	var items []contentBlock
+	switch {
+	case len(in) > 0 && in[0] == '"':
+		c.message("user", in) // the whole input is the prompt
+		c.content(in)
+	case len(in) > 0 && in[0] == '[' && json.Unmarshal(in, &items) == nil:
+		for i := range items {
+			it := &items[i]
+			switch {
+			case it.Type == "message" || (it.Type == "" && it.Role != ""):
+				c.message(it.Role, it.Content)
+			case it.Type != "reasoning":
+				c.promptDone = true // a tool call or its result
+			}
+			c.block(it)
+		}
+	default:
+		c.content(in)
+	}
 	return c.request(m.Stream), nil
 }
 

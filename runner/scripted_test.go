@@ -369,3 +369,101 @@ func gwJSON(t *testing.T, b []byte) any {
 	}
 	return v
 }
+
+// TestScriptedPrompt: promptMatches sees the user's own text only, not the skill listing,
+// the agent's tagged insertions or what comes after the first tool result.
+func TestScriptedPrompt(t *testing.T) {
+	c1, err := parseAnthropicRequest(gwSample(t, "claude-code-request-1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1.prompt != "SCENARIO:skill Please use the demo skill." {
+		t.Errorf("claude request 1: prompt %q", c1.prompt)
+	}
+	c2, err := parseAnthropicRequest(gwSample(t, "claude-code-request-2-after-skill.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.prompt != c1.prompt {
+		t.Errorf("claude request 2: prompt %q; the skill body after the tool result is not the prompt", c2.prompt)
+	}
+	x1, err := parseResponsesRequest(gwSample(t, "codex-exec-request-1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x1.prompt != "Use $demo now." {
+		t.Errorf("codex request: prompt %q", x1.prompt)
+	}
+	x2, err := parseResponsesRequest([]byte(`{"input":"just a string"}`))
+	if err != nil || x2.prompt != "just a string" {
+		t.Errorf("string input: prompt %q, %v", x2.prompt, err)
+	}
+
+	sm, err := newScriptedModel(&pipeline.Script{Rules: []pipeline.ScriptRule{
+		// "Visualize" is in dataviz's description in the listing, not in the prompt.
+		{When: &pipeline.ScriptWhen{PromptMatches: gwPtr("(?i)visualize")}, Reply: []pipeline.ScriptBlock{{Text: gwPtr("listing")}}},
+		{When: &pipeline.ScriptWhen{PromptMatches: gwPtr("(?i)^scenario:skill"), SkillListed: gwPtr("demo")}, Reply: []pipeline.ScriptBlock{{Text: gwPtr("prompt")}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ToLower(c1.text), "visualiz") {
+		t.Fatal("the sample no longer lists dataviz's description; pick another word")
+	}
+	if r := sm.pick(c1); r == nil || *r.Reply[0].Text != "prompt" {
+		t.Errorf("claude request 1 picked %+v, want the prompt rule", r)
+	}
+	if r := sm.pick(x1); r != nil {
+		t.Errorf("codex request picked %+v, want none", r)
+	}
+
+	if _, err := newScriptedModel(&pipeline.Script{Rules: []pipeline.ScriptRule{
+		{When: &pipeline.ScriptWhen{PromptMatches: gwPtr("(")}, Reply: []pipeline.ScriptBlock{{Text: gwPtr("x")}}},
+	}}); err == nil || !strings.Contains(err.Error(), "promptMatches") {
+		t.Errorf("a bad promptMatches: %v", err)
+	}
+}
+
+// TestScriptedLastToolResult: {{lastToolResult}} in a text block is the text of the last
+// tool result, in both wire formats, without Claude Code's system reminders.
+func TestScriptedLastToolResult(t *testing.T) {
+	script := &pipeline.Script{Rules: []pipeline.ScriptRule{{
+		Reply: []pipeline.ScriptBlock{{Text: gwPtr("Done.\n{{lastToolResult}}\n(end)")}},
+	}}}
+	g := gwStart(t, GatewayConfig{Provider: "scripted", Script: script})
+	c := gwUnixClient(g.Socket())
+	tok := g.NewCellToken("cell")
+
+	anthropic := `{"model":"m","stream":true,"messages":[
+		{"role":"user","content":[{"type":"text","text":"<system-reminder>r</system-reminder>"},{"type":"text","text":"do it"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"echo one"}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"FIRST"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"echo two"}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"SECOND line 1\nline 2\n\n<system-reminder>\n<total_tokens>99 tokens left</total_tokens>\n</system-reminder>"}]}]}]}`
+	_, body := gwPost(t, c, "/v1/messages", "x-api-key", tok, anthropic)
+	evs := gwParseSSE(t, string(body))
+	if len(evs) != 7 || gwGet(evs[3].data, "delta", "text") != "Done.\nSECOND line 1\nline 2\n(end)" {
+		t.Errorf("anthropic reply:\n%s", body)
+	}
+
+	responses := `{"model":"m","stream":true,"input":[
+		{"type":"message","role":"user","content":[{"type":"input_text","text":"do it"}]},
+		{"type":"function_call","call_id":"c1","name":"exec_command","arguments":"{\"cmd\":\"echo hi\"}"},
+		{"type":"function_call_output","call_id":"c1","output":"Chunk ID: 3f2a1b\nWall time: 0.0012 seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nHI\nOutput: not a header\n"}]}`
+	_, body = gwPost(t, c, "/v1/responses", "Authorization", "Bearer "+tok, responses)
+	evs = gwParseSSE(t, string(body))
+	want := "Done.\nHI\nOutput: not a header\n(end)"
+	if len(evs) != 5 || gwGet(evs[2].data, "delta") != want || gwGet(evs[4].data, "response", "output", 0, "content", 0, "text") != want {
+		t.Errorf("responses reply:\n%s", body)
+	}
+
+	// No tool result yet: empty; the rule itself is never changed.
+	_, body = gwPost(t, c, "/v1/messages", "x-api-key", tok, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	evs = gwParseSSE(t, string(body))
+	if gwGet(evs[3].data, "delta", "text") != "Done.\n\n(end)" {
+		t.Errorf("reply without a tool result:\n%s", body)
+	}
+	if *script.Rules[0].Reply[0].Text != "Done.\n{{lastToolResult}}\n(end)" {
+		t.Errorf("the rule changed: %q", *script.Rules[0].Reply[0].Text)
+	}
+}

@@ -42,6 +42,7 @@ invalid because Docker or skillgate failed), 3 calibration failed.`,
 			&cli.StringFlag{Name: "split", Usage: "run only cases of split `S`"},
 			&cli.StringFlag{Name: "suite", Usage: "with a plan file: the suite folder `DIR` it was compiled from"},
 			&cli.Float64Flag{Name: "spend-cap", Usage: "stop starting cells before the model spend would pass `USD` (from the suite's per-token prices); a later run with a higher cap resumes"},
+			&cli.BoolFlag{Name: "calibrate", Usage: "run only the calibration checks: the agent quotes a line only its arm's skill copy holds, says it has no skill in a no-skill arm, runs a shell command (exit 3 when one fails)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would run and start nothing"},
 		},
 		Action: func(c *cli.Context) error {
@@ -66,7 +67,7 @@ invalid because Docker or skillgate failed), 3 calibration failed.`,
 			sum, report, err := runner.Evaluate(ctx, t.Plan, runner.Options{
 				Out: out, SuiteDir: t.SuiteDir, Jobs: c.Int("jobs"),
 				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"),
-				DryRun: c.Bool("dry-run"), SpendCapUSD: c.Float64("spend-cap"), Log: os.Stderr, Terminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
+				DryRun: c.Bool("dry-run"), Calibrate: c.Bool("calibrate"), SpendCapUSD: c.Float64("spend-cap"), Log: os.Stderr, Terminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
 			})
 			if err != nil {
 				return exit(2, err)
