@@ -117,6 +117,8 @@ type gstackVerdict struct {
 	Resumable    bool                `json:"resumable"`
 	// StandIn (an extension) says the agent or model was a scripted stand-in.
 	StandIn string `json:"stand_in,omitempty"`
+	// Calibration: the three checks, when they ran.
+	Calibration *Calibration `json:"calibration,omitempty"`
 }
 
 type gstackAdjudication struct {
@@ -165,6 +167,7 @@ func renderVerdictJSON(r *Report) ([]byte, error) {
 		ExitCode:       r.Verdict.ExitCode,
 		Resumable:      r.Verdict.Verdict == VerdictIncomplete,
 		StandIn:        r.StandIn,
+		Calibration:    r.Calibration,
 	}
 	if r.Judge != nil {
 		v.Adjudication = &gstackAdjudication{Blinded: true, JudgeModel: r.Judge.Model}

@@ -64,6 +64,40 @@ type CellResult struct {
 
 	Telemetry CellTelemetry `json:"telemetry"`
 	Cost      CellCost      `json:"cost"`
+
+	// Judge is the rubric judge's grade, once judged (see ApplyRubric).
+	Judge *CellJudgement `json:"judge,omitempty"`
+}
+
+// CheckJudge is the kind of a rubric criterion graded by the judge.
+const CheckJudge = "judge"
+
+// CriterionResult is the judge's result for one rubric criterion.
+type CriterionResult struct {
+	// Criterion is the criterion's index in the case's rubric, from 0.
+	Criterion int    `json:"criterion"`
+	Pass      bool   `json:"pass"`
+	Evidence  string `json:"evidence,omitempty"`
+}
+
+// CellJudgement is the rubric judge's grade of one cell.
+type CellJudgement struct {
+	// Candidate is the opaque ID the packet gave the attempt.
+	Candidate string `json:"candidate"`
+	// Key names the judgement and its packet in the store
+	// (store/judgements/KEY.json, store/packets/KEY.json).
+	Key string `json:"key"`
+	// Valid: the reply held exactly one well-formed result per criterion.
+	// Reason says why not.
+	Valid  bool   `json:"valid"`
+	Reason string `json:"reason,omitempty"`
+	// Status and DeterministicPassed are the cell's before judging.
+	Status              string `json:"status"`
+	DeterministicPassed bool   `json:"deterministicPassed"`
+	// Criteria are the results in criterion order; Score the fraction
+	// that passed.
+	Criteria []CriterionResult `json:"criteria,omitempty"`
+	Score    float64           `json:"score"`
 }
 
 // Valid reports whether the cell counts as a pass or a fail: it ran, and
@@ -229,7 +263,9 @@ type Report struct {
 	Cases []CaseReport `json:"cases"`
 	// Pairwise are the judge's pairwise judgements, when it made any.
 	Pairwise []PairwiseResult `json:"pairwise,omitempty"`
-	Verdict  Verdict          `json:"verdict"`
+	// Calibration is the outcome of the calibration checks when they ran.
+	Calibration *Calibration `json:"calibration,omitempty"`
+	Verdict     Verdict      `json:"verdict"`
 }
 
 // Outcomes of a pairwise judgement, for the candidate arm.
@@ -254,7 +290,16 @@ type PairwiseResult struct {
 	// presentation order (candidate shown as A, then as B); the pair agrees
 	// when both are the same. Empty without swapping.
 	Orders []string `json:"orders,omitempty"`
+	// First is the candidate's position (A or B) in the first order shown,
+	// random but fixed by the plan's seed.
+	First string `json:"first,omitempty"`
+	// Error says why a judgement was INVALID.
+	Error string `json:"error,omitempty"`
 }
+
+// PairwiseInvalid is the outcome of a pair whose judge reply could not be
+// read; the efficacy rule counts it as a non-win, like a tie.
+const PairwiseInvalid = "INVALID"
 
 // AgentIdentity names the agent of a run.
 type AgentIdentity struct {
@@ -325,4 +370,80 @@ type TrialOutcome struct {
 	Rollout digest.Digest `json:"rollout"`
 	// Failed names the checks that failed.
 	Failed []string `json:"failed,omitempty"`
+}
+
+// Calibration checks: each asks the agent something only a correctly set
+// up cell can answer.
+const (
+	// CalibrationSkill: the agent quotes a line only its arm's copy of a
+	// skill holds.
+	CalibrationSkill = "skill"
+	// CalibrationNone: the agent of a no-skill arm says it has no skill.
+	CalibrationNone = "none"
+	// CalibrationShell: the agent runs a shell command and reports its
+	// output.
+	CalibrationShell = "shell"
+)
+
+// Calibration is the outcome of the calibration checks, in verdict.json's
+// shape (gstack's calibration: {skill, none, shell}): each is true when
+// every check of its kind passed, false when one failed, and null when no
+// check of that kind applied (no arm installs skills, no arm lacks them).
+type Calibration struct {
+	Skill *bool `json:"skill"`
+	None  *bool `json:"none"`
+	Shell *bool `json:"shell"`
+	// Checks are every check, by arm in authored order, then kind.
+	Checks []CalibrationCheck `json:"checks"`
+	// Ran and Reused count the calibration cells started now and those
+	// whose stored rollouts were reused; they are not part of the record.
+	Ran    int `json:"-"`
+	Reused int `json:"-"`
+	// SpentUSD is the model spend of the calibration cells run now.
+	SpentUSD float64 `json:"-"`
+}
+
+// CalibrationCheck is one calibration cell and its outcome.
+type CalibrationCheck struct {
+	Arm string `json:"arm"`
+	// Check is "skill", "none" or "shell".
+	Check  string `json:"check"`
+	Passed bool   `json:"passed"`
+	// Detail says what was asked and, when it failed, why.
+	Detail string `json:"detail"`
+	// Answer is the agent's final answer.
+	Answer string `json:"answer"`
+	// Cell names the calibration cell; Rollout is its key in the store.
+	Cell    string        `json:"cell"`
+	Rollout digest.Digest `json:"rollout"`
+	Status  string        `json:"status"`
+}
+
+// Passed reports whether every calibration check passed.
+func (c *Calibration) Passed() bool {
+	for _, ch := range c.Checks {
+		if !ch.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// Reasons are the failed checks as stable verdict reasons, such as
+// "CALIBRATION skill after", in check order.
+func (c *Calibration) Reasons() []string {
+	out := []string{}
+	for _, ch := range c.Checks {
+		if !ch.Passed {
+			out = append(out, "CALIBRATION "+ch.Check+" "+ch.Arm)
+		}
+	}
+	return out
+}
+
+// CalibrationVerdict is the verdict of a run stopped by failed calibration
+// checks: CALIBRATION-FAILED, exit 3, one reason per failed check.
+func CalibrationVerdict(c *Calibration) Verdict {
+	return Verdict{Verdict: VerdictCalibration, Reasons: c.Reasons(), Warnings: []string{}, Rules: []RuleOutcome{},
+		ExitCode: ExitCode(VerdictCalibration)}
 }

@@ -14,12 +14,47 @@ import (
 const FilePlan = "plan.json"
 
 // Evaluate runs the plan's selected cells, grades them, and writes the
-// verdict and reports for the whole plan into the run folder. Cells not
+// verdict and reports for the whole plan into the run folder. With
+// calibration asked for, the calibration checks run first; a failed one
+// stops the run with its verdict, and Calibrate alone returns no summary
+// and no report when they pass. Cells not
 // run (filtered out, interrupted) count as missing, so a partial run is
 // INCOMPLETE, never a pass.
 func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *pipeline.Report, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
+	}
+	// The judge is made first, so a missing credential stops the run
+	// before any rollout.
+	var judge Judge
+	if p.Judge != nil && !opts.DryRun {
+		j, closeJudge, err := NewJudge(p, opts.SuiteDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer closeJudge()
+		judge = j
+	}
+	if (opts.Calibrate || p.Policy.Calibrate) && !opts.DryRun {
+		cal, err := Calibrate(ctx, p, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprint(opts.Log, DescribeCalibration(cal))
+		if opts.Calibrate && cal.Passed() {
+			return nil, nil, nil // calibration alone, and it passed
+		}
+		if !cal.Passed() {
+			// A failed check stops everything: the verdict says which.
+			if err := os.WriteFile(filepath.Join(opts.Out, FilePlan), p.Encode(), 0o644); err != nil {
+				return nil, nil, fmt.Errorf("write plan: %w", err)
+			}
+			r, err := Report(opts.Out)
+			return &Summary{Planned: len(p.Cells), Statuses: map[string]int{}}, r, err
+		}
+		if opts.SpendCapUSD > 0 {
+			opts.SpendCapUSD -= cal.SpentUSD
+		}
 	}
 	sum, err := Run(ctx, p, opts)
 	if err != nil {
@@ -38,6 +73,15 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 	}
 	if err != nil && ctx.Err() == nil {
 		return sum, nil, err
+	}
+	if judge != nil && ctx.Err() == nil {
+		n, err := JudgeCells(ctx, p, judge, opts)
+		if n > 0 {
+			fmt.Fprintf(opts.Log, "judged %d\n", n)
+		}
+		if err != nil && ctx.Err() == nil {
+			return sum, nil, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(opts.Out, FilePlan), p.Encode(), 0o644); err != nil {
 		return sum, nil, fmt.Errorf("write plan: %w", err)
@@ -59,9 +103,30 @@ func Report(out string) (*pipeline.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := pipeline.BuildReport(p, results)
+	// The judge's rubric grades are in the results; its pairwise
+	// judgements are read from store/judgements. Judgements the plan asks
+	// for and the store lacks make the verdict INCOMPLETE.
+	results, pairwise, notJudged, what, err := judgedResults(p, store, results)
+	if err != nil {
+		return nil, err
+	}
+	r := pipeline.BuildJudgedReport(p, results, pairwise)
+	pipeline.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
 	r.StandIn = p.Agent.StandIn
+	cal, ok, err := ReadCalibration(out, p)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		r.Calibration = cal
+		if !cal.Passed() {
+			r.Verdict = pipeline.CalibrationVerdict(cal)
+		}
+	}
 	if err := pipeline.WriteReports(out, r); err != nil {
+		return nil, err
+	}
+	if err := pipeline.WriteAuditQueue(out, pipeline.AuditQueue(p, results, p.Suite.Seed)); err != nil {
 		return nil, err
 	}
 	return r, nil

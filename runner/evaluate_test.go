@@ -157,3 +157,27 @@ func TestRegradeWithoutAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoCalibration: the demo's stand-in passes the three calibration
+// checks through the real Claude Code CLI, and nothing else runs.
+func TestDemoCalibration(t *testing.T) {
+	testEngine(t)
+	p, err := pipeline.CompileDir("../suites/demo")
+	if err != nil {
+		t.Fatal(pipeline.PrintError(err, ".."))
+	}
+	suiteDir, _ := filepath.Abs("../suites/demo")
+	out := t.TempDir()
+	var log bytes.Buffer
+	sum, r, err := Evaluate(context.Background(), p, Options{Out: out, SuiteDir: suiteDir, Jobs: 4, Log: &log, Calibrate: true})
+	if err != nil || sum != nil || r != nil {
+		t.Fatalf("calibrate: %v %v %v\n%s", err, sum, r, log.String())
+	}
+	cal, ok, err := ReadCalibration(out, p)
+	if err != nil || !ok || !cal.Passed() || len(cal.Checks) != 4 {
+		t.Fatalf("calibration %+v %v %v\n%s", cal, ok, err, log.String())
+	}
+	if rs, _ := Results(p, &Store{Dir: out}); rs[0].Status != pipeline.StatusMissing {
+		t.Errorf("a plan cell ran during calibration: %+v", rs[0])
+	}
+}

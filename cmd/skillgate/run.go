@@ -72,6 +72,9 @@ invalid because Docker or skillgate failed), 3 calibration failed.`,
 			if err != nil {
 				return exit(2, err)
 			}
+			if sum == nil {
+				return nil // --calibrate, and every check passed
+			}
 			fmt.Fprintf(os.Stderr, "%s\n", runner.DescribeSummary(sum, out, c.Bool("dry-run")))
 			if report == nil {
 				return nil
