@@ -97,6 +97,44 @@ func TestDemoEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	// The scripted judge grades the rubric cases and agrees with the
+	// deterministic checks on the forced arm: each forced cell of a case
+	// with a rubric carries one passed judge check per criterion.
+	results, err := Results(p, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rubric := map[string]int{}
+	for _, pc := range p.Cases {
+		rubric[pc.ID] = len(pc.Rubric)
+	}
+	judgedForced := 0
+	for _, res := range results {
+		if res.Arm != "forced" || rubric[res.Case] == 0 {
+			continue
+		}
+		judgedForced++
+		var judged []pipeline.CheckResult
+		for _, ch := range res.Checks {
+			if ch.Kind == pipeline.CheckJudge {
+				judged = append(judged, ch)
+			}
+		}
+		if res.Judge == nil || !res.Judge.Valid || len(judged) != rubric[res.Case] {
+			t.Errorf("%s: judge %+v, %d judge checks; want a valid judgement with %d", res.Cell, res.Judge, len(judged), rubric[res.Case])
+		}
+		for _, ch := range judged {
+			if !ch.Passed {
+				t.Errorf("%s: judge check %q failed: %s", res.Cell, ch.Name, ch.Detail)
+			}
+		}
+	}
+	if judgedForced == 0 {
+		t.Error("no forced cell of a rubric case")
+	}
+	if rate["forced"] != 1 {
+		t.Errorf("forced pass rate %v, want 100%% with the judge", rate["forced"])
+	}
 	files := []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml"}
 	before := map[string][]byte{}
 	for _, f := range files {
