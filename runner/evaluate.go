@@ -24,6 +24,11 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	out, err := filepath.Abs(opts.Out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resolve run folder: %w", err)
+	}
+	opts.Out = out
 	// The judge is made first, so a missing credential stops the run
 	// before any rollout.
 	var judge Judge

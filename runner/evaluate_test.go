@@ -219,3 +219,36 @@ func TestDemoCalibration(t *testing.T) {
 		t.Errorf("a plan cell ran during calibration: %+v", rs[0])
 	}
 }
+
+// TestRelativeRunFolder runs with a relative --out, as the README's first
+// command does: run: checks bind-mount folders of the store, which Docker
+// accepts only as absolute paths.
+func TestRelativeRunFolder(t *testing.T) {
+	e := testEngine(t)
+	s := copySuite(t, e, "basic")
+	file := filepath.Join(s.Dir, "suite.cue")
+	src, _ := os.ReadFile(file)
+	edited := strings.Replace(string(src), `a: {prompt: "do a", fixture: "fx"}`, `a: {prompt: "do a", fixture: "fx", assert: [{run: "grep -q 'do a' \"$OUTPUT\""}]}`, 1)
+	if edited == string(src) {
+		t.Fatal("suite.cue did not change")
+	}
+	os.WriteFile(file, []byte(edited), 0o644)
+	p, err := pipeline.CompileDir(s.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	_, r, err := Evaluate(context.Background(), p, Options{Out: "out", SuiteDir: s.Dir, Jobs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Cases {
+		for arm, trials := range c.Trials {
+			for _, tr := range trials {
+				if !tr.Passed {
+					t.Errorf("%s/%s/%d failed: %v", c.ID, arm, tr.Trial, tr.Failed)
+				}
+			}
+		}
+	}
+}

@@ -95,6 +95,11 @@ type Store struct {
 // OpenStore opens (making it if needed) the store under dir and clears what
 // an interrupted run left half-written.
 func OpenStore(dir string) (*Store, error) {
+	// Absolute: store folders are bind-mounted into check containers.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	for _, d := range []string{storeRollouts, storeTmp} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
