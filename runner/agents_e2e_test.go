@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,39 +18,7 @@ import (
 // removes the cell images the test builds for it when the test ends.
 func copyAgentSuite(t *testing.T, e *Engine, name string) runSuite {
 	t.Helper()
-	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, name)
-	src := filepath.Join("testdata", "agents", name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pipeline.CompileDir(dir)
-	if err != nil {
-		t.Fatal(pipeline.PrintError(err, dir))
-	}
-	t.Cleanup(func() {
-		if _, err := e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name); err != nil {
-			t.Logf("remove cell images of %s: %v", p.Suite.Name, err)
-		}
-	})
-	return runSuite{Dir: dir, Plan: p}
+	return copyTestdataSuite(t, e, filepath.Join("agents", name))
 }
 
 // TestCodexEndToEnd: Codex 0.171 with the scripted model. In the forced arm the model

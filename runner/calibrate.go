@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -82,22 +81,11 @@ func Calibrate(ctx context.Context, p *pipeline.Plan, opts Options) (*pipeline.C
 	if err != nil {
 		return nil, err
 	}
-	out, err := filepath.Abs(opts.Out)
-	if err != nil {
-		return nil, fmt.Errorf("resolve run folder: %w", err)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("make run folder: %w", err)
-	}
-	unlock, err := lockFolder(out)
+	out, store, unlock, err := openRunFolder(opts.Out)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	store, err := OpenStore(out)
-	if err != nil {
-		return nil, err
-	}
 	cal := &pipeline.Calibration{Checks: []pipeline.CalibrationCheck{}}
 	var todo []calCell
 	for _, c := range cells {
@@ -217,44 +205,16 @@ func DescribeCalibration(cal *pipeline.Calibration) string {
 }
 
 // runCalibration runs the calibration cells with Run's machinery.
-//
-// It builds its cellRunner as Run does; Run could share this by moving the
-// construction (engine, sweep, images, gateway, redactor) into a
-// newCellRunner used by both.
 func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out string, store *Store, todo []calCell, cal *pipeline.Calibration) error {
-	engine, err := NewEngine(ctx)
+	r, stop, err := startCellRunner(ctx, p, opts, out, store)
 	if err != nil {
 		return err
 	}
-	defer engine.Close()
-	outLabel := digest.FromString(out).Encoded()[:16]
-	if n, err := engine.Sweep(ctx, LabelOut+"="+outLabel); err != nil {
-		return err
-	} else if n > 0 {
-		fmt.Fprintf(opts.Log, "removed %d containers left by an interrupted run\n", n)
-	}
-	r := &cellRunner{
-		plan: p, store: store, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
-		images: &images{engine: engine, plan: p, suiteDir: opts.SuiteDir, log: opts.Log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}},
-		cases:  map[string]pipeline.PlanCase{}, arms: map[string]pipeline.PlanArm{},
-	}
+	defer func() { cal.SpentUSD = stop() }()
 	for _, c := range todo {
 		r.cases[c.pc.ID] = c.pc
 		r.arms[c.arm.Name] = c.arm
 	}
-	var key string
-	if usesGateway(p) {
-		if r.gateway, key, err = startGateway(p, opts.SpendCapUSD); err != nil {
-			return err
-		}
-		defer func() {
-			cal.SpentUSD = r.gateway.Spent()
-			dir := filepath.Dir(r.gateway.Socket())
-			r.gateway.Close()
-			os.RemoveAll(dir)
-		}()
-	}
-	r.redact = newRedactor(p, key)
 	prog := newProgress(opts.Log, opts.Terminal, len(todo))
 	var mu sync.Mutex
 	var fatal error
@@ -277,9 +237,7 @@ func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out str
 	})
 	prog.close()
 	if ctx.Err() != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		engine.Sweep(sctx, LabelRun+"="+r.runID)
-		cancel()
+		r.sweep(ctx)
 		return ctx.Err()
 	}
 	return fatal

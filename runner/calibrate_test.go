@@ -3,8 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,41 +15,7 @@ import (
 // and compiles it; the cell images it builds are removed when the test ends.
 func calibrationSuite(t *testing.T, e *Engine, name string) runSuite {
 	t.Helper()
-	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, name)
-	src := filepath.Join("testdata", "calibrate", name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pipeline.CompileDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e != nil {
-		t.Cleanup(func() {
-			if _, err := e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name); err != nil {
-				t.Logf("remove cell images of %s: %v", p.Suite.Name, err)
-			}
-		})
-	}
-	return runSuite{Dir: dir, Plan: p}
+	return copyTestdataSuite(t, e, filepath.Join("calibrate", name))
 }
 
 func calibrate(t *testing.T, s runSuite, out string) *pipeline.Calibration {

@@ -115,22 +115,11 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	out, err := filepath.Abs(opts.Out)
-	if err != nil {
-		return nil, fmt.Errorf("resolve run folder: %w", err)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("make run folder: %w", err)
-	}
-	unlock, err := lockFolder(out)
+	out, store, unlock, err := openRunFolder(opts.Out)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	store, err := OpenStore(out)
-	if err != nil {
-		return nil, err
-	}
 	sum := &Summary{Planned: len(p.Cells), Selected: len(cells), Statuses: map[string]int{}}
 
 	// One rollout per key: cells sharing a key share it.
@@ -157,42 +146,17 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 		return sum, nil
 	}
 
-	engine, err := NewEngine(ctx)
+	r, stop, err := startCellRunner(ctx, p, opts, out, store)
 	if err != nil {
 		return nil, err
 	}
-	defer engine.Close()
-	outLabel := LabelOut + "=" + digest.FromString(out).Encoded()[:16]
-	if n, err := engine.Sweep(ctx, outLabel); err != nil {
-		return nil, err
-	} else if n > 0 {
-		fmt.Fprintf(opts.Log, "removed %d containers left by an interrupted run\n", n)
-	}
-	r := &cellRunner{
-		plan: p, store: store, engine: engine, out: out, runID: newRunID(),
-		outLabel: digest.FromString(out).Encoded()[:16],
-		images:   &images{engine: engine, plan: p, suiteDir: opts.SuiteDir, log: opts.Log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}},
-		cases:    map[string]pipeline.PlanCase{}, arms: map[string]pipeline.PlanArm{},
-	}
+	defer func() { sum.SpentUSD = stop() }()
 	for _, c := range p.Cases {
 		r.cases[c.ID] = c
 	}
 	for _, a := range p.Arms {
 		r.arms[a.Name] = a
 	}
-	var key string
-	if usesGateway(p) {
-		if r.gateway, key, err = startGateway(p, opts.SpendCapUSD); err != nil {
-			return nil, err
-		}
-		defer func() {
-			sum.SpentUSD = r.gateway.Spent()
-			dir := filepath.Dir(r.gateway.Socket())
-			r.gateway.Close()
-			os.RemoveAll(dir)
-		}()
-	}
-	r.redact = newRedactor(p, key)
 	prog := newProgress(opts.Log, opts.Terminal, len(todo))
 	var mu sync.Mutex
 	var fatal error
@@ -238,13 +202,78 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 	}
 	sum.Interrupted = ctx.Err() != nil
 	if sum.Interrupted {
-		// Belt and braces: nothing of this run outlives it.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		engine.Sweep(sctx, LabelRun+"="+r.runID)
-		cancel()
+		r.sweep(ctx)
 	}
 	sum.Elapsed = time.Since(start)
 	return sum, fatal
+}
+
+// openRunFolder makes, locks and opens a run folder; unlock releases it.
+func openRunFolder(dir string) (out string, store *Store, unlock func(), err error) {
+	if out, err = filepath.Abs(dir); err != nil {
+		return "", nil, nil, fmt.Errorf("resolve run folder: %w", err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", nil, nil, fmt.Errorf("make run folder: %w", err)
+	}
+	if unlock, err = lockFolder(out); err != nil {
+		return "", nil, nil, err
+	}
+	if store, err = OpenStore(out); err != nil {
+		unlock()
+		return "", nil, nil, err
+	}
+	return out, store, unlock, nil
+}
+
+// startCellRunner connects to the engine, removes what a dead run into the
+// same folder left, and starts the gateway when the agent reaches a model.
+// The caller fills in the cases and arms it will run; stop releases
+// everything and says what the model calls cost.
+func startCellRunner(ctx context.Context, p *pipeline.Plan, opts Options, out string, store *Store) (r *cellRunner, stop func() (spentUSD float64), err error) {
+	engine, err := NewEngine(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	outLabel := digest.FromString(out).Encoded()[:16]
+	if n, err := engine.Sweep(ctx, LabelOut+"="+outLabel); err != nil {
+		engine.Close()
+		return nil, nil, err
+	} else if n > 0 {
+		fmt.Fprintf(opts.Log, "removed %d containers left by an interrupted run\n", n)
+	}
+	r = &cellRunner{
+		plan: p, store: store, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
+		images: &images{engine: engine, plan: p, suiteDir: opts.SuiteDir, log: opts.Log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}},
+		cases:  map[string]pipeline.PlanCase{}, arms: map[string]pipeline.PlanArm{},
+	}
+	var key string
+	if usesGateway(p) {
+		if r.gateway, key, err = startGateway(p, opts.SpendCapUSD); err != nil {
+			engine.Close()
+			return nil, nil, err
+		}
+	}
+	r.redact = newRedactor(p, key)
+	return r, func() float64 {
+		var spent float64
+		if r.gateway != nil {
+			spent = r.gateway.Spent()
+			dir := filepath.Dir(r.gateway.Socket())
+			r.gateway.Close()
+			os.RemoveAll(dir)
+		}
+		engine.Close()
+		return spent
+	}, nil
+}
+
+// sweep removes every container of this run, even once ctx is cancelled:
+// nothing of an interrupted run outlives it.
+func (r *cellRunner) sweep(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	r.engine.Sweep(sctx, LabelRun+"="+r.runID)
 }
 
 // cellRunner runs one cell at a time per worker.

@@ -39,12 +39,20 @@ type runSuite struct {
 // and removes the cell images the test builds for it when the test ends.
 func copySuite(t *testing.T, e *Engine, name string) runSuite {
 	t.Helper()
+	return copyTestdataSuite(t, e, filepath.Join("run", name))
+}
+
+// copyTestdataSuite copies the suite at testdata/REL into a fresh
+// repository (its paths must stay inside one) and compiles it; with an
+// engine, the cell images the test builds for it go when the test ends.
+func copyTestdataSuite(t *testing.T, e *Engine, rel string) runSuite {
+	t.Helper()
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, name)
-	src := filepath.Join("testdata", "run", name)
+	dir := filepath.Join(root, filepath.Base(rel))
+	src := filepath.Join("testdata", rel)
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -64,15 +72,17 @@ func copySuite(t *testing.T, e *Engine, name string) runSuite {
 	}
 	p, err := pipeline.CompileDir(dir)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatal(pipeline.PrintError(err, dir))
 	}
-	t.Cleanup(func() {
-		// Cell images are content-addressed and harmless, but a test should
-		// not leave them; another run of these tests may still use one.
-		if _, err := e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name); err != nil {
-			t.Logf("remove cell images of %s: %v", p.Suite.Name, err)
-		}
-	})
+	if e != nil {
+		t.Cleanup(func() {
+			// Cell images are content-addressed and harmless, but a test should
+			// not leave them; another run of these tests may still use one.
+			if _, err := e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name); err != nil {
+				t.Logf("remove cell images of %s: %v", p.Suite.Name, err)
+			}
+		})
+	}
 	return runSuite{Dir: dir, Plan: p}
 }
 
