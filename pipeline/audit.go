@@ -254,7 +254,7 @@ func WriteAuditQueue(out string, items []AuditItem) error {
 	if err != nil {
 		return fmt.Errorf("write audit queue: %w", err)
 	}
-	return writeFile(filepath.Join(out, FileAuditQueue), append(b, '\n'))
+	return WriteFile(filepath.Join(out, FileAuditQueue), append(b, '\n'))
 }
 
 // ReadAuditQueue reads the run folder's audit-queue.json; ok is false

@@ -50,7 +50,7 @@ func WriteReports(dir string, r *Report) error {
 		out[i] = b
 	}
 	for i, rd := range renderers {
-		if err := writeFile(filepath.Join(dir, rd.name), out[i]); err != nil {
+		if err := WriteFile(filepath.Join(dir, rd.name), out[i]); err != nil {
 			return err
 		}
 	}

@@ -43,7 +43,7 @@ func Scaffold(dir string) ([]string, error) {
 		if _, err := os.Stat(p); err == nil {
 			return written, fmt.Errorf("init suite: %s exists", p)
 		}
-		if err := writeFile(p, []byte(f.body)); err != nil {
+		if err := WriteFile(p, []byte(f.body)); err != nil {
 			return written, fmt.Errorf("init suite: %w", err)
 		}
 		written = append(written, f.path)

@@ -17,7 +17,7 @@ func WriteSchema(dir string) ([]string, error) {
 	var written []string
 	mod := filepath.Join(dir, "cue.mod", "module.cue")
 	if _, err := os.Stat(mod); os.IsNotExist(err) {
-		if err := writeFile(mod, []byte(moduleFile)); err != nil {
+		if err := WriteFile(mod, []byte(moduleFile)); err != nil {
 			return nil, err
 		}
 		written = append(written, filepath.Join("cue.mod", "module.cue"))
@@ -28,7 +28,7 @@ func WriteSchema(dir string) ([]string, error) {
 	}
 	files := schema.Files()
 	for _, p := range schema.Paths() {
-		if err := writeFile(filepath.Join(pkg, filepath.FromSlash(p)), files[p]); err != nil {
+		if err := WriteFile(filepath.Join(pkg, filepath.FromSlash(p)), files[p]); err != nil {
 			return nil, err
 		}
 		written = append(written, filepath.Join("cue.mod", "pkg", filepath.FromSlash(schema.ImportPath), filepath.FromSlash(p)))
@@ -36,8 +36,9 @@ func WriteSchema(dir string) ([]string, error) {
 	return written, nil
 }
 
-// writeFile writes a file atomically, making its folder.
-func writeFile(p string, b []byte) error {
+// WriteFile writes a file atomically (a temporary file, then a rename),
+// making its folder.
+func WriteFile(p string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}

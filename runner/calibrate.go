@@ -157,7 +157,7 @@ func Calibrate(ctx context.Context, p *pipeline.Plan, opts Options) (*pipeline.C
 	if err != nil {
 		return nil, fmt.Errorf("write calibration: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(out, FileCalibration), append(b, '\n')); err != nil {
+	if err := pipeline.WriteFile(filepath.Join(out, FileCalibration), append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("write calibration: %w", err)
 	}
 	return cal, nil
@@ -578,26 +578,4 @@ func containsLine(answer, line string) bool {
 
 func hasLetter(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127 }) >= 0
-}
-
-// writeAtomic writes a file through a temporary file and a rename.
-func writeAtomic(p string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), p)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }

@@ -44,26 +44,11 @@ func (s *Store) Grade(key digest.Digest) (*pipeline.CellResult, bool, error) {
 
 // putGrade stores a cell result under its grade key, atomically.
 func (s *Store) putGrade(r pipeline.CellResult) error {
-	if err := os.MkdirAll(filepath.Join(s.Dir, storeGrades), 0o755); err != nil {
-		return fmt.Errorf("store grade %s: %w", r.Cell, err)
-	}
 	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("store grade %s: %w", r.Cell, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Join(s.Dir, storeTmp), "grade-")
-	if err != nil {
-		return fmt.Errorf("store grade %s: %w", r.Cell, err)
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), s.GradePath(r.Grade))
+		err = s.putFile(s.GradePath(r.Grade), append(b, '\n'))
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
 		return fmt.Errorf("store grade %s: %w", r.Cell, err)
 	}
 	return nil

@@ -410,31 +410,6 @@ func (s *Store) Judgement(key string) (*Judgement, bool, error) {
 	return &j, true, nil
 }
 
-// putFile writes a store file atomically.
-func (s *Store) putFile(file string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(s.Dir, storeTmp), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Join(s.Dir, storeTmp), "judge-")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
-}
-
 func (s *Store) putJudgement(j *Judgement) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {

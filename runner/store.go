@@ -167,3 +167,29 @@ func (s *Store) Commit(staged string, r *Rollout) error {
 	}
 	return nil
 }
+
+// putFile writes a store file atomically: a crash leaves at most a
+// temporary file in store/tmp, which the next OpenStore clears.
+func (s *Store) putFile(file string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(s.Dir, storeTmp), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Join(s.Dir, storeTmp), "put-")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
