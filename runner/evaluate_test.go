@@ -252,3 +252,36 @@ func TestRelativeRunFolder(t *testing.T) {
 		}
 	}
 }
+
+// TestSkillChangeRerunsOnlyItsArms: after an edit to the skill alone, a run
+// starts only the cells of the arms that install it; the baseline's stored
+// rollouts are reused.
+func TestSkillChangeRerunsOnlyItsArms(t *testing.T) {
+	e := testEngine(t)
+	s := copySuite(t, e, "basic")
+	out := t.TempDir()
+	first := s.run(t, out, Options{})
+	if first.Ran != len(s.Plan.Cells) {
+		t.Fatalf("first run: %+v", first)
+	}
+	skill := filepath.Join(s.Dir, "skill", "SKILL.md")
+	b, _ := os.ReadFile(skill)
+	os.WriteFile(skill, append(b, []byte("\nOne more rule.\n")...), 0o644)
+	p, err := pipeline.CompileDir(s.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Plan = p
+	second := s.run(t, out, Options{})
+	var skillCells, baseCells int
+	for _, c := range p.Cells {
+		if c.Arm == "none" {
+			baseCells++
+		} else {
+			skillCells++
+		}
+	}
+	if second.Ran != skillCells || second.Reused != baseCells {
+		t.Errorf("second run ran %d and reused %d; want %d skill-arm cells run and %d baseline cells reused", second.Ran, second.Reused, skillCells, baseCells)
+	}
+}
