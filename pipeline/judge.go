@@ -45,8 +45,9 @@ const (
 	PacketDetailBytes = 2 << 10
 )
 
-// PacketFormat versions the packets' layout and caps; it enters every
-// pairwise judgement key.
+// PacketFormat versions the packets' layout and caps; it is part of the
+// judge's identity (so of every judged grade key) and of every pairwise
+// judgement key.
 const PacketFormat = 1
 
 // redactedName replaces a skill name in a packet.

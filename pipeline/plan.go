@@ -134,11 +134,13 @@ func Compile(s *Suite) (*Plan, error) {
 	p.Agent = PlanAgent{Agent: s.Agent, Digest: digestJSON(agent)}
 	p.Limits = PlanLimits{Limits: s.Limits, Digest: digestJSON(s.Limits)}
 	if s.Judge != nil {
+		// The judge's identity: its fields (templates included), the seed
+		// of its A/B orders, and the layout of the packets it reads.
 		p.Judge = &PlanJudge{Judge: *s.Judge, Digest: digestJSON(struct {
 			Judge
-			Seed     int64  `json:"seed"`
-			Template string `json:"template"`
-		}{*s.Judge, s.Seed, JudgeTemplateVersion})}
+			Seed    int64 `json:"seed"`
+			Packets int   `json:"packets"`
+		}{*s.Judge, s.Seed, PacketFormat})}
 	}
 	for key, sk := range s.Skills {
 		dir, err := s.resolve(sk.Path)
@@ -234,9 +236,6 @@ func Compile(s *Suite) (*Plan, error) {
 	return p, nil
 }
 
-// JudgeTemplateVersion names the judge prompt templates; it is part of the
-// judge's identity, so changing them regrades without a new rollout.
-const JudgeTemplateVersion = "judge-v1"
 
 // computeDigest digests the plan's canonical JSON with its digest field empty.
 func (p *Plan) computeDigest() digest.Digest {
