@@ -465,6 +465,13 @@ func armCost(cells []CellResult) map[string]Metric {
 		if t.Turns != nil {
 			put("turns", float64(*t.Turns))
 		}
+		if j := r.Judge; j != nil {
+			put("judgeSeconds", j.Seconds)
+			if j.Tokens != nil {
+				put("judgeTokensInput", float64(j.Tokens.Input))
+				put("judgeTokensOutput", float64(j.Tokens.Output))
+			}
+		}
 		if tk := t.Tokens; tk != nil {
 			put("tokensInput", float64(tk.Input))
 			put("tokensOutput", float64(tk.Output))

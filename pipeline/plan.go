@@ -236,7 +236,6 @@ func Compile(s *Suite) (*Plan, error) {
 	return p, nil
 }
 
-
 // computeDigest digests the plan's canonical JSON with its digest field empty.
 func (p *Plan) computeDigest() digest.Digest {
 	q := *p

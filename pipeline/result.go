@@ -98,6 +98,10 @@ type CellJudgement struct {
 	// that passed.
 	Criteria []CriterionResult `json:"criteria,omitempty"`
 	Score    float64           `json:"score"`
+	// Seconds and Tokens are what the judge call cost, as far as the judge
+	// reported it; cost metrics, never gates.
+	Seconds float64 `json:"seconds,omitempty"`
+	Tokens  *Tokens `json:"tokens,omitempty"`
 }
 
 // Valid reports whether the cell counts as a pass or a fail: it ran, and
@@ -340,7 +344,8 @@ type ArmReport struct {
 	// Cost metrics (means per cell): agentSeconds, totalSeconds, toolCalls,
 	// turns, tokensInput, tokensOutput, tokensCacheRead, tokensCacheWrite
 	// (only over cells whose provider reported tokens), changedFiles,
-	// linesAdded, linesDeleted, answerChars, usd.
+	// linesAdded, linesDeleted, answerChars, usd; for judged cells,
+	// judgeSeconds, judgeTokensInput and judgeTokensOutput.
 	Cost map[string]Metric `json:"cost"`
 	// FilesLoaded counts reads of each skill file (NAME/PATH) over the arm.
 	FilesLoaded map[string]int `json:"filesLoaded"`

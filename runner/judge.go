@@ -571,7 +571,8 @@ func (jr *judgeRun) rubricCell(ctx context.Context, c pipeline.Cell, r pipeline.
 			return "", err
 		}
 	}
-	nr := pipeline.ApplyRubric(r, pc, pipeline.CellJudgement{Candidate: pk.Candidate, Key: key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria})
+	nr := pipeline.ApplyRubric(r, pc, pipeline.CellJudgement{Candidate: pk.Candidate, Key: key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
+		Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens})
 	if err := jr.store.putGrade(nr); err != nil {
 		return "", err
 	}

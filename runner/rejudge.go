@@ -172,7 +172,8 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 				continue
 			}
 			results[i] = pipeline.ApplyRubric(results[i], rj.cases[c.Case], pipeline.CellJudgement{
-				Candidate: pipeline.CandidateID(c), Key: jd.Key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria})
+				Candidate: pipeline.CandidateID(c), Key: jd.Key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
+				Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens})
 		}
 	}
 	r := pipeline.BuildJudgedReport(q, results, pairwise)
