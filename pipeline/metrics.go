@@ -196,6 +196,8 @@ func (c passCounter) set(metrics map[string]Metric, name string) {
 
 // alignResults returns one CellResult per plan cell, in plan order: the
 // given result of each cell, or a missing one where none was given.
+//
+// A timed-out cell counts as invalid (incomplete) when the policy says so.
 func alignResults(p *Plan, results []CellResult) []CellResult {
 	byID := make(map[string]CellResult, len(results))
 	for _, r := range results {
@@ -210,6 +212,10 @@ func alignResults(p *Plan, results []CellResult) []CellResult {
 		r, ok := byID[c.ID]
 		if !ok {
 			r = CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade, Status: StatusMissing}
+		}
+		if r.Status == StatusTimeout && p.Policy.TimeoutsIncomplete {
+			r.Status, r.Passed = StatusInvalid, false
+			r.Error = "timed out: the policy counts a timeout as incomplete, not as a failed trial"
 		}
 		out[i] = r
 	}

@@ -811,8 +811,12 @@ func (in *policyInput) passAtK(r *PassAtK) RuleOutcome {
 		o.Detail = "an arm has no valid result on a case of split " + r.Split
 		return o
 	}
-	delta := w.Value - wo.Value
-	o.Detail = fmt.Sprintf("%s pass@%d: %s %.4f, %s %.4f, Δ %+.4f (fail below %g, warn below %g)", r.Split, r.K, r.With, w.Value, r.Without, wo.Value, delta, r.FailBelow, r.WarnBelow)
+	// Scores and Δ are rounded as the source rounds them.
+	scale := math.Pow(10, float64(r.Decimals))
+	round := func(x float64) float64 { return math.Round(x*scale) / scale }
+	with, without := round(w.Value), round(wo.Value)
+	delta := round(with - without)
+	o.Detail = fmt.Sprintf("%s pass@%d: %s %.*f, %s %.*f, Δ %+.*f (fail below %g, warn below %g)", r.Split, r.K, r.With, r.Decimals, with, r.Without, r.Decimals, without, r.Decimals, delta, r.FailBelow, r.WarnBelow)
 	switch {
 	case delta < r.FailBelow-ruleTolerance:
 		o.fail("PASS@K-DELTA " + r.Split)

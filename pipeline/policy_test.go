@@ -209,7 +209,7 @@ func TestPolicyGstack(t *testing.T) {
 			// before did not pass (1 of 3): no panel to regress from.
 			"one-of-three/before": "PFF", "one-of-three/after": "FFF", "one-of-three/none": "PPP",
 			// every arm fails: UNCOVERED, a warning only.
-			"all-fail/before": "FFF", "all-fail/after": "FTF", "all-fail/none": "FFF",
+			"all-fail/before": "FFF", "all-fail/after": "FFF", "all-fail/none": "FFF",
 		}, openAll)
 		v := BuildReport(p, res).Verdict
 		// before 3/9, after 1/9: a drop of 22.2 points, under 2 SE (37.8 points).
@@ -247,6 +247,17 @@ func TestPolicyGstack(t *testing.T) {
 		v := BuildReport(p, res).Verdict
 		expect(t, v, VerdictFail, []string{"SAFETY no-code-change"}, []string{"SKILL-NOT-OPENED after"})
 		golden(t, "gstack_safety", v)
+	})
+	t.Run("a timeout is incomplete, not a failed trial", func(t *testing.T) {
+		p := policySuite{trials: 3, policy: gstackPolicy, arms: gstackArms, cases: `
+		stats: {prompt: "p", routing: {}, assert: [], rubric: []}`}.compile(t)
+		res := synth(t, p, grid{"stats/before": "PPP", "stats/after": "PPT", "stats/none": "FFF"}, openAll)
+		expect(t, BuildReport(p, res).Verdict, VerdictIncomplete, []string{"INVALID 1 cells"}, nil)
+		// Without the preset's timeoutsIncomplete, the timeout is after's
+		// failed trial: 2 of 3 still pass, no regression.
+		q := policySuite{trials: 3, policy: gstackPolicy + " & {timeoutsIncomplete: false}", arms: gstackArms, cases: `
+		stats: {prompt: "p", routing: {}, assert: [], rubric: []}`}.compile(t)
+		expect(t, BuildReport(q, synth(t, q, grid{"stats/before": "PPP", "stats/after": "PPT", "stats/none": "FFF"}, openAll)).Verdict, VerdictPass, nil, nil)
 	})
 	t.Run("missing and invalid cells are incomplete", func(t *testing.T) {
 		p := policySuite{trials: 3, policy: gstackPolicy, arms: gstackArms, cases: `

@@ -8,26 +8,28 @@ type RuleBase struct {
 
 // Policy is a gate: one optional field per rule kind, as in schema/policy.cue.
 type Policy struct {
-	Name           string          `json:"name,omitempty"`
-	Calibrate      bool            `json:"calibrate"`
-	Regression     *Regression     `json:"regression,omitempty"`
-	Safety         *SafetyRule     `json:"safety,omitempty"`
-	Uncovered      *Uncovered      `json:"uncovered,omitempty"`
-	Worse          *Worse          `json:"worse,omitempty"`
-	OpenedSkill    *OpenedSkill    `json:"openedSkill,omitempty"`
-	Uplift         *Uplift         `json:"uplift,omitempty"`
-	Retention      *Retention      `json:"retention,omitempty"`
-	Routing        *RoutingGate    `json:"routing,omitempty"`
-	Restraint      *Restraint      `json:"restraint,omitempty"`
-	Forbidden      *Forbidden      `json:"forbidden,omitempty"`
-	InvalidRun     *InvalidRun     `json:"invalidRun,omitempty"`
-	NonRegression  *NonRegression  `json:"nonRegression,omitempty"`
-	Improvement    *Improvement    `json:"improvement,omitempty"`
-	RunKeys        *RunKeys        `json:"runKeys,omitempty"`
-	SkillSize      *SkillSize      `json:"skillSize,omitempty"`
-	Efficacy       *Efficacy       `json:"efficacy,omitempty"`
-	PassAtK        *PassAtK        `json:"passAtK,omitempty"`
-	JudgeAgreement *JudgeAgreement `json:"judgeAgreement,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Calibrate bool   `json:"calibrate"`
+	// TimeoutsIncomplete counts timed-out trials as incomplete.
+	TimeoutsIncomplete bool            `json:"timeoutsIncomplete"`
+	Regression         *Regression     `json:"regression,omitempty"`
+	Safety             *SafetyRule     `json:"safety,omitempty"`
+	Uncovered          *Uncovered      `json:"uncovered,omitempty"`
+	Worse              *Worse          `json:"worse,omitempty"`
+	OpenedSkill        *OpenedSkill    `json:"openedSkill,omitempty"`
+	Uplift             *Uplift         `json:"uplift,omitempty"`
+	Retention          *Retention      `json:"retention,omitempty"`
+	Routing            *RoutingGate    `json:"routing,omitempty"`
+	Restraint          *Restraint      `json:"restraint,omitempty"`
+	Forbidden          *Forbidden      `json:"forbidden,omitempty"`
+	InvalidRun         *InvalidRun     `json:"invalidRun,omitempty"`
+	NonRegression      *NonRegression  `json:"nonRegression,omitempty"`
+	Improvement        *Improvement    `json:"improvement,omitempty"`
+	RunKeys            *RunKeys        `json:"runKeys,omitempty"`
+	SkillSize          *SkillSize      `json:"skillSize,omitempty"`
+	Efficacy           *Efficacy       `json:"efficacy,omitempty"`
+	PassAtK            *PassAtK        `json:"passAtK,omitempty"`
+	JudgeAgreement     *JudgeAgreement `json:"judgeAgreement,omitempty"`
 }
 
 // Regression is gstack's per-case before/after panel rule.
@@ -162,6 +164,7 @@ type PassAtK struct {
 	K         int     `json:"k"`
 	FailBelow float64 `json:"failBelow"`
 	WarnBelow float64 `json:"warnBelow"`
+	Decimals  int     `json:"decimals"`
 }
 
 // JudgeAgreement requires swapped-order judgements to agree.
