@@ -236,11 +236,18 @@ func Compile(s *Suite) (*Plan, error) {
 	return p, nil
 }
 
-// computeDigest digests the plan's canonical JSON with its digest field empty.
+// computeDigest digests the plan's file, as Encode writes it, with its
+// digest field empty. ReadPlan checks the file's own bytes the same way, so
+// a plan written by an older skillgate still reads and any edit shows.
 func (p *Plan) computeDigest() digest.Digest {
 	q := *p
 	q.Digest = ""
-	return digestJSON(&q)
+	return digest.FromBytes(q.Encode())
+}
+
+// digestField is the plan's own digest as its file holds it.
+func digestField(d digest.Digest) []byte {
+	return []byte("\n  \"digest\": \"" + string(d) + "\",\n")
 }
 
 // Encode writes the plan as indented canonical JSON.
@@ -269,8 +276,9 @@ func ReadPlan(file string) (*Plan, error) {
 	if p.Format != PlanFormat {
 		return nil, fmt.Errorf("read plan %s: format %d, this skillgate reads format %d", file, p.Format, PlanFormat)
 	}
-	if got := p.computeDigest(); got != p.Digest {
-		return nil, fmt.Errorf("read plan %s: content does not match its digest %s (edited by hand?)", file, p.Digest)
+	field := digestField(p.Digest)
+	if p.Digest == "" || bytes.Count(b, field) != 1 || digest.FromBytes(bytes.Replace(b, field, digestField(""), 1)) != p.Digest {
+		return nil, fmt.Errorf("read plan %s: content does not match its digest %s: edited, or damaged", file, p.Digest)
 	}
 	return &p, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // beforeAfter is baseSuite with two revisions of one skill installed under
@@ -157,5 +159,27 @@ func TestSummary(t *testing.T) {
 	s := p.Summary()
 	if s.Cells != 6 || s.AgentCalls != 6 || s.JudgeCalls != 0 || s.CostUSD == nil || *s.CostUSD != 3 {
 		t.Errorf("summary = %+v", s)
+	}
+}
+
+// TestReadPlanOfOlderVersion: a plan file written before a field existed
+// still reads, since its digest covers its own bytes.
+func TestReadPlanOfOlderVersion(t *testing.T) {
+	p := compileRoot(t, writeSuite(t, baseSuite))
+	q := *p
+	q.Digest = ""
+	old := bytes.Replace(q.Encode(), []byte("    \"timeoutsIncomplete\": false,\n"), nil, 1)
+	if bytes.Equal(old, q.Encode()) {
+		t.Fatal("the plan has no timeoutsIncomplete line to drop")
+	}
+	d := digest.FromBytes(old)
+	file := filepath.Join(t.TempDir(), "plan.json")
+	os.WriteFile(file, bytes.Replace(old, []byte(`"digest": ""`), []byte(`"digest": "`+d+`"`), 1), 0o644)
+	got, err := ReadPlan(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != d || len(got.Cells) != len(p.Cells) {
+		t.Errorf("read %s with %d cells", got.Digest, len(got.Cells))
 	}
 }
