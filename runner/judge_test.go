@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -377,24 +376,7 @@ func TestJudgeScriptedGateway(t *testing.T) {
 func judgeRunSuite(t *testing.T, e *Engine, dir, judgeCue string) *pipeline.Plan {
 	t.Helper()
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
-		src := filepath.Join("..", "testdata", "judge", "efficacy")
-		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(src, p)
-			if d.IsDir() {
-				return os.MkdirAll(filepath.Join(dir, rel), 0o755)
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		copyTree(t, filepath.Join("..", "testdata", "judge", "efficacy"), dir)
 		if err := os.Mkdir(filepath.Join(filepath.Dir(dir), ".git"), 0o755); err != nil {
 			t.Fatal(err)
 		}

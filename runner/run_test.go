@@ -52,24 +52,7 @@ func copyTestdataSuite(t *testing.T, e *Engine, rel string) runSuite {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, filepath.Base(rel))
-	src := filepath.Join("testdata", rel)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	copyTree(t, filepath.Join("testdata", rel), dir)
 	p, err := pipeline.CompileDir(dir)
 	if err != nil {
 		t.Fatal(pipeline.PrintError(err, dir))
@@ -84,6 +67,28 @@ func copyTestdataSuite(t *testing.T, e *Engine, rel string) runSuite {
 		})
 	}
 	return runSuite{Dir: dir, Plan: p}
+}
+
+// copyTree copies the folder src to dst, files as 0644.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // run runs the suite in-process and fails the test on an error.
