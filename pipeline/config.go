@@ -184,6 +184,20 @@ type Limits struct {
 	Pids    int64   `json:"pids"`
 	Output  string  `json:"output"`
 	Check   string  `json:"check"`
+
+	CheckMemory string        `json:"checkMemory"`
+	CheckPids   int64         `json:"checkPids"`
+	Prompt      string        `json:"prompt"`
+	PromptArg   string        `json:"promptArg"`
+	Collect     CollectLimits `json:"collect"`
+}
+
+// CollectLimits bound what is read back of a cell's workspace (#Limits.collect).
+type CollectLimits struct {
+	Entries    int    `json:"entries"`
+	FileBytes  string `json:"fileBytes"`
+	TotalBytes string `json:"totalBytes"`
+	Timeout    string `json:"timeout"`
 }
 
 // Suite is a loaded, validated suite.

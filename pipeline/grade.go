@@ -2,73 +2,13 @@ package pipeline
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 )
-
-// FileChange is one workspace path an agent changed.
-type FileChange struct {
-	Path string `json:"path"`
-	Kind string `json:"kind"` // added | modified | deleted
-}
-
-// World is a cell's final workspace without copying it: the case's
-// fixture, overlaid with the files the agent changed (stored apart) and
-// without the ones it deleted.
-type World struct {
-	// Fixture is the fixture folder on disk, "" for none.
-	Fixture string
-	// Changed is the folder holding the added and modified files.
-	Changed string
-	Changes []FileChange
-}
-
-func (w World) change(rel string) (FileChange, bool) {
-	for _, c := range w.Changes {
-		if c.Path == rel || strings.HasPrefix(rel, c.Path+"/") && c.Kind == "deleted" {
-			return c, true
-		}
-	}
-	return FileChange{}, false
-}
-
-// Read returns a file of the final workspace; ok is false when it does not
-// exist there.
-func (w World) Read(rel string) (data []byte, ok bool, err error) {
-	rel = path.Clean(rel)
-	if c, changed := w.change(rel); changed {
-		if c.Kind == "deleted" {
-			return nil, false, nil
-		}
-		return readIfExists(filepath.Join(w.Changed, filepath.FromSlash(rel)))
-	}
-	return w.Initial(rel)
-}
-
-// Initial returns a file of the fixture as it was before the agent ran.
-func (w World) Initial(rel string) ([]byte, bool, error) {
-	if w.Fixture == "" {
-		return nil, false, nil
-	}
-	return readIfExists(filepath.Join(w.Fixture, filepath.FromSlash(path.Clean(rel))))
-}
-
-func readIfExists(p string) ([]byte, bool, error) {
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return b, true, nil
-}
 
 // GradeInput is what grading a cell needs besides its case.
 type GradeInput struct {
@@ -85,6 +25,8 @@ type GradeInput struct {
 	SkillBytes   int64
 	// USD is what the cell's model calls cost, when prices are known.
 	USD *float64
+	// Collection says why reading the workspace back stopped early, if it did.
+	Collection string
 }
 
 // GradeCell grades one cell deterministically: the case's typed checks,
@@ -93,7 +35,7 @@ type GradeInput struct {
 // fails a cell on its own.
 func GradeCell(p *Plan, pc PlanCase, c Cell, in GradeInput) (CellResult, error) {
 	r := CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade,
-		Status: in.Status, Error: in.Error, Checks: []CheckResult{}, Telemetry: in.Telemetry}
+		Status: in.Status, Error: in.Error, Checks: []CheckResult{}, Telemetry: in.Telemetry, Collection: in.Collection}
 	if !r.Valid() {
 		return r, nil
 	}
@@ -167,6 +109,12 @@ func installedNames(p *Plan) map[string]bool {
 func fileChecks(a Assertion, w World) ([]CheckResult, error) {
 	f := *a.File
 	data, exists, err := w.Read(f)
+	cut := ""
+	if IsCut(err) {
+		// The agent left a file past a collection limit: no content to
+		// check, and a check that needs content fails saying so.
+		cut, data, err = err.Error(), nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +137,7 @@ func fileChecks(a Assertion, w World) ([]CheckResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		ch := CheckResult{Name: named("unchanged"), Kind: CheckFile, Negative: true, Passed: existed == exists && bytes.Equal(before, data)}
+		ch := CheckResult{Name: named("unchanged"), Kind: CheckFile, Negative: true, Passed: cut == "" && existed == exists && bytes.Equal(before, data)}
 		if !ch.Passed {
 			ch.Detail = "the file changed"
 		}
@@ -200,7 +148,10 @@ func fileChecks(a Assertion, w World) ([]CheckResult, error) {
 		text = string(data)
 	}
 	for _, ch := range textChecks(CheckFile, "file "+f, a.Name, a.TextCheck, []string{text}) {
-		if !exists && !ch.Negative {
+		switch {
+		case cut != "":
+			ch.Passed, ch.Detail = false, cut
+		case !exists && !ch.Negative:
 			ch.Passed, ch.Detail = false, "the file does not exist"
 		}
 		out = append(out, ch)
@@ -285,7 +236,7 @@ func writesCheck(allowed []string, changes []FileChange) CheckResult {
 			}
 		}
 		if !ok {
-			bad = append(bad, c.Path+" "+c.Kind)
+			bad = append(bad, displayPath(c.Path)+" "+c.Kind)
 		}
 	}
 	ch := CheckResult{Name: "writes only [" + strings.Join(allowed, " ") + "]", Kind: CheckWrites, Passed: len(bad) == 0}
@@ -345,11 +296,11 @@ func tally(exp Expectation, events []RoutingEvent, ofSuite func(string) bool) Ro
 func changeCost(w World) (CellCost, error) {
 	c := CellCost{ChangedFiles: len(w.Changes)}
 	for _, ch := range w.Changes {
-		before, _, err := w.Initial(ch.Path)
+		before, err := w.initialState(ch.Path).content()
 		if err != nil {
 			return c, err
 		}
-		after, _, err := w.Read(ch.Path)
+		after, err := w.finalState(ch.Path).content()
 		if err != nil {
 			return c, err
 		}
@@ -384,3 +335,17 @@ func splitLines(b []byte) []string {
 	}
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
+
+// displayPath is a workspace path as messages show it: quoted when it holds
+// anything but printable text, such as a newline or bytes that are not
+// UTF-8.
+func displayPath(p string) string {
+	for _, r := range p {
+		if r == utf8RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(p)
+		}
+	}
+	return p
+}
+
+const utf8RuneError = '\uFFFD'

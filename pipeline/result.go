@@ -67,6 +67,11 @@ type CellResult struct {
 
 	// Judge is the rubric judge's grade, once judged (see ApplyRubric).
 	Judge *CellJudgement `json:"judge,omitempty"`
+
+	// Collection, when set, says why reading the cell's workspace back stopped
+	// at a limit: the checks saw what was read (a file cut by a limit reads as
+	// not collected), no more.
+	Collection string `json:"collection,omitempty"`
 }
 
 // CheckJudge is the kind of a rubric criterion graded by the judge.

@@ -26,6 +26,7 @@ const (
 	LabelCell  = "dev.skillgate.cell"  // the cell's ID
 	LabelPlan  = "dev.skillgate.plan"  // the plan's digest
 	LabelSuite = "dev.skillgate.suite" // the suite's name
+	LabelKind  = "dev.skillgate.kind"  // what a container is for: a check container is "check"
 )
 
 // Workspace is where a cell's fixture lives and the agent starts.
@@ -68,6 +69,11 @@ type imageBuild struct {
 	ref  string
 	id   string
 	err  error
+}
+
+// newImages is the image builder of a plan's cells.
+func newImages(e *Engine, p *pipeline.Plan, suiteDir string, log io.Writer) *images {
+	return &images{engine: e, plan: p, suiteDir: suiteDir, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 }
 
 // agentImage resolves the agent's image: skillgate's own sandbox is built
@@ -223,12 +229,54 @@ func Prompt(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm) string
 	return r.Replace(p.Agent.ForcedPrompt)
 }
 
-// cellEnv is the agent's whole environment: nothing of the host's.
-func cellEnv(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm, prompt string) []string {
-	env := []string{"SKILLGATE_PROMPT=" + prompt}
+// Where a cell finds its prompt and seed conversation: root-owned files it can read and
+// never change.
+const (
+	PromptFile = "/skillgate-input/prompt.txt"
+	SeedFile   = "/skillgate-input/seed.json"
+)
+
+// cellInput is what a cell's agent is asked: the prompt, the seed conversation as JSON,
+// and whether they are small enough for its environment and command line.
+type cellInput struct {
+	prompt string
+	seed   []byte
+	inline bool
+}
+
+func newCellInput(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm) (cellInput, error) {
+	in := cellInput{prompt: Prompt(p, pc, arm)}
 	if len(pc.Seed) > 0 {
-		b, _ := json.Marshal(pc.Seed)
-		env = append(env, "SKILLGATE_SEED="+string(b))
+		in.seed, _ = json.Marshal(pc.Seed)
+	}
+	max, err := pipeline.ParseBytes(p.Limits.PromptArg)
+	if err != nil {
+		return in, fmt.Errorf("read limits.promptArg: %w", err)
+	}
+	in.inline = int64(len(in.prompt)) <= max && int64(len(in.seed)) <= max
+	return in, nil
+}
+
+// files are the prompt and seed files of the cell.
+func (in cellInput) files() []SpecFile {
+	fs := []SpecFile{{Path: PromptFile, Mode: 0o444, Data: []byte(in.prompt)}}
+	if in.seed != nil {
+		fs = append(fs, SpecFile{Path: SeedFile, Mode: 0o444, Data: in.seed})
+	}
+	return fs
+}
+
+// cellEnv is the agent's whole environment: nothing of the host's.
+func cellEnv(p *pipeline.Plan, arm pipeline.PlanArm, in cellInput) []string {
+	env := []string{"SKILLGATE_PROMPT_FILE=" + PromptFile}
+	if in.inline {
+		env = append(env, "SKILLGATE_PROMPT="+in.prompt)
+	}
+	if in.seed != nil {
+		env = append(env, "SKILLGATE_SEED_FILE="+SeedFile)
+		if in.inline {
+			env = append(env, "SKILLGATE_SEED="+string(in.seed))
+		}
 	}
 	if len(arm.Skills) > 0 {
 		env = append(env, "SKILLGATE_SKILLS_DIR="+path.Join(Workspace, p.Agent.SkillsDir))
@@ -239,24 +287,29 @@ func cellEnv(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm, promp
 	return env
 }
 
-// cellCommand substitutes the prompt into the agent's command.
-func cellCommand(p *pipeline.Plan, prompt string) []string {
-	out := make([]string, len(p.Agent.Command))
-	for i, a := range p.Agent.Command {
-		out[i] = strings.ReplaceAll(a, "{{prompt}}", prompt)
-	}
-	return out
-}
+// PromptArg is the argument that stands for the prompt in an agent's command.
+const PromptArg = "{{prompt}}"
 
-// workspaceChanges drops the installed skills from a container's changes:
-// they are the arm's, not the agent's work.
-func workspaceChanges(changes []Change, skillsDir string) []Change {
-	out := []Change{}
-	for _, c := range changes {
-		if c.Path == skillsDir || strings.HasPrefix(c.Path, skillsDir+"/") {
+// cellCommand substitutes the prompt into the agent's command. A prompt too large for the
+// command line goes to the agent's standard input instead, as the CLI reads it there:
+// Claude Code takes stdin when no prompt argument is given, Codex when the argument is "-".
+// It returns the standard input to give, or nil.
+func cellCommand(p *pipeline.Plan, in cellInput) ([]string, []byte, error) {
+	out := make([]string, 0, len(p.Agent.Command))
+	var stdin []byte
+	for _, a := range p.Agent.Command {
+		if in.inline || !strings.Contains(a, PromptArg) {
+			out = append(out, strings.ReplaceAll(a, PromptArg, in.prompt))
 			continue
 		}
-		out = append(out, c)
+		switch {
+		case a == PromptArg && p.Agent.Kind == "claude-code":
+			stdin = []byte(in.prompt)
+		case a == PromptArg && p.Agent.Kind == "codex":
+			out, stdin = append(out, "-"), []byte(in.prompt)
+		default:
+			return nil, nil, fmt.Errorf("build the agent's command: its prompt (%d bytes) is over limits.promptArg (%s) for the command line; read it from $SKILLGATE_PROMPT_FILE instead of {{prompt}}", len(in.prompt), p.Limits.PromptArg)
+		}
 	}
-	return out
+	return out, stdin, nil
 }

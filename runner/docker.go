@@ -5,15 +5,13 @@ package runner
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +27,9 @@ import (
 // Engine is skillgate's handle on a Docker engine. It is safe for concurrent use.
 type Engine struct {
 	c *client.Client
+	// apiCollect makes collections use the engine's API even where the upper layer can be
+	// read, so both ways stay tested.
+	apiCollect bool
 }
 
 // cleanupTimeout bounds the work done on a fresh context after the caller's context is
@@ -288,30 +289,30 @@ type ContainerSpec struct {
 	// and discarded as it streams. It must be positive.
 	OutputCap int64
 
-	// CollectPrefix is the folder in the container whose changes are reported, such as
+	// CollectPrefix is the folder in the container whose changes are collected, such as
 	// "/workspace"; changes elsewhere are ignored. Empty collects nothing.
 	CollectPrefix string
-	// CollectDir, when set, is the host folder that receives the added and modified
-	// regular files under CollectPrefix, at their paths relative to it.
-	CollectDir string
+	// Collect receives every entry below CollectPrefix that differs from the image, in
+	// path order, once the container has exited; it reads a file's content through the
+	// entry while it is visited. An error it returns fails the run, except errCollectCut,
+	// which ends the collection as cut.
+	Collect func(WorkspaceEntry) error
+	// CollectLimits bound the collection; what they cut is in the outcome.
+	CollectLimits CollectLimits
 
-	// Commit makes an image of the container's final state (for assertions that run
-	// commands in it), labelled with Labels.
-	Commit bool
+	// Files are written into the container before it starts (the prompt file, for one),
+	// owned by root, so the container's user can read them but never change them.
+	Files []SpecFile
+	// Stdin, when set, is the container's standard input, closed after it.
+	Stdin []byte
 }
 
-// Change is one changed path under a ContainerSpec's CollectPrefix.
-type Change struct {
-	Path string `json:"path"` // relative to CollectPrefix, slash-separated
-	Kind string `json:"kind"` // ChangeAdded, ChangeModified or ChangeDeleted
+// SpecFile is one file a ContainerSpec puts into its container before the start.
+type SpecFile struct {
+	Path string // absolute in the container
+	Mode int64
+	Data []byte
 }
-
-// Kinds of Change.
-const (
-	ChangeAdded    = "added"
-	ChangeModified = "modified"
-	ChangeDeleted  = "deleted"
-)
 
 // ContainerDurations are the phases of RunContainer, for telemetry.
 type ContainerDurations struct {
@@ -332,17 +333,15 @@ type ContainerOutcome struct {
 	StdoutBytes, StderrBytes int64  // all the bytes written
 	Truncated                bool   // some output was discarded
 
-	// Changes lists the paths under CollectPrefix that were added, modified or deleted,
-	// sorted, folders omitted. A deleted folder shows as one deleted path.
-	Changes []Change
-
-	CommittedImage string
+	// Collection says how the changes below CollectPrefix were read, and what was cut.
+	Collection Collection
 
 	Durations ContainerDurations
 }
 
 // createContainer creates the hardened container for spec and returns its ID.
-func (e *Engine) createContainer(ctx context.Context, spec ContainerSpec) (string, error) {
+// With keepStdin, the container's standard input stays open and unread, for a session.
+func (e *Engine) createContainer(ctx context.Context, spec ContainerSpec, keepStdin bool) (string, error) {
 	env := spec.Env
 	if env == nil {
 		env = []string{}
@@ -380,6 +379,12 @@ func (e *Engine) createContainer(ctx context.Context, spec ContainerSpec) (strin
 		AttachStderr:    true,
 		NetworkDisabled: true,
 	}
+	switch {
+	case keepStdin:
+		cfg.OpenStdin, cfg.AttachStdout, cfg.AttachStderr = true, false, false
+	case spec.Stdin != nil:
+		cfg.AttachStdin, cfg.OpenStdin, cfg.StdinOnce = true, true, true
+	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("create container: %w", err)
 	}
@@ -406,7 +411,7 @@ func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *Con
 	}
 	out = &ContainerOutcome{}
 	t0 := time.Now()
-	id, err := e.createContainer(ctx, spec)
+	id, err := e.createContainer(ctx, spec, false)
 	if err != nil {
 		return nil, err
 	}
@@ -420,7 +425,12 @@ func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *Con
 		}
 	}()
 
-	att, err := e.c.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if len(spec.Files) > 0 {
+		if err := e.copyFiles(ctx, id, spec.Files); err != nil {
+			return nil, err
+		}
+	}
+	att, err := e.c.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: spec.Stdin != nil, Stdout: true, Stderr: true})
 	if err != nil {
 		return nil, fmt.Errorf("attach container %s: %w", shortID(id), err)
 	}
@@ -439,6 +449,13 @@ func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *Con
 
 	if err := e.c.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return nil, fmt.Errorf("start container %s: %w", shortID(id), err)
+	}
+	if spec.Stdin != nil {
+		// The agent reads its input while it runs; a full pipe must not hold the wait.
+		go func() {
+			att.Conn.Write(spec.Stdin)
+			att.CloseWrite()
+		}()
 	}
 	t2 := time.Now()
 	out.Durations.Start = t2.Sub(t1)
@@ -479,17 +496,10 @@ func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *Con
 	if info.State != nil {
 		out.OOMKilled = info.State.OOMKilled
 	}
-	if spec.CollectPrefix != "" {
-		if out.Changes, err = e.collect(ctx, id, spec.CollectPrefix, spec.CollectDir); err != nil {
+	if spec.CollectPrefix != "" && spec.Collect != nil {
+		if out.Collection, err = e.collect(ctx, id, info.GraphDriver.Name, info.GraphDriver.Data["UpperDir"], spec); err != nil {
 			return nil, err
 		}
-	}
-	if spec.Commit {
-		c, err := e.c.ContainerCommit(ctx, id, container.CommitOptions{Config: &container.Config{Labels: spec.Labels}})
-		if err != nil {
-			return nil, fmt.Errorf("commit container %s: %w", shortID(id), err)
-		}
-		out.CommittedImage = c.ID
 	}
 	out.Durations.Collect = time.Since(t3)
 	return out, nil
@@ -521,82 +531,167 @@ func (e *Engine) wait(ctx context.Context, id string, waitCh <-chan container.Wa
 	}
 }
 
-// collect lists the changes under prefix and copies the added and modified regular files
-// into dir. It asks the engine for the changed paths only, so its cost follows the size of
-// the changes, not of the workspace: an added folder is copied in one piece (all of it is
-// new), other files one by one.
-func (e *Engine) collect(ctx context.Context, id, prefix, dir string) ([]Change, error) {
-	prefix = path.Clean("/" + prefix)
+// copyFiles writes files into a created container, root-owned, with their folders
+// root-owned and world-readable.
+func (e *Engine) copyFiles(ctx context.Context, id string, files []SpecFile) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, f := range files {
+		var parents []string
+		for d := path.Dir(path.Clean(f.Path)); d != "/" && !dirs[d]; d = path.Dir(d) {
+			parents = append(parents, d)
+			dirs[d] = true
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(parents[i], "/") + "/", Mode: 0o555, ModTime: layerEpoch}); err != nil {
+				return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+			}
+		}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(path.Clean(f.Path), "/"), Mode: f.Mode, Size: int64(len(f.Data)), ModTime: layerEpoch}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+		}
+		if _, err := tw.Write(f.Data); err != nil {
+			return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+	}
+	if err := e.c.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// collect visits what the container changed below spec.CollectPrefix. On a local overlay2
+// engine it reads the container's own upper layer, which holds only the changes, so the
+// cost follows them and not the image; elsewhere it asks the engine for its change list and
+// an archive of the folder (the whole final folder, listed, with the content of what
+// changed).
+func (e *Engine) collect(ctx context.Context, id, driver, upper string, spec ContainerSpec) (Collection, error) {
+	prefix := path.Clean("/" + spec.CollectPrefix)
+	lim := spec.CollectLimits
+	var deadline time.Time
+	if lim.Timeout > 0 {
+		deadline = time.Now().Add(lim.Timeout)
+	}
+	if driver == "overlay2" && !e.apiCollect && upperReadable(upper) {
+		entries, cut, err := walkUpper(upper, prefix, lim, deadline)
+		if err == nil {
+			col := Collection{Method: "upper", Cut: cut}
+			for _, en := range entries {
+				if en.open != nil {
+					en.open = deadlineOpen(en.open, deadline, lim.Timeout)
+				}
+				if err := spec.Collect(en); err != nil {
+					if errors.Is(err, errCollectCut) {
+						col.Cut = cutReason(err)
+						break
+					}
+					return col, err
+				}
+				col.Entries++
+			}
+			return col, nil
+		}
+		if !errors.Is(err, errUpperUnsupported) {
+			return Collection{}, fmt.Errorf("collect container %s: %w", shortID(id), err)
+		}
+	}
+	return e.collectAPI(ctx, id, prefix, spec.Collect, lim, deadline)
+}
+
+// collectAPI collects through the engine's API: the change list says what changed, and
+// one archive of the folder lists everything in it and carries the changed content.
+func (e *Engine) collectAPI(ctx context.Context, id, prefix string, visit func(WorkspaceEntry) error, lim CollectLimits, deadline time.Time) (Collection, error) {
+	col := Collection{Method: "api"}
 	diff, err := e.c.ContainerDiff(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("diff container %s: %w", shortID(id), err)
+		return col, fmt.Errorf("diff container %s: %w", shortID(id), err)
 	}
-	type item struct {
-		full, rel string
-		kind      container.ChangeType
-	}
-	var items []item
-	isDir := map[string]bool{} // by full path: folders that hold other changes
+	changed := map[string]bool{}
+	var deleted []WorkspaceEntry
 	for _, c := range diff {
-		full := path.Clean(c.Path)
-		rel, ok := under(prefix, full)
+		rel, ok := under(prefix, path.Clean(c.Path))
 		if !ok {
 			continue
 		}
-		items = append(items, item{full: full, rel: rel, kind: c.Kind})
-		for d := path.Dir(full); d != prefix && d != "/"; d = path.Dir(d) {
-			isDir[d] = true
+		if c.Kind == container.ChangeDelete {
+			deleted = append(deleted, WorkspaceEntry{Path: rel, Deleted: true})
+		} else {
+			changed[rel] = true
 		}
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].rel < items[j].rel })
-	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("collect changes: %w", err)
-		}
+	if len(changed) == 0 && len(deleted) == 0 {
+		return col, nil
 	}
-
-	types := map[string]byte{} // by rel: the tar type of each path copied out
-	copiedDirs := map[string]bool{}
-	insideCopied := func(full string) bool {
-		for d := path.Dir(full); d != prefix && d != "/"; d = path.Dir(d) {
-			if copiedDirs[d] {
-				return true
+	sortEntries(deleted)
+	for _, d := range deleted {
+		if err := visit(d); err != nil {
+			return col, err
+		}
+		col.Entries++
+	}
+	rc, _, err := e.c.CopyFromContainer(ctx, id, prefix)
+	if err != nil {
+		return col, fmt.Errorf("copy %s from container %s: %w", prefix, shortID(id), err)
+	}
+	defer rc.Close()
+	base := path.Base(prefix)
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return col, nil
+		}
+		if err != nil {
+			return col, fmt.Errorf("copy %s from container %s: %w", prefix, shortID(id), err)
+		}
+		rel, ok := strings.CutPrefix(path.Clean(hdr.Name), base+"/")
+		if !ok {
+			continue // the folder itself
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			col.Cut = fmt.Sprintf("the collection took longer than limits.collect.timeout (%s)", lim.Timeout)
+			return col, nil
+		}
+		en := WorkspaceEntry{Path: rel, Mode: hdr.FileInfo().Mode().Perm(), Size: hdr.Size, Listed: !changed[rel]}
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			en.Type = entryDir
+		case tar.TypeReg:
+			en.Type = entryFile
+			if !en.Listed {
+				size := hdr.Size
+				en.open = deadlineOpen(func() (io.ReadCloser, error) { return io.NopCloser(io.LimitReader(tr, size)), nil }, deadline, lim.Timeout)
 			}
-		}
-		return false
-	}
-	var changes []Change
-	for _, it := range items {
-		if it.kind == container.ChangeDelete {
-			changes = append(changes, Change{Path: it.rel, Kind: ChangeDeleted})
-			continue
-		}
-		kind := ChangeModified
-		if it.kind == container.ChangeAdd {
-			kind = ChangeAdded
-		}
-		switch {
-		case isDir[it.full]:
-			if it.kind == container.ChangeAdd && dir != "" && !insideCopied(it.full) {
-				if err := e.copyOut(ctx, id, it.full, it.rel, dir, types, true); err != nil {
-					return nil, err
-				}
-				copiedDirs[it.full] = true
-			}
-			continue
-		case insideCopied(it.full):
-			// Already copied with its added folder; types tells what it is.
+		case tar.TypeSymlink:
+			en.Type, en.Target = entrySymlink, hdr.Linkname
+		case tar.TypeLink:
+			// A hard link: the archive does not repeat the content of its earlier name.
+			en.Type, en.Size = entryFile, 0
+			target := strings.TrimPrefix(path.Clean(hdr.Linkname), base+"/")
+			en.open = func() (io.ReadCloser, error) { return nil, fmt.Errorf("%s is a hard link to %s", rel, target) }
 		default:
-			if err := e.copyOut(ctx, id, it.full, it.rel, dir, types, it.kind == container.ChangeAdd); err != nil {
-				return nil, err
+			en.Type = entryOther
+		}
+		if !en.Listed {
+			if lim.Entries > 0 && col.Entries >= lim.Entries {
+				col.Cut = fmt.Sprintf("more than %d changed paths (limits.collect.entries): the rest was not collected", lim.Entries)
+				return col, nil
 			}
+			col.Entries++
 		}
-		if t, ok := types[it.rel]; ok && t == tar.TypeDir {
-			continue
+		if err := visit(en); err != nil {
+			if errors.Is(err, errCollectCut) {
+				col.Cut = cutReason(err)
+				return col, nil
+			}
+			return col, err
 		}
-		changes = append(changes, Change{Path: it.rel, Kind: kind})
 	}
-	return changes, nil
 }
 
 // under returns full relative to prefix when it lies strictly below it.
@@ -606,92 +701,6 @@ func under(prefix, full string) (string, bool) {
 	}
 	rel, ok := strings.CutPrefix(full, prefix+"/")
 	return rel, ok && rel != ""
-}
-
-// copyOut copies the path full out of the container and writes the regular files it holds
-// under dir (or nowhere when dir is empty), recording each entry's type by path. A folder
-// is read only when wholeDir is set: a modified folder holds unchanged files.
-func (e *Engine) copyOut(ctx context.Context, id, full, rel, dir string, types map[string]byte, wholeDir bool) error {
-	if dir == "" {
-		// Only the kind of file is needed, not its content.
-		st, err := e.c.ContainerStatPath(ctx, id, full)
-		if err != nil {
-			return fmt.Errorf("stat %s in container %s: %w", full, shortID(id), err)
-		}
-		types[rel] = fileModeType(st.Mode)
-		return nil
-	}
-	rc, st, err := e.c.CopyFromContainer(ctx, id, full)
-	if err != nil {
-		return fmt.Errorf("copy %s from container %s: %w", full, shortID(id), err)
-	}
-	defer rc.Close()
-	if st.Mode.IsDir() && !wholeDir {
-		types[rel] = tar.TypeDir
-		return nil
-	}
-	base := path.Base(full)
-	parent := path.Dir(rel)
-	tr := tar.NewReader(rc)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("copy %s from container %s: %w", full, shortID(id), err)
-		}
-		name := path.Clean(hdr.Name)
-		if name != base && !strings.HasPrefix(name, base+"/") {
-			return fmt.Errorf("copy %s from container %s: unexpected entry %q", full, shortID(id), hdr.Name)
-		}
-		r := path.Join(parent, name)
-		types[r] = hdr.Typeflag
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		if err := writeCollected(filepath.Join(dir, filepath.FromSlash(r)), hdr.FileInfo().Mode(), tr); err != nil {
-			return fmt.Errorf("collect %s: %w", r, err)
-		}
-	}
-}
-
-func writeCollected(dst string, mode fs.FileMode, r io.Reader) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	perm := fs.FileMode(0o644)
-	if mode&0o111 != 0 {
-		perm = 0o755
-	}
-	// A stale entry of another kind (a folder, a symlink) must not be written through.
-	if fi, err := os.Lstat(dst); err == nil && !fi.Mode().IsRegular() {
-		if err := os.RemoveAll(dst); err != nil {
-			return err
-		}
-	}
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func fileModeType(m fs.FileMode) byte {
-	switch {
-	case m.IsDir():
-		return tar.TypeDir
-	case m&fs.ModeSymlink != 0:
-		return tar.TypeSymlink
-	case m.IsRegular():
-		return tar.TypeReg
-	default:
-		return tar.TypeChar // some other kind; only folders are left out of Changes
-	}
 }
 
 // cappedBuffer keeps the first limit bytes written to it and counts the rest.

@@ -11,10 +11,15 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/skillgate/skillgate/pipeline"
 )
 
 // dockerTestLabel is the label key of everything the tests create; its value is random
@@ -89,6 +94,34 @@ func testAgentImage(t *testing.T, e *Engine, labels map[string]string) string {
 		t.Fatal(err)
 	}
 	return tag
+}
+
+// testFixture is the initial workspace of testAgentImage.
+func testFixture() map[string]pipeline.TreeEntry {
+	files := map[string]pipeline.TreeEntry{}
+	for p, body := range map[string]string{"keep.txt": "old\n", "gone.txt": "doomed\n", "sub/deep.txt": "deep\n"} {
+		files[p] = pipeline.TreeEntry{Digest: digest.FromString(body), Size: int64(len(body))}
+	}
+	return files
+}
+
+// collectRun runs spec and collects its workspace against testAgentImage's fixture,
+// through the upper layer or, with api, through the engine's API.
+func collectRun(t *testing.T, e *Engine, spec ContainerSpec, api bool) ([]Change, string, Collection) {
+	t.Helper()
+	blobs := t.TempDir()
+	col := newWorkspaceCollector(testFixture(), blobs, &redactor{}, workspaceLimits{})
+	spec.CollectPrefix, spec.Collect = "/workspace", col.visit
+	e.apiCollect = api
+	defer func() { e.apiCollect = false }()
+	out := runOK(t, e, spec)
+	if out.ExitCode != 0 {
+		t.Fatalf("exit %d; stderr %q", out.ExitCode, out.Stderr)
+	}
+	if want := map[bool]string{false: "upper", true: "api"}[api]; out.Collection.Method != want {
+		t.Errorf("collected by %q, want %q", out.Collection.Method, want)
+	}
+	return col.changes(out.Collection.Method == "api" && out.Collection.Cut == ""), blobs, out.Collection
 }
 
 func runOK(t *testing.T, e *Engine, spec ContainerSpec) *ContainerOutcome {
@@ -232,18 +265,18 @@ func TestContainer(t *testing.T) {
 	})
 
 	t.Run("Write", func(t *testing.T) {
-		spec := base
-		spec.Cmd = []string{"/bin/testagent", "write"}
-		spec.CollectPrefix = "/workspace"
-		spec.CollectDir = t.TempDir()
-		out := runOK(t, e, spec)
-		want := []Change{{Path: "out.txt", Kind: ChangeAdded}}
-		if out.ExitCode != 0 || !reflect.DeepEqual(out.Changes, want) {
-			t.Errorf("exit %d, changes %v, want %v; stderr %q", out.ExitCode, out.Changes, want, out.Stderr)
-		}
-		got, err := os.ReadFile(filepath.Join(spec.CollectDir, "out.txt"))
-		if err != nil || string(got) != "written by testagent\n" {
-			t.Errorf("collected out.txt = %q, %v", got, err)
+		for _, api := range []bool{false, true} {
+			spec := base
+			spec.Cmd = []string{"/bin/testagent", "write"}
+			changes, blobs, col := collectRun(t, e, spec, api)
+			want := []Change{{Path: "out.txt", Kind: ChangeAdded, Type: "file", Size: 21, Digest: digest.FromString("written by testagent\n")}}
+			if !reflect.DeepEqual(changes, want) {
+				t.Errorf("api %v: changes %+v, want %+v (collection %+v)", api, changes, want, col)
+			}
+			got, err := os.ReadFile(filepath.Join(blobs, want[0].Digest.Encoded()))
+			if err != nil || string(got) != "written by testagent\n" {
+				t.Errorf("api %v: stored out.txt = %q, %v", api, got, err)
+			}
 		}
 	})
 
@@ -275,49 +308,32 @@ func TestContainer(t *testing.T) {
 	})
 
 	t.Run("FixtureChanges", func(t *testing.T) {
-		spec := base
-		spec.Cmd = []string{"sh", "-c", "printf new > keep.txt && rm gone.txt && mkdir -p newdir/a && echo x > newdir/a/b.txt && ln -s keep.txt link && touch sub"}
-		spec.CollectPrefix = "/workspace/"
-		spec.CollectDir = t.TempDir()
-		spec.Commit = true
-		out := runOK(t, e, spec)
-		want := []Change{
-			{Path: "gone.txt", Kind: ChangeDeleted},
-			{Path: "keep.txt", Kind: ChangeModified},
-			{Path: "link", Kind: ChangeAdded},
-			{Path: "newdir/a/b.txt", Kind: ChangeAdded},
-		}
-		if out.ExitCode != 0 || !reflect.DeepEqual(out.Changes, want) {
-			t.Errorf("exit %d, changes %v, want %v; stderr %q", out.ExitCode, out.Changes, want, out.Stderr)
-		}
-		var files []string
-		filepath.WalkDir(spec.CollectDir, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				rel, _ := filepath.Rel(spec.CollectDir, p)
-				b, _ := os.ReadFile(p)
-				files = append(files, filepath.ToSlash(rel)+"="+string(b))
+		for _, api := range []bool{false, true} {
+			spec := base
+			spec.Cmd = []string{"sh", "-c", "printf new > keep.txt && rm gone.txt && mkdir -p newdir/a && echo x > newdir/a/b.txt && ln -s keep.txt link && touch sub/deep.txt"}
+			changes, blobs, col := collectRun(t, e, spec, api)
+			want := []Change{
+				{Path: "gone.txt", Kind: ChangeDeleted, Type: "file"},
+				{Path: "keep.txt", Kind: ChangeModified, Type: "file", Size: 3, Digest: digest.FromString("new")},
+				{Path: "link", Kind: ChangeAdded, Type: "symlink", Target: "keep.txt"},
+				{Path: "newdir/a/b.txt", Kind: ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("x\n")},
 			}
-			return nil
-		})
-		if wantFiles := []string{"keep.txt=new", "newdir/a/b.txt=x\n"}; !reflect.DeepEqual(files, wantFiles) {
-			t.Errorf("collected %q, want %q", files, wantFiles)
-		}
-
-		// The committed image is the cell's final state.
-		if out.CommittedImage == "" {
-			t.Fatal("no committed image")
-		}
-		check := base
-		check.Image = out.CommittedImage
-		check.Cmd = []string{"sh", "-c", "cat keep.txt; test -e gone.txt || echo; cat sub/deep.txt"}
-		if got := runOK(t, e, check); string(got.Stdout) != "new\ndeep\n" {
-			t.Errorf("committed image: stdout %q", got.Stdout)
-		}
-
-		// Without a CollectDir the changes are listed all the same, nothing copied.
-		spec.CollectDir, spec.Commit = "", false
-		if got := runOK(t, e, spec); !reflect.DeepEqual(got.Changes, want) || got.CommittedImage != "" {
-			t.Errorf("listing only: changes %v, committed %q", got.Changes, got.CommittedImage)
+			if !reflect.DeepEqual(changes, want) {
+				t.Errorf("api %v: changes %+v,\nwant %+v (collection %+v)", api, changes, want, col)
+			}
+			var files []string
+			filepath.WalkDir(blobs, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					b, _ := os.ReadFile(p)
+					files = append(files, string(b))
+				}
+				return nil
+			})
+			sort.Strings(files)
+			// sub/deep.txt was only touched: its bytes are the fixture's, not stored.
+			if wantFiles := []string{"new", "x\n"}; !reflect.DeepEqual(files, wantFiles) {
+				t.Errorf("api %v: stored %q, want %q", api, files, wantFiles)
+			}
 		}
 	})
 
@@ -356,7 +372,7 @@ func TestContainerSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A container that a dead run left behind.
-	if _, err := e.createContainer(ctx, ContainerSpec{Image: sandbox, Cmd: []string{"true"}, Labels: labels}); err != nil {
+	if _, err := e.createContainer(ctx, ContainerSpec{Image: sandbox, Cmd: []string{"true"}, Labels: labels}, false); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := e.Sweep(ctx, sel); n != 1 || err != nil {

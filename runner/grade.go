@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,8 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -89,16 +90,19 @@ func storedResult(store *Store, c pipeline.Cell) (pipeline.CellResult, error) {
 	return base, nil
 }
 
-// Grade grades every selected cell whose rollout is stored and whose grade
-// is not: typed checks in Go on the stored workspace, run: checks in a
-// fresh network-less container, then routing and cost. Grades are stored
-// by grade key, so changing only an assertion regrades stored rollouts
-// without starting an agent.
+// Grade grades every selected cell whose rollout is stored and whose grade is not (or is
+// invalid): typed checks in Go on the stored workspace, run: checks in a network-less
+// container holding the cell's final workspace, then routing and cost. Grades are stored
+// by grade key, so changing only an assertion regrades stored rollouts without starting an
+// agent. A cell that cannot be graded because Docker or skillgate failed is stored as an
+// invalid grade with the reason, which the next run retries: grading never stops the
+// verdict.
 func Grade(ctx context.Context, p *pipeline.Plan, cells []pipeline.Cell, opts Options) (graded int, err error) {
-	store, err := OpenStore(opts.Out)
+	out, store, unlock, err := openRunFolder(opts.Out)
 	if err != nil {
 		return 0, err
 	}
+	defer unlock()
 	cases := map[string]pipeline.PlanCase{}
 	for _, c := range p.Cases {
 		cases[c.ID] = c
@@ -108,39 +112,61 @@ func Grade(ctx context.Context, p *pipeline.Plan, cells []pipeline.Cell, opts Op
 		arms[a.Name] = a
 	}
 	var todo []pipeline.Cell
+	seen := map[digest.Digest]bool{}
 	for _, c := range cells {
-		if _, ok, err := store.Grade(c.Grade); err != nil {
+		if seen[c.Grade] {
+			continue
+		}
+		if g, ok, err := store.Grade(c.Grade); err != nil {
 			return 0, err
-		} else if ok {
+		} else if ok && (g.Status != StatusInvalid || g.Judge != nil) {
+			// Graded: a grade made invalid by an unreadable judge reply stands too;
+			// only a grade that failed (Docker, skillgate) is retried.
 			continue
 		}
 		if ro, ok, err := store.Rollout(c.Rollout); err != nil {
 			return 0, err
 		} else if ok && ro.Status != StatusInvalid {
+			seen[c.Grade] = true
 			todo = append(todo, c)
 		}
 	}
 	if len(todo) == 0 {
 		return 0, nil
 	}
-	g := &grader{plan: p, store: store, opts: opts, cases: cases, arms: arms}
+	g := &grader{plan: p, store: store, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
 	defer g.close()
 	var mu sync.Mutex
-	var first error
 	forEach(ctx, opts.Jobs, todo, func(c pipeline.Cell) {
 		err := g.grade(ctx, c)
+		if ctx.Err() != nil {
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if err == nil {
 			graded++
-		} else if first == nil && ctx.Err() == nil {
-			first = err
+			return
+		}
+		fmt.Fprintf(opts.logger(), "grade %s: %v (the cell is invalid until a run grades it)\n", c.ID, err)
+		r := pipeline.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade,
+			Status: StatusInvalid, Error: "grade: " + g.redact().string(err.Error()), Checks: []pipeline.CheckResult{}}
+		if perr := store.putGrade(r); perr != nil {
+			fmt.Fprintf(opts.logger(), "store grade %s: %v\n", c.ID, perr)
 		}
 	})
-	if first == nil {
-		first = ctx.Err()
+	if g.engine != nil {
+		g.sweep(ctx)
 	}
-	return graded, first
+	return graded, ctx.Err()
+}
+
+// logger is where progress goes.
+func (o Options) logger() io.Writer {
+	if o.Log == nil {
+		return io.Discard
+	}
+	return o.Log
 }
 
 // grader grades cells, starting a Docker engine only if a case has run:
@@ -151,11 +177,14 @@ type grader struct {
 	opts  Options
 	cases map[string]pipeline.PlanCase
 	arms  map[string]pipeline.PlanArm
+	out   string
+	runID string
 
-	once    sync.Once
-	engine  *Engine
-	sandbox string
-	err     error
+	once   sync.Once
+	engine *Engine
+	images *images
+	err    error
+	red    *redactor
 }
 
 func (g *grader) close() {
@@ -164,17 +193,40 @@ func (g *grader) close() {
 	}
 }
 
+// redact is the run's redactor of stored text.
+func (g *grader) redact() *redactor {
+	if g.red == nil {
+		g.red = newRedactor(g.plan)
+	}
+	return g.red
+}
+
+// sweep removes every check container of this grading, even once ctx is cancelled.
+func (g *grader) sweep(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	g.engine.Sweep(sctx, LabelRun+"="+g.runID)
+}
+
 func (g *grader) grade(ctx context.Context, c pipeline.Cell) error {
 	pc, arm := g.cases[c.Case], g.arms[c.Arm]
-	ro, _, err := g.store.Rollout(c.Rollout)
+	ro, ok, err := g.store.Rollout(c.Rollout)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no stored rollout %s", c.Rollout)
+	}
+	answer, err := storedAnswer(g.store, ro)
 	if err != nil {
 		return err
 	}
 	in := pipeline.GradeInput{
-		Status: ro.Status, Error: ro.Error, Answer: ro.Answer,
-		World:        g.world(pc, ro),
+		Status: ro.Status, Error: ro.Error, Answer: string(answer),
+		World:        rolloutWorld(g.plan, g.store, g.opts.SuiteDir, pc, arm, ro),
 		Telemetry:    ro.Telemetry,
 		AgentSeconds: ro.Durations.Agent, TotalSeconds: ro.Durations.Total,
+		Collection: ro.Collection.Cut,
 	}
 	if ro.Gateway != nil {
 		in.USD = ro.Gateway.USD
@@ -182,7 +234,7 @@ func (g *grader) grade(ctx context.Context, c pipeline.Cell) error {
 	for _, k := range arm.Skills {
 		in.SkillBytes += g.plan.Skills[k].Bytes
 	}
-	if in.RunChecks, err = g.runChecks(ctx, c, pc, ro, in.World); err != nil {
+	if in.RunChecks, err = g.runChecks(ctx, c, pc, arm, ro, in.World, answer); err != nil {
 		return err
 	}
 	r, err := pipeline.GradeCell(g.plan, pc, c, in)
@@ -192,43 +244,60 @@ func (g *grader) grade(ctx context.Context, c pipeline.Cell) error {
 	return g.store.putGrade(r)
 }
 
-func (g *grader) world(pc pipeline.PlanCase, ro *Rollout) pipeline.World {
-	w := pipeline.World{Changed: filepath.Join(g.store.RolloutDir(ro.Key), DirWorkspace)}
-	if pc.Fixture != "" {
-		w.Fixture = filepath.Join(g.opts.SuiteDir, filepath.FromSlash(pc.Fixture))
+// storedAnswer is a rollout's final answer as the agent gave it, byte for byte.
+func storedAnswer(store *Store, ro *Rollout) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(store.RolloutDir(ro.Key), FileAnswer))
+	if errors.Is(err, fs.ErrNotExist) {
+		return []byte(ro.Answer), nil
 	}
-	for _, ch := range ro.Changes {
-		w.Changes = append(w.Changes, pipeline.FileChange{Path: ch.Path, Kind: ch.Kind})
+	if err != nil {
+		return nil, fmt.Errorf("read answer of %s: %w", ro.Cell, err)
+	}
+	return b, nil
+}
+
+// rolloutWorld is a stored rollout's final workspace: the plan's fixture and skill trees,
+// read from the suite folder, and the stored changes.
+func rolloutWorld(p *pipeline.Plan, store *Store, suiteDir string, pc pipeline.PlanCase, arm pipeline.PlanArm, ro *Rollout) pipeline.World {
+	w := pipeline.World{Changed: filepath.Join(store.RolloutDir(ro.Key), DirFiles), Changes: ro.Changes}
+	if pc.Fixture != "" {
+		t := p.Fixtures[path.Clean(pc.Fixture)]
+		w.Fixture, w.FixtureTree = filepath.Join(suiteDir, filepath.FromSlash(pc.Fixture)), &t
+	}
+	for _, k := range arm.Skills {
+		sk := p.Skills[k]
+		t := sk.Tree
+		w.Skills = append(w.Skills, pipeline.WorldSkill{At: path.Join(p.Agent.SkillsDir, sk.Name), Dir: filepath.Join(suiteDir, filepath.FromSlash(sk.Path)), Tree: &t})
 	}
 	return w
 }
 
-// checkDriver runs each check in its own shell and marks its exit status,
-// so one container grades all of a cell's run: assertions.
-const checkDriver = `i=0
-while [ "$i" -lt "$SKILLGATE_CHECKS" ]; do
-	eval "c=\$SKILLGATE_CHECK_$i"
-	eval "t=\$SKILLGATE_TIMEOUT_$i"
-	echo "::skillgate-check $i"
-	timeout "$t" sh -c "$c" 2>&1
-	echo "::skillgate-exit $i $?"
-	i=$((i+1))
-done
-`
+// checkDir holds, in a check container, what the checks are given besides the workspace.
+const (
+	checkDir    = "/skillgate-check"
+	checkAnswer = checkDir + "/answer.txt"
+	checkDelete = checkDir + "/delete"
+)
 
-// runChecks runs the case's run: assertions against the cell's final
-// workspace, mounted read-only at $WORLD, with its answer at $OUTPUT, in a
-// fresh network-less sandbox container.
-func (g *grader) runChecks(ctx context.Context, c pipeline.Cell, pc pipeline.PlanCase, ro *Rollout, w pipeline.World) ([]pipeline.CheckResult, error) {
+// checkOutputCap is how much of a check's output is read back; its detail keeps less.
+const checkOutputCap = 64 << 10
+
+// runChecks runs the case's run: assertions in a container holding the cell's final
+// workspace: the cell image (the agent's image, the fixture, the arm's skills) with the
+// stored changes applied, $WORLD the workspace and the working folder, $OUTPUT the answer
+// as the agent gave it. Each check is its own process, whose exit code the engine reports,
+// so no output can forge a result; a check past its timeout ends the container, and the
+// checks after it start in a fresh one.
+func (g *grader) runChecks(ctx context.Context, c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.PlanArm, ro *Rollout, w pipeline.World, answer []byte) ([]pipeline.CheckResult, error) {
 	var runs []pipeline.Assertion
 	for _, a := range pc.Assert {
 		if a.Run != nil {
 			runs = append(runs, a)
 		}
 	}
+	out := make([]pipeline.CheckResult, len(runs))
 	if len(runs) == 0 || ro.Status != StatusCompleted {
 		// An agent that did not complete fails anyway; its checks are not run.
-		out := make([]pipeline.CheckResult, len(runs))
 		for i, a := range runs {
 			out[i] = pipeline.CheckResult{Name: runName(a), Kind: pipeline.CheckRun, Detail: "not run: the agent did not complete"}
 		}
@@ -236,51 +305,110 @@ func (g *grader) runChecks(ctx context.Context, c pipeline.Cell, pc pipeline.Pla
 	}
 	g.once.Do(func() {
 		if g.engine, g.err = NewEngine(ctx); g.err == nil {
-			g.sandbox, g.err = g.engine.EnsureSandbox(ctx)
+			g.images = newImages(g.engine, g.plan, g.opts.SuiteDir, g.opts.logger())
 		}
 	})
 	if g.err != nil {
 		return nil, g.err
 	}
-	tmp, err := os.MkdirTemp(filepath.Join(g.store.Dir, storeTmp), "world-")
+	image, err := g.images.cellImage(ctx, pc, arm)
 	if err != nil {
-		return nil, fmt.Errorf("grade cell %s: %w", c.ID, err)
-	}
-	defer os.RemoveAll(tmp)
-	world, output := filepath.Join(tmp, "world"), filepath.Join(tmp, "output")
-	if err := materialize(w, world); err != nil {
-		return nil, fmt.Errorf("grade cell %s: %w", c.ID, err)
-	}
-	if err := os.MkdirAll(output, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(output, "answer.txt"), []byte(ro.Answer), 0o644); err != nil {
+	world, err := checkWorld(g.plan, w, answer)
+	if err != nil {
 		return nil, err
 	}
-	env := []string{"WORLD=/world", "OUTPUT=/output/answer.txt", "SKILLGATE_CHECKS=" + strconv.Itoa(len(runs)), "HOME=/tmp", "PATH=/bin:/usr/bin"}
-	var total time.Duration
+	lim := g.plan.Limits
+	mem, err := pipeline.ParseBytes(lim.CheckMemory)
+	if err != nil {
+		return nil, fmt.Errorf("read limits.checkMemory: %w", err)
+	}
+	spec := SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: Workspace,
+		Labels: map[string]string{LabelRun: g.runID, LabelOut: outLabel(g.out), LabelCell: c.ID, LabelPlan: g.plan.Digest.Encoded()[:16], LabelKind: "check"},
+		Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}
+	var s *Session
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
+	env := []string{"WORLD=" + Workspace, "OUTPUT=" + checkAnswer}
 	for i, a := range runs {
 		t := a.Timeout
 		if t == "" {
-			t = g.plan.Limits.Check
+			t = lim.Check
 		}
 		d, err := time.ParseDuration(t)
 		if err != nil {
 			return nil, fmt.Errorf("read timeout of run assertion %d of %s: %w", i, pc.ID, err)
 		}
-		total += d
-		env = append(env, fmt.Sprintf("SKILLGATE_CHECK_%d=%s", i, *a.Run), fmt.Sprintf("SKILLGATE_TIMEOUT_%d=%d", i, int(d.Seconds()+0.999)))
+		if s == nil {
+			if s, err = startCheckSession(ctx, g.engine, spec, world); err != nil {
+				return nil, err
+			}
+		}
+		res, err := s.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-c", *a.Run}, Env: env, Timeout: d, OutputCap: checkOutputCap})
+		if err != nil {
+			return nil, fmt.Errorf("run check %d of %s: %w", i, c.ID, err)
+		}
+		out[i] = checkResult(a, res, d)
+		if res.TimedOut {
+			s.Close()
+			s = nil
+		}
 	}
-	oc, err := g.engine.RunContainer(ctx, ContainerSpec{
-		Image: g.sandbox, Cmd: []string{"sh", "-c", checkDriver}, Env: env, User: "1000:1000", WorkingDir: "/tmp",
-		Labels: map[string]string{LabelRun: "grade", LabelCell: c.ID, LabelPlan: g.plan.Digest.Encoded()[:16]},
-		Memory: 512 << 20, NanoCPUs: 1e9, PidsLimit: 256, Timeout: total + 10*time.Second, OutputCap: 1 << 20,
-		Binds: []string{world + ":/world:ro", output + ":/output:ro"},
-	})
+	return out, nil
+}
+
+// startCheckSession starts a check container and lays the final workspace out in it: the
+// deleted paths removed, then the changed entries unpacked over the image's.
+func startCheckSession(ctx context.Context, e *Engine, spec SessionSpec, world checkWorldTars) (*Session, error) {
+	s, err := e.StartSession(ctx, spec)
 	if err != nil {
-		return nil, fmt.Errorf("run checks of %s: %w", c.ID, err)
+		return nil, err
 	}
-	return parseChecks(runs, string(oc.Stdout), oc.TimedOut), nil
+	if err := s.CopyIn(ctx, bytes.NewReader(world.given)); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if world.deletes {
+		res, err := s.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-c", "cd " + Workspace + " && xargs -0 rm -rf -- < " + checkDelete}, OutputCap: 4 << 10})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("remove the deleted paths: exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Output)))
+		}
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("lay out the final workspace: %w", err)
+		}
+	}
+	if world.changed != nil {
+		if err := s.CopyIn(ctx, bytes.NewReader(world.changed)); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// checkResult reads one check's outcome.
+func checkResult(a pipeline.Assertion, res *ExecOutcome, timeout time.Duration) pipeline.CheckResult {
+	ch := pipeline.CheckResult{Name: runName(a), Kind: pipeline.CheckRun, Passed: !res.TimedOut && res.ExitCode == 0}
+	if ch.Passed {
+		return ch
+	}
+	detail := strings.TrimSpace(strings.ToValidUTF8(string(res.Output), "\uFFFD"))
+	if len(detail) > 500 {
+		detail = detail[:500] + "..."
+	}
+	ch.Detail = fmt.Sprintf("exit %d", res.ExitCode)
+	if res.TimedOut {
+		ch.Detail = fmt.Sprintf("timed out after %s", timeout)
+	}
+	if detail != "" {
+		ch.Detail += ": " + detail
+	}
+	return ch
 }
 
 func runName(a pipeline.Assertion) string {
@@ -294,132 +422,80 @@ func runName(a pipeline.Assertion) string {
 	return "run: " + s
 }
 
-// parseChecks reads the driver's markers: each check's output and status.
-func parseChecks(runs []pipeline.Assertion, out string, timedOut bool) []pipeline.CheckResult {
-	res := make([]pipeline.CheckResult, len(runs))
-	for i, a := range runs {
-		res[i] = pipeline.CheckResult{Name: runName(a), Kind: pipeline.CheckRun, Detail: "no result"}
-		if timedOut {
-			res[i].Detail = "the checks timed out"
-		}
-	}
-	cur := -1
-	var buf strings.Builder
-	for _, line := range strings.Split(out, "\n") {
-		if rest, ok := strings.CutPrefix(line, "::skillgate-check "); ok {
-			cur, _ = strconv.Atoi(rest)
-			buf.Reset()
-			continue
-		}
-		if rest, ok := strings.CutPrefix(line, "::skillgate-exit "); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 {
-				i, _ := strconv.Atoi(f[0])
-				code, _ := strconv.Atoi(f[1])
-				if i >= 0 && i < len(res) {
-					res[i].Passed = code == 0
-					res[i].Detail = ""
-					if code != 0 {
-						detail := strings.TrimSpace(buf.String())
-						if len(detail) > 500 {
-							detail = detail[:500] + "..."
-						}
-						res[i].Detail = fmt.Sprintf("exit %d", code)
-						if code == 143 || code == 124 {
-							res[i].Detail = "timed out"
-						}
-						if detail != "" {
-							res[i].Detail += ": " + detail
-						}
-					}
-				}
-			}
-			cur = -1
-			continue
-		}
-		if cur >= 0 {
-			buf.WriteString(line + "\n")
-		}
-	}
-	return res
+// checkWorldTars are the archives that turn a cell image into the cell's final state.
+type checkWorldTars struct {
+	// given holds the answer and the list of deleted paths, root-owned.
+	given []byte
+	// deletes says the list is not empty.
+	deletes bool
+	// changed holds the final entries that differ from the image, owned by the agent's
+	// user; nil when there are none.
+	changed []byte
 }
 
-// materialize lays the final workspace out in dir: the fixture hard-linked
-// (copied across file systems), then the changed files, minus the deleted.
-func materialize(w pipeline.World, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// checkWorld builds the archives of a cell's final state from its stored changes.
+func checkWorld(p *pipeline.Plan, w pipeline.World, answer []byte) (checkWorldTars, error) {
+	uid, gid, err := owner(p.Agent.User)
+	if err != nil {
+		return checkWorldTars{}, err
 	}
-	if w.Fixture != "" {
-		if err := linkTree(w.Fixture, dir); err != nil {
-			return fmt.Errorf("lay out workspace: %w", err)
-		}
-	}
+	var out checkWorldTars
+	var del bytes.Buffer
 	for _, ch := range w.Changes {
-		dst := filepath.Join(dir, filepath.FromSlash(ch.Path))
-		if ch.Kind == "deleted" {
-			os.RemoveAll(dst)
+		if ch.Kind == pipeline.ChangeDeleted {
+			del.WriteString(ch.Path)
+			del.WriteByte(0)
+		}
+	}
+	out.deletes = del.Len() > 0
+	given := NewBuildContext("")
+	given.AddDir(strings.TrimPrefix(checkDir, "/"), 0o555, 0, 0)
+	given.AddFile(strings.TrimPrefix(checkAnswer, "/"), 0o444, 0, 0, answer)
+	given.AddFile(strings.TrimPrefix(checkDelete, "/"), 0o444, 0, 0, del.Bytes())
+	if out.given, err = given.layer(); err != nil {
+		return out, fmt.Errorf("lay out the final workspace: %w", err)
+	}
+	changed := NewBuildContext("")
+	n := 0
+	for _, ch := range w.Changes {
+		if ch.Kind == pipeline.ChangeDeleted || ch.Cut != "" {
 			continue
 		}
-		src := filepath.Join(w.Changed, filepath.FromSlash(ch.Path))
-		if st, err := os.Lstat(src); err != nil || !st.Mode().IsRegular() {
-			continue // symlinks and folders are listed, not stored
+		rel := path.Join(strings.TrimPrefix(Workspace, "/"), ch.Path)
+		for d := path.Dir(ch.Path); d != "."; d = path.Dir(d) {
+			changed.AddDir(path.Join(strings.TrimPrefix(Workspace, "/"), d), 0o755, uid, gid)
 		}
-		os.Remove(dst) // never write through a hard link into the fixture
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		if err := copyFile(src, dst); err != nil {
-			return fmt.Errorf("lay out workspace: %w", err)
-		}
-	}
-	return nil
-}
-
-func linkTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
+		switch ch.Type {
+		case pipeline.TypeDir:
+			changed.AddDir(rel, 0o755, uid, gid)
+		case pipeline.TypeSymlink:
+			changed.AddSymlink(rel, ch.Target, uid, gid)
+		case pipeline.TypeOther:
+			continue // a FIFO or device: not reproduced
 		default:
-			if err := os.Link(p, target); err == nil {
-				return nil
+			mode := int64(0o644)
+			if ch.Exec {
+				mode = 0o755
 			}
-			return copyFile(p, target)
+			blob := filepath.Join(w.Changed, ch.Digest.Encoded())
+			if ch.Digest == "" {
+				blob = filepath.Join(w.Changed, filepath.FromSlash(ch.Path))
+			}
+			changed.addHostFileMode(rel, blob, mode, uid, gid)
 		}
-	})
+		n++
+	}
+	if n > 0 {
+		if out.changed, err = changed.layer(); err != nil {
+			return out, fmt.Errorf("lay out the final workspace: %w", err)
+		}
+	}
+	return out, nil
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	st, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, st.Mode().Perm()|0o444)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+// outLabel is the label value that names a run folder on what skillgate starts for it.
+func outLabel(out string) string {
+	return digest.FromString(out).Encoded()[:16]
 }
 
 // forEach calls fn on items with at most jobs at once, and stops handing

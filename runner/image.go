@@ -2,6 +2,7 @@ package runner
 
 import (
 	"archive/tar"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -345,4 +346,32 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// addHostFileMode adds a regular file streamed from hostPath with the given mode.
+func (b *BuildContext) addHostFileMode(p, hostPath string, mode int64, uid, gid int) {
+	fi, err := os.Stat(hostPath)
+	if err != nil {
+		b.fail(fmt.Errorf("add host file %s: %w", hostPath, err))
+		return
+	}
+	b.add(p, tar.TypeReg, mode, uid, gid, &layerEntry{hostPath: hostPath}, fi.Size(), "")
+}
+
+// layer is the context's entries as one tar, without a Dockerfile: what CopyIn unpacks.
+func (b *BuildContext) layer() ([]byte, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range b.sorted() {
+		if err := writeEntry(tw, e); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -515,13 +515,17 @@ func (jr *judgeRun) attempt(c pipeline.Cell, r pipeline.CellResult) (pipeline.Ju
 	if !ok {
 		return pipeline.JudgeAttempt{}, fmt.Errorf("judge %s: no stored rollout %s", c.ID, c.Rollout)
 	}
-	return pipeline.JudgeAttempt{Cell: c, Answer: ro.Answer, World: cellWorld(jr.store, jr.opts.SuiteDir, jr.cases[c.Case], ro), Checks: r.Checks}, nil
-}
-
-// cellWorld is a stored rollout's final workspace.
-func cellWorld(store *Store, suiteDir string, pc pipeline.PlanCase, ro *Rollout) pipeline.World {
-	g := &grader{store: store, opts: Options{SuiteDir: suiteDir}}
-	return g.world(pc, ro)
+	arm := pipeline.PlanArm{}
+	for _, a := range jr.plan.Arms {
+		if a.Name == c.Arm {
+			arm = a
+		}
+	}
+	answer, err := storedAnswer(jr.store, ro)
+	if err != nil {
+		return pipeline.JudgeAttempt{}, err
+	}
+	return pipeline.JudgeAttempt{Cell: c, Answer: string(answer), World: rolloutWorld(jr.plan, jr.store, jr.opts.SuiteDir, jr.cases[c.Case], arm, ro), Checks: r.Checks}, nil
 }
 
 func (jr *judgeRun) rubricTasks(results []pipeline.CellResult) []func(context.Context) (string, error) {

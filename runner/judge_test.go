@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/skillgate/skillgate/pipeline"
 )
 
@@ -91,12 +93,12 @@ func storeRollout(t *testing.T, store *Store, p *pipeline.Plan, c pipeline.Cell,
 	}
 	ro := &Rollout{Key: c.Rollout, Plan: p.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Status: StatusCompleted, Answer: answer, Changes: []Change{}}
 	for rel, body := range files {
-		full := filepath.Join(staged, DirWorkspace, rel)
-		os.MkdirAll(filepath.Dir(full), 0o755)
-		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+		d := digest.FromString(body)
+		os.MkdirAll(filepath.Join(staged, DirFiles), 0o755)
+		if err := os.WriteFile(filepath.Join(staged, DirFiles, d.Encoded()), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ro.Changes = append(ro.Changes, Change{Path: rel, Kind: ChangeAdded})
+		ro.Changes = append(ro.Changes, Change{Path: rel, Kind: ChangeAdded, Type: "file", Digest: d, Size: int64(len(body))})
 	}
 	if err := store.Commit(staged, ro); err != nil {
 		t.Fatal(err)

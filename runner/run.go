@@ -298,7 +298,7 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 	start := time.Now()
 	pc, arm := r.cases[c.Case], r.arms[c.Arm]
 	ro := &Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
-		Image: r.plan.Agent.Image, Changes: []Change{}, StartedAt: start.UTC().Round(time.Millisecond),
+		Image: r.plan.Agent.Image, Changes: []pipeline.FileChange{}, StartedAt: start.UTC().Round(time.Millisecond),
 		Telemetry: Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}}}
 	staged, err := r.store.Stage()
 	if err != nil {
@@ -319,7 +319,11 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 	}
 	_, ro.ImageID, _ = r.images.agentImage(ctx)
 	ro.Durations.Image = time.Since(start).Seconds()
-	spec, err := r.spec(c, pc, arm, ref, filepath.Join(staged, DirWorkspace))
+	col, err := r.collector(pc, arm, filepath.Join(staged, DirFiles))
+	if err != nil {
+		return invalid(err)
+	}
+	spec, err := r.spec(c, pc, arm, ref, col)
 	if err != nil {
 		return invalid(err)
 	}
@@ -351,19 +355,12 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 		}
 	}
 	ro.Transcript = Transcript{StdoutBytes: oc.StdoutBytes, StderrBytes: oc.StderrBytes, Cap: spec.OutputCap, Truncated: oc.Truncated}
-	ro.Changes = workspaceChanges(oc.Changes, r.plan.Agent.SkillsDir)
-	os.RemoveAll(filepath.Join(staged, DirWorkspace, filepath.FromSlash(r.plan.Agent.SkillsDir)))
+	ro.Collection = oc.Collection
+	ro.Changes = col.changes(oc.Collection.Method == "api" && oc.Collection.Cut == "")
 	ro.Durations.Create = oc.Durations.Create.Seconds()
 	ro.Durations.Start = oc.Durations.Start.Seconds()
 	ro.Durations.Agent = oc.Durations.Agent.Seconds()
 	ro.Durations.Collect = oc.Durations.Collect.Seconds()
-	for _, ch := range ro.Changes {
-		if ch.Kind != ChangeDeleted {
-			if err := r.redact.file(filepath.Join(staged, DirWorkspace, filepath.FromSlash(ch.Path))); err != nil && !os.IsNotExist(err) {
-				return nil, fmt.Errorf("redact %s: %w", ch.Path, err)
-			}
-		}
-	}
 	for name, data := range map[string][]byte{FileStdout: stdout, FileStderr: stderr, FileAnswer: []byte(ro.Answer)} {
 		if err := os.WriteFile(filepath.Join(staged, name), data, 0o644); err != nil {
 			return nil, fmt.Errorf("store rollout %s: %w", c.ID, err)
@@ -373,12 +370,30 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 	return ro, r.store.Commit(staged, ro)
 }
 
+// collector reads back a cell's workspace into blobs, within the plan's limits.
+func (r *cellRunner) collector(pc pipeline.PlanCase, arm pipeline.PlanArm, blobs string) (*workspaceCollector, error) {
+	lim := r.plan.Limits.Collect
+	file, err := pipeline.ParseBytes(lim.FileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read limits.collect.fileBytes: %w", err)
+	}
+	total, err := pipeline.ParseBytes(lim.TotalBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read limits.collect.totalBytes: %w", err)
+	}
+	return newWorkspaceCollector(initialWorkspace(r.plan, pc, arm), blobs, r.redact, workspaceLimits{FileBytes: file, TotalBytes: total}), nil
+}
+
 // spec is the hardened container of a cell.
-func (r *cellRunner) spec(c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.PlanArm, image, collect string) (ContainerSpec, error) {
+func (r *cellRunner) spec(c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.PlanArm, image string, col *workspaceCollector) (ContainerSpec, error) {
 	lim := r.plan.Limits
 	timeout, err := time.ParseDuration(lim.Timeout)
 	if err != nil {
 		return ContainerSpec{}, fmt.Errorf("parse limits.timeout %q: %w", lim.Timeout, err)
+	}
+	collectTimeout, err := time.ParseDuration(lim.Collect.Timeout)
+	if err != nil {
+		return ContainerSpec{}, fmt.Errorf("parse limits.collect.timeout %q: %w", lim.Collect.Timeout, err)
 	}
 	mem, err := pipeline.ParseBytes(lim.Memory)
 	if err != nil {
@@ -388,8 +403,15 @@ func (r *cellRunner) spec(c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.Pl
 	if err != nil {
 		return ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
 	}
-	prompt := Prompt(r.plan, pc, arm)
-	cmd, env := cellCommand(r.plan, prompt), cellEnv(r.plan, pc, arm, prompt)
+	in, err := newCellInput(r.plan, pc, arm)
+	if err != nil {
+		return ContainerSpec{}, err
+	}
+	cmd, stdin, err := cellCommand(r.plan, in)
+	if err != nil {
+		return ContainerSpec{}, err
+	}
+	env := cellEnv(r.plan, arm, in)
 	var binds []string
 	if r.gateway != nil {
 		cmd = append([]string{ForwarderPath, "-exec"}, cmd...)
@@ -413,7 +435,10 @@ func (r *cellRunner) spec(c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.Pl
 		Timeout:       timeout,
 		OutputCap:     output,
 		CollectPrefix: Workspace,
-		CollectDir:    collect,
+		Collect:       col.visit,
+		CollectLimits: CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
+		Files:         in.files(),
+		Stdin:         stdin,
 	}, nil
 }
 

@@ -374,14 +374,15 @@ func TestRunCellEnvAndChanges(t *testing.T) {
 			t.Errorf("%s: the host's %s reached the cell:\n%s", id, name, stdout)
 		}
 		r := stored(t, out)[id]
-		if want := []Change{{Path: "out.txt", Kind: ChangeAdded}}; !reflect.DeepEqual(r.Changes, want) {
+		want := []Change{{Path: "out.txt", Kind: ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("y\n")}}
+		if !reflect.DeepEqual(r.Changes, want) {
 			t.Errorf("%s: changes %+v, want %+v", id, r.Changes, want)
 		}
-		if got := readStored(t, out, c, DirWorkspace+"/out.txt"); got != "y\n" {
+		if got := readStored(t, out, c, DirFiles+"/"+want[0].Digest.Encoded()); got != "y\n" {
 			t.Errorf("%s: stored out.txt holds %q", id, got)
 		}
 		var files []string
-		ws := filepath.Join(out, filepath.FromSlash(storeRollouts), c.Rollout.Encoded(), DirWorkspace)
+		ws := filepath.Join(out, filepath.FromSlash(storeRollouts), c.Rollout.Encoded(), DirFiles)
 		filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && p != ws {
 				rel, _ := filepath.Rel(ws, p)
@@ -389,8 +390,8 @@ func TestRunCellEnvAndChanges(t *testing.T) {
 			}
 			return nil
 		})
-		if !reflect.DeepEqual(files, []string{"out.txt"}) {
-			t.Errorf("%s: stored workspace holds %q, want only out.txt", id, files)
+		if !reflect.DeepEqual(files, []string{want[0].Digest.Encoded()}) {
+			t.Errorf("%s: stored files hold %q, want only out.txt's content", id, files)
 		}
 	}
 }

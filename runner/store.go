@@ -13,6 +13,16 @@ import (
 	"github.com/skillgate/skillgate/pipeline"
 )
 
+// Change is one changed workspace path of a rollout.
+type Change = pipeline.FileChange
+
+// Kinds of Change.
+const (
+	ChangeAdded    = pipeline.ChangeAdded
+	ChangeModified = pipeline.ChangeModified
+	ChangeDeleted  = pipeline.ChangeDeleted
+)
+
 // Statuses of a rollout (see pipeline for their meaning).
 const (
 	StatusCompleted = pipeline.StatusCompleted
@@ -45,8 +55,11 @@ type Rollout struct {
 	Answer     string     `json:"answer"`
 	Transcript Transcript `json:"transcript"`
 	Telemetry  Telemetry  `json:"telemetry"`
-	// Changes lists the workspace paths the agent changed (skills excluded).
-	Changes []Change `json:"changes"`
+	// Changes lists every workspace path whose final state differs from the initial
+	// workspace (the fixture and the installed skills), the skills folder included.
+	Changes []pipeline.FileChange `json:"changes"`
+	// Collection says how the workspace was read back, and what its limits cut.
+	Collection Collection `json:"collection"`
 
 	// Gateway is what the cell asked of its model, as the gateway saw it.
 	Gateway *CellUsage `json:"gateway,omitempty"`
@@ -76,11 +89,12 @@ type Durations struct {
 
 // Files of a stored rollout, inside its folder.
 const (
-	FileRollout   = "rollout.json"
-	FileAnswer    = "answer.txt"
-	FileStdout    = "stdout.txt"
-	FileStderr    = "stderr.txt"
-	DirWorkspace  = "workspace"
+	FileRollout = "rollout.json"
+	FileAnswer  = "answer.txt"
+	FileStdout  = "stdout.txt"
+	FileStderr  = "stderr.txt"
+	// DirFiles holds the contents of the changed files, one file per digest (its hex).
+	DirFiles      = "files"
 	storeRollouts = "store/rollouts"
 	storeTmp      = "store/tmp"
 )

@@ -1,0 +1,228 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+// initialWorkspace is a cell's workspace before its agent runs, by workspace path: the
+// case's fixture files and the arm's installed skills, as the plan digested them.
+func initialWorkspace(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm) map[string]pipeline.TreeEntry {
+	files := map[string]pipeline.TreeEntry{}
+	if pc.Fixture != "" {
+		for rel, e := range p.Fixtures[path.Clean(pc.Fixture)].Files {
+			files[rel] = e
+		}
+	}
+	for _, k := range arm.Skills {
+		sk := p.Skills[k]
+		at := path.Join(p.Agent.SkillsDir, sk.Name)
+		for rel, e := range sk.Files {
+			files[path.Join(at, rel)] = e
+		}
+	}
+	return files
+}
+
+// workspaceLimits bound what a cell's collection stores.
+type workspaceLimits struct {
+	FileBytes, TotalBytes int64
+}
+
+// workspaceCollector turns the entries a finished cell left in its workspace into the
+// changes of its final state against the initial workspace, storing the content of every
+// changed regular file once, by digest, in blobs. Memory stays flat whatever a file's size:
+// content streams from the container through the redactor and the hashes to its file.
+type workspaceCollector struct {
+	initial map[string]pipeline.TreeEntry
+	sorted  []string // initial paths, sorted
+	blobs   string
+	redact  *redactor
+	lim     workspaceLimits
+
+	stored  int64
+	final   map[string]pipeline.FileChange // final non-deleted entries that differ
+	removed map[string]bool                // initial paths gone
+	listed  map[string]bool                // paths a listing collection saw
+}
+
+func newWorkspaceCollector(initial map[string]pipeline.TreeEntry, blobs string, redact *redactor, lim workspaceLimits) *workspaceCollector {
+	w := &workspaceCollector{initial: initial, blobs: blobs, redact: redact, lim: lim,
+		final: map[string]pipeline.FileChange{}, removed: map[string]bool{}, listed: map[string]bool{}}
+	for p := range initial {
+		w.sorted = append(w.sorted, p)
+	}
+	sort.Strings(w.sorted)
+	return w
+}
+
+// under calls f with every initial path strictly below dir ("" is the workspace).
+func (w *workspaceCollector) under(dir string, f func(string)) {
+	prefix := dir + "/"
+	if dir == "" {
+		prefix = ""
+	}
+	i := sort.SearchStrings(w.sorted, prefix)
+	for ; i < len(w.sorted) && strings.HasPrefix(w.sorted[i], prefix); i++ {
+		f(w.sorted[i])
+	}
+}
+
+// visit takes one entry of the container's workspace.
+func (w *workspaceCollector) visit(e WorkspaceEntry) error {
+	if e.Path == "" || strings.ContainsRune(e.Path, 0) {
+		return nil
+	}
+	if e.Listed {
+		w.listed[e.Path] = true
+		return nil
+	}
+	w.listed[e.Path] = true
+	remove := func(p string) { w.removed[p] = true }
+	if e.Deleted {
+		if _, ok := w.initial[e.Path]; ok {
+			remove(e.Path)
+		}
+		w.under(e.Path, remove)
+		delete(w.final, e.Path)
+		return nil
+	}
+	delete(w.removed, e.Path)
+	init, had := w.initial[e.Path]
+	ch := pipeline.FileChange{Path: e.Path, Kind: pipeline.ChangeAdded, Type: e.Type}
+	if had {
+		ch.Kind = pipeline.ChangeModified
+	}
+	switch e.Type {
+	case entryDir:
+		if e.Opaque {
+			w.under(e.Path, remove)
+		}
+		if !had {
+			return nil // a folder only holds what is listed below it
+		}
+		// A folder where the fixture had a file or link.
+	case entrySymlink:
+		ch.Target = e.Target
+		if had && init.Mode == "symlink" && init.Digest == digest.FromString(filepath.ToSlash(e.Target)) {
+			return nil
+		}
+	case entryFile:
+		ch.Exec, ch.Size = e.Mode&0o111 != 0, e.Size
+		same, err := w.store(e, &ch, init, had)
+		if err != nil {
+			return err
+		}
+		if same {
+			return nil // copied up, or rewritten, with the fixture's own bytes
+		}
+	}
+	w.final[e.Path] = ch
+	return nil
+}
+
+// store streams a regular file's content into a blob, unless a limit cuts it, and says
+// whether it is byte for byte the initial file.
+func (w *workspaceCollector) store(e WorkspaceEntry, ch *pipeline.FileChange, init pipeline.TreeEntry, had bool) (same bool, err error) {
+	switch {
+	case w.lim.FileBytes > 0 && e.Size > w.lim.FileBytes:
+		ch.Cut = fmt.Sprintf("%d bytes, over limits.collect.fileBytes (%d)", e.Size, w.lim.FileBytes)
+		return false, nil
+	case w.lim.TotalBytes > 0 && w.stored+e.Size > w.lim.TotalBytes:
+		ch.Cut = fmt.Sprintf("over limits.collect.totalBytes (%d) with the files before it", w.lim.TotalBytes)
+		return false, nil
+	}
+	rc, err := e.Open()
+	if err != nil {
+		ch.Cut = "unreadable: " + err.Error()
+		return false, nil
+	}
+	defer rc.Close()
+	if err := os.MkdirAll(w.blobs, 0o755); err != nil {
+		return false, fmt.Errorf("store %s: %w", e.Path, err)
+	}
+	tmp, err := os.CreateTemp(w.blobs, ".part-")
+	if err != nil {
+		return false, fmt.Errorf("store %s: %w", e.Path, err)
+	}
+	defer os.Remove(tmp.Name()) // gone once renamed
+	raw, stored := sha256.New(), sha256.New()
+	var sink io.Writer = io.MultiWriter(tmp, stored)
+	rw := w.redact.writer(sink)
+	// At most one byte past the limit is read: a file that grew is cut, not stored whole.
+	limit := e.Size + 1
+	if w.lim.FileBytes > 0 {
+		limit = w.lim.FileBytes + 1
+	}
+	n, err := io.Copy(io.MultiWriter(raw, rw), io.LimitReader(rc, limit))
+	if err == nil {
+		err = rw.Close()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		var cut CollectCut
+		if errors.As(err, &cut) {
+			ch.Cut = cut.Reason
+			return false, cut
+		}
+		return false, fmt.Errorf("store %s: %w", e.Path, err)
+	}
+	if w.lim.FileBytes > 0 && n > w.lim.FileBytes {
+		ch.Cut = fmt.Sprintf("over limits.collect.fileBytes (%d)", w.lim.FileBytes)
+		return false, nil
+	}
+	rawDigest := digest.NewDigest(digest.SHA256, raw)
+	if had && init.Mode != "symlink" && init.Digest == rawDigest && (init.Mode == "exec") == ch.Exec {
+		return true, nil
+	}
+	ch.Size = n
+	ch.Digest = digest.NewDigest(digest.SHA256, stored)
+	ch.Redacted = rw.(*redactWriter).redacted
+	w.stored += n
+	if err := os.Rename(tmp.Name(), filepath.Join(w.blobs, ch.Digest.Encoded())); err != nil {
+		return false, fmt.Errorf("store %s: %w", e.Path, err)
+	}
+	return false, nil
+}
+
+// changes is the final state's difference from the initial workspace, sorted by path.
+// complete says the entries listed the whole final workspace (a listing collection that
+// was not cut): then every initial path not listed is gone too.
+func (w *workspaceCollector) changes(complete bool) []pipeline.FileChange {
+	if complete {
+		for p := range w.initial {
+			if !w.listed[p] {
+				w.removed[p] = true
+			}
+		}
+	}
+	out := make([]pipeline.FileChange, 0, len(w.final)+len(w.removed))
+	for _, ch := range w.final {
+		out = append(out, ch)
+	}
+	for p := range w.removed {
+		if _, ok := w.final[p]; ok {
+			continue
+		}
+		typ := pipeline.TypeFile
+		if w.initial[p].Mode == "symlink" {
+			typ = pipeline.TypeSymlink
+		}
+		out = append(out, pipeline.FileChange{Path: p, Kind: pipeline.ChangeDeleted, Type: typ})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
