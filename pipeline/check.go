@@ -146,6 +146,7 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
 	at := func(more ...cue.Selector) []cue.Selector {
 		return append(append([]cue.Selector{}, base...), more...)
 	}
+	checkPromptSize(c, s, cs, at(str("prompt")))
 	if cs.Fixture != "" {
 		// Many cases share a fixture: check each folder once.
 		err, seen := c.fixtures[cs.Fixture]
@@ -185,6 +186,39 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
 			if _, err := path.Match(w, ""); err != nil {
 				c.add(at(str("writes"), cue.Index(i)), "invalid glob %q: %v", w, err)
 			}
+		}
+	}
+}
+
+// checkPromptSize refuses a prompt (with its seed) over limits.prompt, and one too large
+// for the command line of a command agent that takes it as {{prompt}}.
+func checkPromptSize(c *checker, s *Suite, cs Case, sel []cue.Selector) {
+	size := len(cs.Prompt)
+	if len(cs.Seed) > 0 {
+		size += len(s.Agent.SeedPrompt)
+		for _, t := range cs.Seed {
+			size += len(t.Content) + len("Assistant: \n\n")
+		}
+	}
+	max, err := ParseBytes(s.Limits.Prompt)
+	if err == nil && int64(size) > max {
+		c.add(sel, "the prompt and its seed are %d bytes, over limits.prompt (%s)", size, s.Limits.Prompt)
+		return
+	}
+	for _, a := range s.Arms {
+		if a.Activation == "forced" && len(a.Skills) > 0 {
+			size += len(s.Agent.ForcedPrompt)
+			break
+		}
+	}
+	arg, err := ParseBytes(s.Limits.PromptArg)
+	if err != nil || s.Agent.Kind != "command" || int64(size) <= arg {
+		return
+	}
+	for _, a := range s.Agent.Command {
+		if strings.Contains(a, "{{prompt}}") {
+			c.add(sel, "the prompt is %d bytes, over limits.promptArg (%s) for the command line: the agent's command should read $SKILLGATE_PROMPT_FILE instead of {{prompt}}", size, s.Limits.PromptArg)
+			return
 		}
 	}
 }

@@ -1,8 +1,12 @@
 package pipeline
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"path"
 	"regexp"
 	"strconv"
@@ -227,6 +231,9 @@ func CodeBlocks(md string) []string {
 func writesCheck(allowed []string, changes []FileChange) CheckResult {
 	var bad []string
 	for _, c := range changes {
+		if c.Type == TypeDir {
+			continue // a folder is not a write; what it held is listed on its own
+		}
 		ok := false
 		for _, g := range allowed {
 			if dir, found := strings.CutSuffix(g, "/**"); found && strings.HasPrefix(c.Path, dir+"/") {
@@ -294,46 +301,98 @@ func tally(exp Expectation, events []RoutingEvent, ofSuite func(string) bool) Ro
 // changeCost counts changed files and added and deleted lines. Lines are
 // compared as multisets per file, so a moved line counts as neither.
 func changeCost(w World) (CellCost, error) {
-	c := CellCost{ChangedFiles: len(w.Changes)}
+	c := CellCost{}
 	for _, ch := range w.Changes {
-		before, err := w.initialState(ch.Path).content()
+		if ch.Type == TypeDir {
+			continue
+		}
+		c.ChangedFiles++
+		before, err := w.initialState(ch.Path).stream()
 		if err != nil {
 			return c, err
 		}
-		after, err := w.finalState(ch.Path).content()
+		after, err := w.finalState(ch.Path).stream()
 		if err != nil {
+			closeStream(before)
 			return c, err
 		}
-		add, del := lineDelta(before, after)
+		add, del, err := lineDeltaStream(before, after)
+		closeStream(before)
+		closeStream(after)
+		if err != nil {
+			return c, fmt.Errorf("count changed lines of %s: %w", displayPath(ch.Path), err)
+		}
 		c.LinesAdded += add
 		c.LinesDeleted += del
 	}
 	return c, nil
 }
 
+// lineDelta counts lines added and deleted between two texts, as multisets.
 func lineDelta(before, after []byte) (added, deleted int) {
-	count := map[string]int{}
-	for _, l := range splitLines(before) {
-		count[l]++
+	added, deleted, _ = lineDeltaStream(bytes.NewReader(before), bytes.NewReader(after))
+	return added, deleted
+}
+
+// lineDeltaStream is lineDelta over streams, in memory that grows with the number of
+// distinct lines, never with a line's length: lines are kept as hashes. A stream with a
+// NUL byte is binary: it has no lines, and both counts are 0.
+func lineDeltaStream(before, after io.Reader) (added, deleted int, err error) {
+	count := map[uint64]int{}
+	binary, err := eachLine(before, func(h uint64) { count[h]++ })
+	if err != nil || binary {
+		return 0, 0, err
 	}
-	for _, l := range splitLines(after) {
-		if count[l] > 0 {
-			count[l]--
+	binary, err = eachLine(after, func(h uint64) {
+		if count[h] > 0 {
+			count[h]--
 		} else {
 			added++
 		}
+	})
+	if err != nil || binary {
+		return 0, 0, err
 	}
 	for _, n := range count {
 		deleted += n
 	}
-	return added, deleted
+	return added, deleted, nil
 }
 
-func splitLines(b []byte) []string {
-	if len(b) == 0 {
-		return nil
+// eachLine calls f with the hash of every line of r (a last line without its newline
+// counts), and stops saying binary at the first NUL byte.
+func eachLine(r io.Reader, f func(uint64)) (binary bool, err error) {
+	if r == nil {
+		return false, nil
 	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	br := bufio.NewReaderSize(r, 64<<10)
+	h := fnv.New64a()
+	pending := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if bytes.IndexByte(chunk, 0) >= 0 {
+			return true, nil
+		}
+		if len(chunk) > 0 {
+			pending = true
+			h.Write(bytes.TrimSuffix(chunk, []byte("\n")))
+		}
+		switch {
+		case err == nil:
+			f(h.Sum64())
+			h.Reset()
+			pending = false
+		case errors.Is(err, bufio.ErrBufferFull):
+			// A long line: hash on.
+		case errors.Is(err, io.EOF):
+			if pending {
+				f(h.Sum64())
+			}
+			return false, nil
+		default:
+			return false, err
+		}
+	}
 }
 
 // displayPath is a workspace path as messages show it: quoted when it holds

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -187,6 +188,7 @@ type entryState struct {
 	link   bool
 	target string
 	read   func() ([]byte, error)
+	open   func() (*os.File, error)
 	cut    string
 }
 
@@ -207,7 +209,7 @@ func (w *World) finalState(rel string) entryState {
 		if c.Digest != "" {
 			file = filepath.Join(w.Changed, c.Digest.Encoded())
 		}
-		return entryState{exists: true, read: func() ([]byte, error) { return os.ReadFile(file) }}
+		return entryState{exists: true, read: func() ([]byte, error) { return os.ReadFile(file) }, open: func() (*os.File, error) { return os.Open(file) }}
 	}
 	return w.initialState(rel)
 }
@@ -225,7 +227,7 @@ func (w *World) initialState(rel string) entryState {
 		}
 		return entryState{exists: true, link: true, target: filepath.ToSlash(target)}
 	}
-	return entryState{exists: true, read: func() ([]byte, error) { return os.ReadFile(host) }}
+	return entryState{exists: true, read: func() ([]byte, error) { return os.ReadFile(host) }, open: func() (*os.File, error) { return os.Open(host) }}
 }
 
 // resolve follows the symlinks on the way to rel, element by element, as
@@ -284,6 +286,29 @@ func (st entryState) content() ([]byte, error) {
 		return nil, nil
 	}
 	return b, err
+}
+
+// stream opens a state's content when it is a regular file whose content is stored; nil
+// (no error) otherwise. The caller closes it with closeStream.
+func (st entryState) stream() (io.Reader, error) {
+	if !st.exists || st.link || st.open == nil {
+		return nil, nil
+	}
+	f, err := st.open()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// closeStream closes what stream opened.
+func closeStream(r io.Reader) {
+	if c, ok := r.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 // WorkspaceRoot is where a cell's workspace is, as symlinks the agent makes

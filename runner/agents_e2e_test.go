@@ -80,3 +80,27 @@ func TestCodexEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestBigPromptReachesClaudeCode: a 200 KiB prompt, too large for a command-line argument,
+// reaches the real Claude Code CLI through its standard input, whole, in every arm.
+func TestBigPromptReachesClaudeCode(t *testing.T) {
+	e := testEngine(t)
+	s := copyAgentSuite(t, e, "bigprompt")
+	out := t.TempDir()
+	var log bytes.Buffer
+	sum, rep, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 2, Log: &log})
+	if err != nil {
+		t.Fatalf("evaluate: %v\n%s", err, log.String())
+	}
+	if !sum.Complete() || sum.Statuses[StatusCompleted] != len(s.Plan.Cells) {
+		t.Fatalf("summary %+v\n%s", sum, log.String())
+	}
+	for _, c := range rep.Cases[0].Trials {
+		for _, tr := range c {
+			if !tr.Passed {
+				ro, _, _ := (&Store{Dir: out}).Rollout(tr.Rollout)
+				t.Errorf("%s: answer %q", tr.Cell, ro.Answer)
+			}
+		}
+	}
+}

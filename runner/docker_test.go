@@ -337,6 +337,24 @@ func TestContainer(t *testing.T) {
 		}
 	})
 
+	t.Run("Shapes", func(t *testing.T) {
+		// A folder removed, a file turned into a folder: the same final state either way.
+		for _, api := range []bool{false, true} {
+			spec := base
+			spec.Cmd = []string{"sh", "-c", "rm -rf sub && rm keep.txt && mkdir keep.txt && echo y >keep.txt/in"}
+			changes, _, col := collectRun(t, e, spec, api)
+			want := []Change{
+				{Path: "keep.txt", Kind: ChangeModified, Type: "dir"},
+				{Path: "keep.txt/in", Kind: ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("y\n")},
+				{Path: "sub", Kind: ChangeDeleted, Type: "dir"},
+				{Path: "sub/deep.txt", Kind: ChangeDeleted, Type: "file"},
+			}
+			if !reflect.DeepEqual(changes, want) {
+				t.Errorf("api %v: changes %+v,\nwant %+v (collection %+v)", api, changes, want, col)
+			}
+		}
+	})
+
 	t.Run("Cancel", func(t *testing.T) {
 		spec := base
 		spec.Cmd = []string{"/bin/testagent", "sleep", "30"}

@@ -304,9 +304,14 @@ func (g *grader) runChecks(ctx context.Context, c pipeline.Cell, pc pipeline.Pla
 		return out, nil
 	}
 	g.once.Do(func() {
-		if g.engine, g.err = NewEngine(ctx); g.err == nil {
-			g.images = newImages(g.engine, g.plan, g.opts.SuiteDir, g.opts.logger())
+		if g.engine, g.err = NewEngine(ctx); g.err != nil {
+			return
 		}
+		// The folder is locked: a container labelled for it is a dead run's.
+		if n, err := g.engine.Sweep(ctx, LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {
+			fmt.Fprintf(g.opts.logger(), "removed %d containers left by an interrupted run\n", n)
+		}
+		g.images = newImages(g.engine, g.plan, g.opts.SuiteDir, g.opts.logger())
 	})
 	if g.err != nil {
 		return nil, g.err

@@ -235,7 +235,7 @@ func startCellRunner(ctx context.Context, p *pipeline.Plan, opts Options, out st
 	if err != nil {
 		return nil, nil, err
 	}
-	outLabel := digest.FromString(out).Encoded()[:16]
+	outLabel := outLabel(out)
 	if n, err := engine.Sweep(ctx, LabelOut+"="+outLabel); err != nil {
 		engine.Close()
 		return nil, nil, err

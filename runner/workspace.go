@@ -51,17 +51,23 @@ type workspaceCollector struct {
 	redact  *redactor
 	lim     workspaceLimits
 
-	stored  int64
-	final   map[string]pipeline.FileChange // final non-deleted entries that differ
-	removed map[string]bool                // initial paths gone
-	listed  map[string]bool                // paths a listing collection saw
+	dirs map[string]bool // initial folders: those holding an initial file
+
+	stored      int64
+	final       map[string]pipeline.FileChange // final non-deleted entries that differ
+	removed     map[string]bool                // initial paths gone
+	removedDirs map[string]bool                // initial folders gone
+	listed      map[string]bool                // paths a listing collection saw
 }
 
 func newWorkspaceCollector(initial map[string]pipeline.TreeEntry, blobs string, redact *redactor, lim workspaceLimits) *workspaceCollector {
-	w := &workspaceCollector{initial: initial, blobs: blobs, redact: redact, lim: lim,
-		final: map[string]pipeline.FileChange{}, removed: map[string]bool{}, listed: map[string]bool{}}
+	w := &workspaceCollector{initial: initial, blobs: blobs, redact: redact, lim: lim, dirs: map[string]bool{},
+		final: map[string]pipeline.FileChange{}, removed: map[string]bool{}, removedDirs: map[string]bool{}, listed: map[string]bool{}}
 	for p := range initial {
 		w.sorted = append(w.sorted, p)
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			w.dirs[d] = true
+		}
 	}
 	sort.Strings(w.sorted)
 	return w
@@ -90,15 +96,27 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 	}
 	w.listed[e.Path] = true
 	remove := func(p string) { w.removed[p] = true }
+	removeDirs := func(dir string) {
+		for d := range w.dirs {
+			if strings.HasPrefix(d, dir+"/") {
+				w.removedDirs[d] = true
+			}
+		}
+	}
 	if e.Deleted {
 		if _, ok := w.initial[e.Path]; ok {
 			remove(e.Path)
+		}
+		if w.dirs[e.Path] {
+			w.removedDirs[e.Path] = true
+			removeDirs(e.Path)
 		}
 		w.under(e.Path, remove)
 		delete(w.final, e.Path)
 		return nil
 	}
 	delete(w.removed, e.Path)
+	delete(w.removedDirs, e.Path)
 	init, had := w.initial[e.Path]
 	ch := pipeline.FileChange{Path: e.Path, Kind: pipeline.ChangeAdded, Type: e.Type}
 	if had {
@@ -108,6 +126,7 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 	case entryDir:
 		if e.Opaque {
 			w.under(e.Path, remove)
+			removeDirs(e.Path)
 		}
 		if !had {
 			return nil // a folder only holds what is listed below it
@@ -208,8 +227,26 @@ func (w *workspaceCollector) changes(complete bool) []pipeline.FileChange {
 				w.removed[p] = true
 			}
 		}
+		for d := range w.dirs {
+			if !w.listed[d] {
+				w.removedDirs[d] = true
+			}
+		}
 	}
 	out := make([]pipeline.FileChange, 0, len(w.final)+len(w.removed))
+	for d := range w.removedDirs {
+		// One entry for a removed folder, none for the folders it held.
+		top := true
+		for p := path.Dir(d); p != "."; p = path.Dir(p) {
+			if w.removedDirs[p] {
+				top = false
+				break
+			}
+		}
+		if top {
+			out = append(out, pipeline.FileChange{Path: d, Kind: pipeline.ChangeDeleted, Type: pipeline.TypeDir})
+		}
+	}
 	for _, ch := range w.final {
 		out = append(out, ch)
 	}
