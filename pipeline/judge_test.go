@@ -67,6 +67,29 @@ func judgePlan(t *testing.T) (*Plan, string) {
 	return p, root
 }
 
+// judgeAttemptIn lays out a cell's final workspace over the suite's
+// fixture folder fx, with its deterministic checks, as the runner would
+// from a stored rollout.
+func judgeAttemptIn(t *testing.T, p *Plan, root, fx string, c Cell, answer string, files map[string]string, changes []FileChange) JudgeAttempt {
+	t.Helper()
+	changed := t.TempDir()
+	for rel, body := range files {
+		full := filepath.Join(changed, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := World{Fixture: filepath.Join(root, "suite", fx), Changed: changed, Changes: changes}
+	r, err := GradeCell(p, p.Cases[0], c, GradeInput{Status: StatusCompleted, Answer: answer, World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return JudgeAttempt{Cell: c, Answer: answer, World: w, Checks: r.Checks}
+}
+
 // judgeAttempt lays out a cell's final workspace and grades it, as the
 // runner would from a stored rollout.
 func judgeAttempt(t *testing.T, p *Plan, root string, c Cell, answer string, files map[string]string, changes []FileChange, runPassed bool) JudgeAttempt {
@@ -107,7 +130,7 @@ func cellOf(t *testing.T, p *Plan, id string) Cell {
 // judgeAttempts are a skill arm's and a no-skill arm's attempts at fixit.
 func judgeAttempts(t *testing.T, p *Plan, root string) (skill, none JudgeAttempt) {
 	skill = judgeAttempt(t, p, root, cellOf(t, p, "fixit/armzeta/1"),
-		"Fixed the typo in hello.txt, as skillomega and keysigma say.\n",
+		"Fixed the typo in hello.txt, as skillomega and skilldelta say.\n",
 		map[string]string{"hello.txt": "hello world\nline two\nline three\nline four\nline five\nline six\nline seven\nline eight\n", "CHANGES.md": "- greeting fixed\n"},
 		[]FileChange{{Path: "hello.txt", Kind: "modified"}, {Path: "notes/todo.md", Kind: "deleted"}, {Path: "CHANGES.md", Kind: "added"}}, true)
 	none = judgeAttempt(t, p, root, cellOf(t, p, "fixit/armeta/1"),
@@ -234,17 +257,163 @@ func TestJudgePacketLeak(t *testing.T) {
 	}
 }
 
-func TestJudgeBlinderWholeWords(t *testing.T) {
-	b := blinder{names: []string{"skillomega", "cl"}}
+// TestJudgeBlinderText: what the agent wrote loses the installed names,
+// the skill paths and the forced prompt's words; a suite key the agent
+// never saw stays; a name the task also uses is hidden only as a skill's.
+func TestJudgeBlinderText(t *testing.T) {
+	p := &Plan{
+		Agent: PlanAgent{Agent: Agent{SkillsDir: ".claude/skills", ForcedPrompt: "Use the {{skills}} skill (through the Skill tool) for this task.\n\n{{prompt}}"}},
+		Skills: map[string]PlanSkill{
+			"keyomega": {Skill: Skill{Name: "skillomega"}, Tree: Tree{Files: map[string]TreeEntry{"SKILL.md": {}, "references/deep.md": {}}}},
+			"cl":       {Skill: Skill{Name: "cl"}, Tree: Tree{Files: map[string]TreeEntry{"SKILL.md": {}, "scripts/x.sh": {}}}},
+			"unused":   {Skill: Skill{Name: "unused"}},
+		},
+		Arms: []PlanArm{{Name: "a", Arm: Arm{Skills: []string{"keyomega", "cl"}, Activation: "forced"}}},
+	}
+	b := newBlinder(p)
 	for in, want := range map[string]string{
-		"use skillomega now":        "use [redacted] now",
-		".agents/skills/skillomega": ".agents/skills/[redacted]",
-		"skillomega-v2, cl":         "[redacted]-v2, [redacted]",
-		"clean cl_x xcl cl":         "clean cl_x xcl [redacted]",
-		"skillomegas":               "skillomegas",
+		"use skillomega now":                                 "use [redacted] now",
+		"SkillOmega-v2, cl":                                  "[redacted]-v2, [redacted]",
+		"clean cl_x xcl cl":                                  "clean cl_x xcl [redacted]",
+		"skillomegas":                                        "skillomegas",
+		"keyomega and unused are keys":                       "keyomega and unused are keys",
+		"read /workspace/.claude/skills/cl/SKILL.md.":        "read [redacted].",
+		"see `.agents/skills/skillomega/references/deep.md`": "see `[redacted]`",
+		"cat skillomega/references/deep.md | wc":             "cat [redacted] | wc",
+		"ls .claude/skills/ and $SKILLGATE_SKILLS_DIR":       "ls [redacted] and [redacted]",
+		"other/.claude/skillsx stays":                        "other/.claude/skillsx stays",
+		"You said: Use the cl, skillomega skill (through the Skill tool) for this task.": "You said: [redacted]",
 	} {
 		if got := b.text(in); got != want {
 			t.Errorf("text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// cl is a word of the task: only a skill's cl is hidden.
+	b = newBlinder(p)
+	b.share("Write a cl entry (cl means changelog).")
+	for in, want := range map[string]string{
+		"Added the cl entry.":                   "Added the cl entry.",
+		"I used the cl skill for the cl entry.": "I used the [redacted] skill for the cl entry.",
+		`Skill(cl) then {"skill": "cl"}`:        `Skill([redacted]) then {"skill": "[redacted]"}`,
+		"a skill named cl; skills: cl":          "a skill named [redacted]; skills: [redacted]",
+		"the `cl` Skill":                        "the `[redacted]` Skill",
+		"from .claude/skills/cl/scripts/x.sh":   "from [redacted]",
+		"cl/SKILL.md":                           "[redacted]",
+		"skillomega wrote it":                   "[redacted] wrote it",
+	} {
+		if got := b.text(in); got != want {
+			t.Errorf("shared cl: text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Only a diff's added lines are the agent's.
+	d := "--- a/cl.md\n+++ b/cl.md\n@@ -1,2 +1,2 @@\n the skillomega note\n-old skillomega\n+new skillomega\n"
+	if got, want := b.diff(d), "--- a/cl.md\n+++ b/cl.md\n@@ -1,2 +1,2 @@\n the skillomega note\n-old skillomega\n+new [redacted]\n"; got != want {
+		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// blindSuite's skill keys are common words, its installed name matches a
+// fixture file, and its prompt and rubric use all three.
+var blindSuite = map[string]string{
+	"skills/v1/SKILL.md":           "---\nname: alpha\ndescription: Reads files before answering.\n---\n# Alpha v1\n",
+	"skills/v2/SKILL.md":           "---\nname: alpha\ndescription: Reads files before answering.\n---\n# Alpha v2\n",
+	"skills/v2/references/more.md": "# more\n",
+	"suite/fx/alpha.txt":           "alpha beta\nbefore after\n",
+	"suite/fx/notes/before.md":     "# Notes written before\nSee alpha.txt.\n",
+	"suite/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+)
+
+schema.#Suite & {
+	name: "blindwords"
+	skills: {
+		before: {path: "../skills/v1", name: "alpha"}
+		after: {path: "../skills/v2", name: "alpha"}
+	}
+	agent: agents.command & {command: ["true"], skillsDir: ".claude/skills"}
+	judge: provider: "command"
+	judge: command: ["true"]
+	trials: 1
+	arms: {
+		none: {}
+		before: {skills: ["before"], activation: "forced"}
+		after: {skills: ["after"]}
+	}
+	cases: read: {
+		prompt: "Do it before reading the file, after you answer: open alpha.txt before anything else."
+		seed: [{role: "user", content: "Before that, what comes after alpha?"}]
+		fixture: "fx"
+		assert: [{answer: {contains: "beta"}}]
+		rubric: ["The answer quotes alpha.txt before anything else.", "Nothing changes after the answer."]
+	}
+}
+`,
+}
+
+// TestJudgeBlindKeepsTask: the packet's task, criteria, initial files and
+// diff paths are byte for byte the suite's, whatever words its skill keys
+// and names are, while the agent's mention of its skill is still hidden.
+func TestJudgeBlindKeepsTask(t *testing.T) {
+	root := writeSuite(t, blindSuite)
+	p, err := CompileDir(filepath.Join(root, "suite"))
+	if err != nil {
+		t.Fatal(PrintError(err, root))
+	}
+	pc := p.Cases[0]
+	answer := "I used the alpha skill from .claude/skills/alpha/SKILL.md before answering, as told: Use the alpha skill for this task.\nalpha.txt holds alpha beta, before after.\n"
+	a := judgeAttemptIn(t, p, root, "fx", cellOf(t, p, "read/before/1"), answer,
+		map[string]string{"alpha.txt": "alpha beta\nbefore after\nread by the alpha skill\n", "after.md": "alpha read after\n"},
+		[]FileChange{{Path: "after.md", Kind: "added"}, {Path: "alpha.txt", Kind: "modified"}})
+	rp, err := BuildRubricPacket(p, pc, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Task.Prompt != pc.Prompt || len(rp.Task.Seed) != 1 || rp.Task.Seed[0] != pc.Seed[0] {
+		t.Errorf("task %+v, want %q and %+v", rp.Task, pc.Prompt, pc.Seed)
+	}
+	for i, c := range rp.Criteria {
+		if c.Text != pc.Rubric[i] {
+			t.Errorf("criterion %d = %q, want %q", i, c.Text, pc.Rubric[i])
+		}
+	}
+	if len(rp.Criteria) != 2 {
+		t.Errorf("criteria %+v", rp.Criteria)
+	}
+	want := map[string]string{"alpha.txt": blindSuite["suite/fx/alpha.txt"], "notes/before.md": blindSuite["suite/fx/notes/before.md"]}
+	if len(rp.InitialFiles.Files) != len(want) {
+		t.Errorf("initial files %+v", rp.InitialFiles.Files)
+	}
+	for _, f := range rp.InitialFiles.Files {
+		if want[f.Path] != f.Content {
+			t.Errorf("initial file %s = %q, want %q", f.Path, f.Content, want[f.Path])
+		}
+	}
+	if len(rp.Diff) != 2 || rp.Diff[0].Path != "after.md" || rp.Diff[1].Path != "alpha.txt" {
+		t.Errorf("diff paths %+v", rp.Diff)
+	}
+	if got := rp.Diff[1].Diff; !strings.Contains(got, "--- a/alpha.txt\n+++ b/alpha.txt\n") || !strings.Contains(got, " alpha beta\n before after\n+read by the [redacted] skill\n") {
+		t.Errorf("alpha.txt diff:\n%s", got)
+	}
+	if got := rp.Diff[0].Diff; !strings.Contains(got, "+alpha read after\n") {
+		t.Errorf("after.md diff:\n%s", got)
+	}
+	wantAnswer := "I used the [redacted] skill from [redacted] before answering, as told: [redacted]\nalpha.txt holds alpha beta, before after.\n"
+	if rp.Answer != wantAnswer {
+		t.Errorf("answer:\n%q\nwant:\n%q", rp.Answer, wantAnswer)
+	}
+	b := EncodePacket(rp)
+	for _, leak := range []string{"alpha skill", ".claude/skills", "SKILL.md", "Use the", "forced"} {
+		if bytes.Contains(b, []byte(leak)) {
+			t.Errorf("packet holds %q:\n%s", leak, b)
+		}
+	}
+	// The task's words are everywhere they were.
+	for _, word := range []string{"Do it before reading the file, after you answer", "Before that, what comes after alpha?", "Nothing changes after the answer."} {
+		if !bytes.Contains(b, []byte(word)) {
+			t.Errorf("packet lacks the task's %q:\n%s", word, b)
 		}
 	}
 }

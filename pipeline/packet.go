@@ -15,18 +15,8 @@ import (
 
 // This file builds the judge's blinded packets and renders its prompts. It
 // is pure: no model, no network; it reads only a cell's World (the fixture
-// and the stored changed files).
-//
-// A packet holds the task (the case's own prompt and seed, never
-// an arm's forced prompt), the case's criteria, the fixture's text files,
-// the final diff, the final answer and, for a rubric, the deterministic
-// checks' names and details. It never holds the arm, the skills, their
-// contents, the routing expectations, whether the cell passed, or its cell
-// ID: a rubric packet names its attempt by an opaque candidate ID (a short
-// digest of the grade key). Text the agent produced (answer, diff, check
-// output) is scrubbed of the suite's skill names and keys as whole words
-// (replaced by [redacted]), since a forced arm's agent was told them; an
-// agent quoting its skill's contents is not scrubbed.
+// and the stored changed files). What a packet holds and what it hides is
+// the package comment's "Blinding".
 
 // Packet caps. A packet notes where it cut.
 const (
@@ -46,7 +36,7 @@ const (
 // PacketFormat versions the packets' layout and caps; it is part of the
 // judge's identity (so of every judged grade key) and of every pairwise
 // judgement key.
-const PacketFormat = 1
+const PacketFormat = 2
 
 // Candidate positions in a pairwise packet.
 const (
@@ -198,14 +188,16 @@ func BuildRubricPacket(p *Plan, pc PlanCase, a JudgeAttempt) (*RubricPacket, err
 	if err != nil {
 		return nil, err
 	}
-	pk := &RubricPacket{Candidate: CandidateID(a.Cell), Task: task(pc, b), Criteria: criteria(pc, b),
+	pk := &RubricPacket{Candidate: CandidateID(a.Cell), Task: task(pc), Criteria: criteria(pc),
 		InitialFiles: files, PacketAttempt: att, Evidence: []PacketEvidence{}}
 	for _, ch := range a.Checks {
 		if ch.Kind == CheckJudge {
 			continue
 		}
+		// The check's name is the suite's own text; its detail is output the
+		// agent's work produced.
 		d, _ := capText(ch.Detail, PacketDetailBytes)
-		pk.Evidence = append(pk.Evidence, PacketEvidence{Check: b.text(ch.Name), Detail: b.text(d)})
+		pk.Evidence = append(pk.Evidence, PacketEvidence{Check: ch.Name, Detail: b.text(d)})
 	}
 	return pk, nil
 }
@@ -226,7 +218,7 @@ func BuildPairwisePacket(p *Plan, pc PlanCase, first, second JudgeAttempt) (*Pai
 	if err != nil {
 		return nil, err
 	}
-	return &PairwisePacket{Task: task(pc, b), Criteria: criteria(pc, b), InitialFiles: files, A: pa, B: pb}, nil
+	return &PairwisePacket{Task: task(pc), Criteria: criteria(pc), InitialFiles: files, A: pa, B: pb}, nil
 }
 
 // EncodePacket is a packet's JSON as the judge sees it: indented, HTML
@@ -254,30 +246,32 @@ func RenderJudgePrompt(template string, packet []byte) string {
 	return strings.ReplaceAll(template, PacketPlaceholder, string(packet))
 }
 
-func task(pc PlanCase, b blinder) PacketTask {
-	t := PacketTask{Prompt: b.text(pc.Prompt)}
-	for _, turn := range pc.Seed {
-		t.Seed = append(t.Seed, Turn{Role: turn.Role, Content: b.text(turn.Content)})
-	}
-	return t
+// task is the case's prompt and seed, as every arm was given them: never
+// blinded.
+func task(pc PlanCase) PacketTask {
+	return PacketTask{Prompt: pc.Prompt, Seed: pc.Seed}
 }
 
-func criteria(pc PlanCase, b blinder) []PacketCriterion {
+func criteria(pc PlanCase) []PacketCriterion {
 	out := []PacketCriterion{}
 	for i, c := range pc.Rubric {
-		out = append(out, PacketCriterion{Index: i, Text: b.text(c)})
+		out = append(out, PacketCriterion{Index: i, Text: c})
 	}
 	return out
 }
 
 // initialFiles reads the fixture's text files in path order, each capped at
-// PacketFileBytes and all at PacketFilesBytes.
-func initialFiles(p *Plan, pc PlanCase, w World, b blinder) (PacketFiles, error) {
+// PacketFileBytes and all at PacketFilesBytes. They are the same for every
+// arm, so they are never blinded; b learns what they hold (every file
+// whole, those past the caps too), with the case's own text, so that the
+// task's words are not taken for signs of an arm.
+func initialFiles(p *Plan, pc PlanCase, w World, b *blinder) (PacketFiles, error) {
 	out := PacketFiles{
 		Note: fmt.Sprintf("The workspace before the attempt. Each file's content is cut at %d bytes (truncated: true); after %d bytes of content in all, files are listed in omitted. Binary files and symlinks are omitted.",
 			PacketFileBytes, PacketFilesBytes),
 		Files: []PacketFile{},
 	}
+	b.shareCase(pc)
 	if pc.Fixture == "" {
 		return out, nil
 	}
@@ -289,9 +283,10 @@ func initialFiles(p *Plan, pc PlanCase, w World, b blinder) (PacketFiles, error)
 	sort.Strings(paths)
 	total := 0
 	for _, f := range paths {
+		b.share(f)
 		e := tree.Files[f]
 		if e.Mode == "symlink" {
-			out.Omitted = append(out.Omitted, b.text(f)+" (symlink)")
+			out.Omitted = append(out.Omitted, f+" (symlink)")
 			continue
 		}
 		data, ok, err := w.Initial(f)
@@ -299,26 +294,27 @@ func initialFiles(p *Plan, pc PlanCase, w World, b blinder) (PacketFiles, error)
 			return out, fmt.Errorf("read initial file %s: %w", f, err)
 		}
 		if !ok {
-			out.Omitted = append(out.Omitted, b.text(f)+" (missing)")
+			out.Omitted = append(out.Omitted, f+" (missing)")
 			continue
 		}
 		if !isText(data) {
-			out.Omitted = append(out.Omitted, b.text(f)+" (binary)")
+			out.Omitted = append(out.Omitted, f+" (binary)")
 			continue
 		}
+		b.share(string(data))
 		if total >= PacketFilesBytes {
-			out.Omitted = append(out.Omitted, b.text(f)+" (over the packet's cap)")
+			out.Omitted = append(out.Omitted, f+" (over the packet's cap)")
 			continue
 		}
 		content, cut := capText(string(data), min(PacketFileBytes, PacketFilesBytes-total))
 		total += len(content)
-		out.Files = append(out.Files, PacketFile{Path: b.text(f), Bytes: int64(len(data)), Truncated: cut, Content: b.text(content)})
+		out.Files = append(out.Files, PacketFile{Path: f, Bytes: int64(len(data)), Truncated: cut, Content: content})
 	}
 	return out, nil
 }
 
 // attempt is one attempt's answer and final diff, changed files in path order.
-func attempt(a JudgeAttempt, b blinder) (PacketAttempt, error) {
+func attempt(a JudgeAttempt, b *blinder) (PacketAttempt, error) {
 	ans, cut := capText(a.Answer, PacketAnswerBytes)
 	out := PacketAttempt{Answer: b.text(ans), AnswerTruncated: cut, Diff: []PacketChange{}}
 	changes := append([]FileChange(nil), a.World.Changes...)
@@ -335,7 +331,7 @@ func attempt(a JudgeAttempt, b blinder) (PacketAttempt, error) {
 				return out, err
 			}
 		}
-		pc := PacketChange{Path: b.text(ch.Path), Change: ch.Kind}
+		pc := PacketChange{Path: ch.Path, Change: ch.Kind}
 		switch {
 		case ch.Kind != "deleted" && !hasAfter:
 			pc.Diff = "(not a regular file; content not shown)"
@@ -344,7 +340,7 @@ func attempt(a JudgeAttempt, b blinder) (PacketAttempt, error) {
 		default:
 			d := UnifiedDiff(ch.Path, string(before), string(after), hadBefore, hasAfter)
 			d, pc.Truncated = capText(d, PacketDiffBytes)
-			pc.Diff = b.text(d)
+			pc.Diff = b.diff(d)
 		}
 		out.Diff = append(out.Diff, pc)
 	}
