@@ -3,8 +3,10 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -661,12 +663,143 @@ func TestJudgeRubricNeverRescues(t *testing.T) {
 
 func TestJudgeMarkIncomplete(t *testing.T) {
 	v := Verdict{Verdict: VerdictPass, Reasons: []string{}, ExitCode: 0}
-	MarkJudgingIncomplete(&v, 0, "pairs")
+	MarkJudgingIncomplete(&v, nil, "pairs")
 	if v.Verdict != VerdictPass {
 		t.Fatal(v)
 	}
-	MarkJudgingIncomplete(&v, 3, "pairs")
-	if v.Verdict != VerdictIncomplete || v.ExitCode != 2 || v.Reasons[0] != "INCOMPLETE 3 pairs not judged" {
-		t.Errorf("%+v", v)
+	var missing []NotJudged
+	for i := 1; i <= 7; i++ {
+		missing = append(missing, NotJudged{Name: fmt.Sprintf("a/x/%d", i), Why: "judge: POST http://127.0.0.1/v1/messages: HTTP 500: down"})
+	}
+	missing = append(missing, NotJudged{Name: "b/x/1"})
+	MarkJudgingIncomplete(&v, missing, "cells")
+	want := "INCOMPLETE 8 cells not judged: a/x/1, a/x/2, a/x/3, a/x/4, a/x/5 and 2 more (judge: POST http://127.0.0.1/v1/messages: HTTP 500: down); b/x/1 (not asked: judging did not finish)"
+	if v.Verdict != VerdictIncomplete || v.ExitCode != 2 || v.Reasons[0] != want {
+		t.Errorf("%+v\nwant reason %q", v, want)
+	}
+}
+
+// TestJudgeAdjudication: a rubric cell is disputed when its checks and
+// the judge disagree, or when the suite names its case; the adjudicator's
+// criteria then decide the judge outcome, never passing a cell whose
+// checks failed, and the report lists every dispute.
+func TestJudgeAdjudication(t *testing.T) {
+	p, root := judgePlan(t)
+	if a := p.Judge.Adjudication; !a.Enabled || a.Cases == nil || len(a.Cases) != 0 || a.Judge != nil {
+		t.Errorf("adjudication defaults %+v: want enabled, no case named, the judge itself", a)
+	}
+	skill, none := judgeAttempts(t, p, root)
+	pc := p.Cases[0]
+	grade := func(a JudgeAttempt) CellResult {
+		r, err := GradeCell(p, pc, a.Cell, GradeInput{Status: StatusCompleted, Answer: a.Answer, World: a.World, RunChecks: a.Checks[1:2]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	good, bad := grade(skill), grade(none)
+	allPass := []CriterionResult{{0, true, "fixed"}, {1, true, "only that"}}
+	oneFails := []CriterionResult{{0, true, "fixed"}, {1, false, "added CHANGES.md"}}
+	if d := DisputeOf(p, pc, good, allPass); d != nil {
+		t.Errorf("agreement disputed: %+v", d)
+	}
+	if d := DisputeOf(p, pc, bad, oneFails); d != nil {
+		t.Errorf("agreement on a failure disputed: %+v", d)
+	}
+	d := DisputeOf(p, pc, good, oneFails)
+	if d == nil || d.Kind != DisputeDisagreement || d.Disagreed != "every deterministic check passed; the judge failed rubric 1: Nothing else changes." {
+		t.Errorf("checks passed, judge failed: %+v", d)
+	}
+	d = DisputeOf(p, pc, bad, allPass)
+	if d == nil || d.Kind != DisputeDisagreement || !strings.HasPrefix(d.Disagreed, "the judge passed every criterion; deterministic checks failed: ") || !strings.Contains(d.Disagreed, "run: test -f") {
+		t.Errorf("checks failed, judge passed: %+v", d)
+	}
+	// A judged result is taken back to its deterministic grade first.
+	if d := DisputeOf(p, pc, ApplyRubric(good, pc, CellJudgement{Valid: true, Criteria: oneFails}), allPass); d != nil {
+		t.Errorf("judged result disputed: %+v", d)
+	}
+	named := *p
+	nj := *p.Judge
+	nj.Adjudication.Cases = []string{pc.ID}
+	named.Judge = &nj
+	if d := DisputeOf(&named, pc, good, allPass); d == nil || d.Kind != DisputeNamed || d.Disagreed != "the suite names case fixit for adjudication" {
+		t.Errorf("named case: %+v", d)
+	}
+
+	adjudicated := func(first, second []CriterionResult, r CellResult) CellResult {
+		d := DisputeOf(&named, pc, r, first)
+		d.Adjudicated, d.Key, d.Valid, d.Criteria = true, "adj", second != nil, second
+		if second == nil {
+			d.Reason = "the reply holds no JSON object"
+		}
+		return ApplyRubric(r, pc, CellJudgement{Valid: true, Criteria: first, Dispute: d})
+	}
+	// The adjudicator passes what the judge failed: the cell passes, its
+	// checks the adjudicator's.
+	r := adjudicated(oneFails, allPass, good)
+	if !r.Passed || r.Judge.Score != 1 || r.Checks[len(r.Checks)-1].Detail != "only that" || r.Judge.Criteria[1].Pass {
+		t.Errorf("adjudicator passes: %+v", r)
+	}
+	// It never passes a cell whose checks failed.
+	if r := adjudicated(allPass, allPass, bad); r.Passed || r.Judge.Dispute.Decision() != DecisionPass {
+		t.Errorf("adjudicator rescued a failed cell: %+v", r)
+	}
+	// It fails what the judge passed (a named case).
+	if r := adjudicated(allPass, oneFails, good); r.Passed || r.Judge.Dispute.Decision() != DecisionFail {
+		t.Errorf("adjudicator fails: %+v", r)
+	}
+	// An unreadable adjudication makes the cell invalid.
+	if r := adjudicated(oneFails, nil, good); r.Status != StatusInvalid || r.Error != "adjudicator: the reply holds no JSON object" || r.Judge.Dispute.Decision() != DecisionInvalid {
+		t.Errorf("invalid adjudication: %+v", r)
+	}
+	// Not adjudicated (adjudication off): the first judgement stands.
+	off := DisputeOf(p, pc, good, oneFails)
+	if r := ApplyRubric(good, pc, CellJudgement{Valid: true, Criteria: oneFails, Dispute: off}); r.Passed || r.Judge.Dispute.Decision() != DecisionNotAdjudicated {
+		t.Errorf("not adjudicated: %+v", r)
+	}
+
+	// The report lists the disputes in plan order, with the decisions.
+	var results []CellResult
+	for _, c := range p.Cells {
+		switch c.ID {
+		case "fixit/armzeta/1":
+			a := skill
+			results = append(results, adjudicated(oneFails, allPass, grade(a)))
+		case "fixit/armeta/1":
+			results = append(results, adjudicated(allPass, oneFails, bad))
+		default:
+			a := skill
+			a.Cell = c
+			results = append(results, ApplyRubric(grade(a), pc, CellJudgement{Valid: true, Criteria: allPass}))
+		}
+		results[len(results)-1].Cell, results[len(results)-1].Case, results[len(results)-1].Arm, results[len(results)-1].Trial = c.ID, c.Case, c.Arm, c.Trial
+	}
+	rep := BuildAdjudicationReport(&named, results)
+	if rep == nil || !rep.Blinded || !rep.Enabled || rep.Provider != "command" || len(rep.Disputed) != 2 {
+		t.Fatalf("adjudication report %+v", rep)
+	}
+	want := []DisputedCell{
+		{Cell: "fixit/armeta/1", Case: "fixit", Arm: "armeta", Trial: 1, Kind: DisputeDisagreement, Decision: DecisionFail, Failed: []string{"rubric 1: Nothing else changes."}},
+		{Cell: "fixit/armzeta/1", Case: "fixit", Arm: "armzeta", Trial: 1, Kind: DisputeDisagreement, Decision: DecisionPass, Passed: true},
+	}
+	for i, w := range want {
+		g := rep.Disputed[i]
+		if g.Cell != w.Cell || g.Kind != w.Kind || g.Decision != w.Decision || g.Passed != w.Passed || strings.Join(g.Failed, ",") != strings.Join(w.Failed, ",") || g.Disagreed == "" {
+			t.Errorf("dispute %d = %+v, want %+v", i, g, w)
+		}
+	}
+	// The audit queue lists a disagreement with what the adjudicator decided.
+	queue := AuditQueue(&named, results, 1)
+	found := false
+	for _, it := range queue {
+		if it.Cell == "fixit/armzeta/1" {
+			found = slices.Contains(it.Reasons, AuditDisagreement) && strings.Contains(it.Detail, "adjudicator: pass")
+		}
+	}
+	if !found {
+		t.Errorf("audit queue %+v lacks the adjudicated disagreement", queue)
+	}
+	if AdjudicationKey(p.Cells[0].Grade) == AdjudicationKey(p.Cells[1].Grade) || AdjudicationKey(p.Cells[0].Grade).Encoded() == p.Cells[0].Grade.Encoded() {
+		t.Error("adjudication keys are not the cells' own")
 	}
 }

@@ -20,24 +20,37 @@ import (
 //
 // Storage, under the run folder:
 //
-//	store/packets/KEY.json     the blinded packet sent (for rejudging, audit)
-//	store/judgements/KEY.json  the judge's reply, usage and what was read from it
-//	store/grades/GRADE.json    rubric mode: the judged CellResult
+//	store/packets/KEY.json         the blinded packet sent (for rejudging, audit)
+//	store/judgements/KEY.json      the judge's reply, usage and what was read from it
+//	store/judge-failures/KEY.json  the last failed call for KEY, until one succeeds
+//	store/grades/GRADE.json        rubric mode: the judged CellResult
 //
 // A rubric judgement's KEY is the cell's grade key, which already holds
-// the judge's identity (templates and seed included): changing the judge
-// regrades without a new rollout. A pairwise judgement's KEY is
-// pipeline.PairwiseKey: both cells' grade keys, the judge, and the
-// candidate's position (A or B).
+// the judge's identity (templates, adjudication and seed included):
+// changing the judge regrades without a new rollout. The adjudicator's
+// judgement of a disputed cell is stored beside it under
+// pipeline.AdjudicationKey, and the cell's grade only once both are. A
+// pairwise judgement's KEY is pipeline.PairwiseKey: both cells' grade
+// keys, the judge, and the candidate's position (A or B).
 //
 // A judge call that fails (network, HTTP error, timeout, a command's
-// non-zero exit) stores nothing: the next run asks again, and until then
-// the report is INCOMPLETE. A reply that cannot be read is stored: it makes
-// a rubric cell invalid and a pairwise judgement INVALID.
+// non-zero exit) leaves its cell or pair unjudged and stores the failure,
+// redacted like everything stored: the run goes on, its report is
+// INCOMPLETE and names what was not judged and why (from the store alone,
+// so `skillgate report` rebuilds it), and the next run asks again; a call
+// that succeeds removes the failure. A reply that cannot be read is
+// stored: it makes a rubric cell invalid and a pairwise judgement INVALID.
 
 const (
-	storePackets    = "store/packets"
-	storeJudgements = "store/judgements"
+	storePackets       = "store/packets"
+	storeJudgements    = "store/judgements"
+	storeJudgeFailures = "store/judge-failures"
+)
+
+// Roles of a judge call.
+const (
+	roleJudge       = "judge"
+	roleAdjudicator = "adjudicator"
 )
 
 // Judgement is one stored judge call: the reply and what was read from it.
@@ -48,6 +61,8 @@ type Judgement struct {
 	// Cells are the judged cells: the cell, or the candidate then the
 	// baseline. They never reach the judge.
 	Cells []string `json:"cells"`
+	// Role is "adjudicator" for the adjudication of a disputed cell.
+	Role string `json:"role,omitempty"`
 	// Position is the candidate's position (A or B) in a pairwise packet.
 	Position string     `json:"position,omitempty"`
 	Reply    string     `json:"reply"`
@@ -107,29 +122,90 @@ func (s *Store) putPacket(key string, packet []byte) error {
 	return nil
 }
 
+// JudgeFailure is a stored failed judge call: what it was to judge and
+// why it failed.
+type JudgeFailure struct {
+	Key   string        `json:"key"`
+	Mode  string        `json:"mode"`
+	Role  string        `json:"role"`
+	Judge digest.Digest `json:"judge"`
+	// Name says what was to be judged: a cell, or a pair in one order.
+	Name  string   `json:"name"`
+	Cells []string `json:"cells"`
+	Error string   `json:"error"`
+}
+
+// JudgeFailurePath is where the failure stored under key lives.
+func (s *Store) JudgeFailurePath(key string) string {
+	return filepath.Join(s.Dir, storeJudgeFailures, key+".json")
+}
+
+// JudgeFailure reads the failure stored under key.
+func (s *Store) JudgeFailure(key string) (*JudgeFailure, bool, error) {
+	b, err := os.ReadFile(s.JudgeFailurePath(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read judge failure %s: %w", key, err)
+	}
+	var f JudgeFailure
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, false, fmt.Errorf("read judge failure %s: %w", key, err)
+	}
+	return &f, true, nil
+}
+
+func (s *Store) putJudgeFailure(f *JudgeFailure) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err == nil {
+		err = s.putFile(s.JudgeFailurePath(f.Key), append(b, '\n'))
+	}
+	if err != nil {
+		return fmt.Errorf("store judge failure %s: %w", f.Key, err)
+	}
+	return nil
+}
+
+// clearJudgeFailure removes the failure stored under key, once a call for
+// it succeeded.
+func (s *Store) clearJudgeFailure(key string) error {
+	if err := os.Remove(s.JudgeFailurePath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove judge failure %s: %w", key, err)
+	}
+	return nil
+}
+
 // --- judging a run ---
 
 // JudgeCells judges what the plan's judge must and the store lacks, with
 // opts.Jobs calls at once, and stores every packet and judgement: in rubric
 // mode every graded cell whose case has a rubric (failed ones too, for the
-// audit trail: they stay failed), its judged result replacing its grade;
-// in pairwise mode every (case, trial, pair) whose two cells are graded,
-// in the seeded order and, with swap, in the reversed order too. It
-// returns the number of judgements made (or, stored before, applied) and
-// the first failed call's error.
-func JudgeCells(ctx context.Context, p *pipeline.Plan, j Judge, opts Options) (calls int, err error) {
+// audit trail: they stay failed), its judged result replacing its grade,
+// and a disputed cell's adjudication by adjudicator (nil: the judge
+// itself, in a fresh call); in pairwise mode every (case, trial, pair)
+// whose two cells are graded, in the seeded order and, with swap, in the
+// reversed order too. It returns the number of judgements made (or, stored
+// before, applied) and of judge calls that failed, each stored as a
+// JudgeFailure; its error is the store's or the context's, never a judge's.
+func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opts Options) (calls, failed int, err error) {
 	if p.Judge == nil {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	if adjudicator == nil {
+		adjudicator = j
+	}
 	store := &Store{Dir: opts.Out}
 	results, err := Results(p, store)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	jr := &judgeRun{plan: p, judge: j, store: store, opts: opts, cases: map[string]pipeline.PlanCase{}}
+	_, adjTemplate := pipeline.AdjudicatorOf(p.Judge)
+	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, store: store, opts: opts,
+		redact: newRedactor(p, judgeSecrets(p)...), cases: map[string]pipeline.PlanCase{}}
 	for _, pc := range p.Cases {
 		jr.cases[pc.ID] = pc
 	}
@@ -140,49 +216,84 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j Judge, opts Options) (c
 		tasks = jr.rubricTasks(results)
 	}
 	if len(tasks) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	fmt.Fprintf(opts.Log, "judging: %d %s judgements by the %s judge (%d jobs)\n", len(tasks), p.Judge.Mode, p.Judge.Provider, max(opts.Jobs, 1))
 	var mu sync.Mutex
-	var first error
+	var fatal error
 	done := 0
 	forEach(ctx, opts.Jobs, tasks, func(task func(context.Context) (string, error)) {
 		line, err := task(ctx)
 		mu.Lock()
 		defer mu.Unlock()
 		done++
-		if err != nil {
-			if ctx.Err() == nil {
-				fmt.Fprintf(opts.Log, "[judge %d/%d] %v\n", done, len(tasks), err)
-				if first == nil {
-					first = err
-				}
+		var ce *callError
+		switch {
+		case err == nil:
+			calls++
+			fmt.Fprintf(opts.Log, "[judge %d/%d] %s\n", done, len(tasks), line)
+		case ctx.Err() != nil: // interrupted: nothing to record
+		case errors.As(err, &ce):
+			failed++
+			msg := jr.redact.string(ce.err.Error())
+			fmt.Fprintf(opts.Log, "[judge %d/%d] %s: %s (not judged)\n", done, len(tasks), ce.name, msg)
+			f := &JudgeFailure{Key: ce.key, Mode: p.Judge.Mode, Role: ce.role, Judge: p.Judge.Digest, Name: ce.name, Cells: ce.cells, Error: msg}
+			if err := store.putJudgeFailure(f); err != nil && fatal == nil {
+				fatal = err
 			}
-			return
+		default:
+			if fatal == nil {
+				fatal = err
+			}
+			fmt.Fprintf(opts.Log, "[judge %d/%d] %v\n", done, len(tasks), err)
 		}
-		calls++
-		fmt.Fprintf(opts.Log, "[judge %d/%d] %s\n", done, len(tasks), line)
 	})
-	if first == nil {
-		first = ctx.Err()
+	if fatal == nil {
+		fatal = ctx.Err()
 	}
-	return calls, first
+	return calls, failed, fatal
 }
+
+// judgeSecrets are the values of the judges' credential variables, which
+// nothing stored may hold.
+func judgeSecrets(p *pipeline.Plan) []string {
+	var out []string
+	aj, _ := pipeline.AdjudicatorOf(p.Judge)
+	for _, env := range []string{p.Judge.CredentialEnv, aj.CredentialEnv} {
+		if env != "" {
+			out = append(out, os.Getenv(env))
+		}
+	}
+	return out
+}
+
+// callError is a judgement that could not be made (its call failed, or
+// its packet could not be built): stored as a JudgeFailure under key.
+type callError struct {
+	key, role, name string
+	cells           []string
+	err             error
+}
+
+func (e *callError) Error() string { return e.name + ": " + e.err.Error() }
 
 type judgeRun struct {
-	plan  *pipeline.Plan
-	judge Judge
-	store *Store
-	opts  Options
-	cases map[string]pipeline.PlanCase
+	plan        *pipeline.Plan
+	judge       Judge
+	adjudicator Judge
+	adjTemplate string
+	store       *Store
+	opts        Options
+	redact      *redactor
+	cases       map[string]pipeline.PlanCase
 }
 
-// ask sends the prompt (and, to a command judge, the packet).
-func (jr *judgeRun) ask(ctx context.Context, prompt string, packet []byte) (string, JudgeUsage, error) {
-	if pj, ok := jr.judge.(packetJudge); ok {
+// askJudge sends the prompt (and, to a command judge, the packet) to j.
+func askJudge(ctx context.Context, j Judge, prompt string, packet []byte) (string, JudgeUsage, error) {
+	if pj, ok := j.(packetJudge); ok {
 		return pj.AskPacket(ctx, prompt, packet)
 	}
-	return jr.judge.Ask(ctx, prompt)
+	return j.Ask(ctx, prompt)
 }
 
 // attempt reads a graded cell's rollout as the packets need it.
@@ -217,55 +328,93 @@ func (jr *judgeRun) rubricTasks(results []pipeline.CellResult) []func(context.Co
 	return tasks
 }
 
-// rubricCell judges one cell's rubric and stores its judged result.
+// rubricJudgement is the judgement stored under key, or the reply of a new
+// call to j, read as a rubric reply of n criteria and stored.
+func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, template string, packet []byte, c pipeline.Cell, n int) (*Judgement, error) {
+	jd, ok, err := jr.store.Judgement(key)
+	if err != nil || ok {
+		return jd, err
+	}
+	name := c.ID
+	if role == roleAdjudicator {
+		name = "adjudication of " + c.ID
+	}
+	reply, usage, err := askJudge(ctx, j, pipeline.RenderJudgePrompt(template, packet), packet)
+	if err != nil {
+		return nil, &callError{key: key, role: role, name: name, cells: []string{c.ID}, err: err}
+	}
+	jd = &Judgement{Key: key, Mode: "rubric", Judge: jr.plan.Judge.Digest, Cells: []string{c.ID}, Reply: jr.redact.string(reply), Usage: usage}
+	if role != roleJudge {
+		jd.Role = role
+	}
+	if jd.Criteria, err = pipeline.ParseRubricReply(jd.Reply, n); err != nil {
+		jd.Error = err.Error()
+	}
+	if err := jr.store.putJudgement(jd); err != nil {
+		return nil, err
+	}
+	return jd, jr.store.clearJudgeFailure(key)
+}
+
+// rubricCell judges one cell's rubric, has a disputed judgement
+// adjudicated, and stores its judged result.
 func (jr *judgeRun) rubricCell(ctx context.Context, c pipeline.Cell, r pipeline.CellResult) (string, error) {
 	pc := jr.cases[c.Case]
+	key := c.Grade.Encoded()
+	failed := func(err error) error {
+		return &callError{key: key, role: roleJudge, name: c.ID, cells: []string{c.ID}, err: err}
+	}
 	a, err := jr.attempt(c, r)
 	if err != nil {
-		return "", err
+		return "", failed(err)
 	}
 	pk, err := pipeline.BuildRubricPacket(jr.plan, pc, a)
 	if err != nil {
-		return "", fmt.Errorf("judge %s: %w", c.ID, err)
+		return "", failed(fmt.Errorf("build packet: %w", err))
 	}
 	packet := pipeline.EncodePacket(pk)
-	key := c.Grade.Encoded()
 	if err := jr.store.putPacket(key, packet); err != nil {
 		return "", err
 	}
-	jd, ok, err := jr.store.Judgement(key)
+	jd, err := jr.rubricJudgement(ctx, jr.judge, key, roleJudge, jr.plan.Judge.Templates.Rubric, packet, c, len(pc.Rubric))
 	if err != nil {
 		return "", err
 	}
-	if !ok {
-		reply, usage, err := jr.ask(ctx, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Rubric, packet), packet)
+	cj := pipeline.CellJudgement{Candidate: pk.Candidate, Key: key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
+		Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens}
+	if cj.Valid {
+		cj.Dispute = pipeline.DisputeOf(jr.plan, pc, r, jd.Criteria)
+	}
+	if d := cj.Dispute; d != nil && jr.plan.Judge.Adjudication.Enabled {
+		akey := pipeline.AdjudicationKey(c.Grade).Encoded()
+		ad, err := jr.rubricJudgement(ctx, jr.adjudicator, akey, roleAdjudicator, jr.adjTemplate, packet, c, len(pc.Rubric))
 		if err != nil {
-			return "", fmt.Errorf("judge %s: %w", c.ID, err)
-		}
-		jd = &Judgement{Key: key, Mode: "rubric", Judge: jr.plan.Judge.Digest, Cells: []string{c.ID}, Reply: reply, Usage: usage}
-		if jd.Criteria, err = pipeline.ParseRubricReply(reply, len(pc.Rubric)); err != nil {
-			jd.Error = err.Error()
-		}
-		if err := jr.store.putJudgement(jd); err != nil {
 			return "", err
 		}
+		d.Adjudicated, d.Key, d.Valid, d.Reason, d.Criteria, d.Seconds, d.Tokens = true, akey, ad.Error == "", ad.Error, ad.Criteria, ad.Usage.Seconds, ad.Usage.Tokens
 	}
-	nr := pipeline.ApplyRubric(r, pc, pipeline.CellJudgement{Candidate: pk.Candidate, Key: key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
-		Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens})
+	nr := pipeline.ApplyRubric(r, pc, cj)
 	if err := jr.store.putGrade(nr); err != nil {
 		return "", err
 	}
+	if err := jr.store.clearJudgeFailure(key); err != nil {
+		return "", err
+	}
+	line := fmt.Sprintf("%s: ", c.ID)
+	if d := nr.Judge.Dispute; d != nil {
+		line += fmt.Sprintf("disputed (%s), adjudicator: %s; ", d.Disagreed, d.Decision())
+	}
 	switch {
-	case jd.Error != "":
-		return fmt.Sprintf("%s: judge reply invalid (the cell is invalid): %s", c.ID, jd.Error), nil
+	case nr.Status == pipeline.StatusInvalid:
+		return line + fmt.Sprintf("judge reply invalid (the cell is invalid): %s", nr.Error), nil
 	default:
-		passed := 0
-		for _, cr := range jd.Criteria {
-			if cr.Pass {
-				passed++
+		met := 0
+		for _, ch := range nr.Checks {
+			if ch.Kind == pipeline.CheckJudge && ch.Passed {
+				met++
 			}
 		}
-		return fmt.Sprintf("%s: %d of %d criteria met, cell %s", c.ID, passed, len(jd.Criteria), map[bool]string{true: "passes", false: "fails"}[nr.Passed]), nil
+		return line + fmt.Sprintf("%d of %d criteria met, cell %s", met, len(pc.Rubric), map[bool]string{true: "passes", false: "fails"}[nr.Passed]), nil
 	}
 }
 
@@ -281,6 +430,11 @@ type pairSlot struct {
 	positions  []string // the orders to judge, by the candidate's position
 	keys       []string // their judgement keys
 	swap       bool
+}
+
+// name says which pair and order a judgement is of.
+func (s pairSlot) name(pos string) string {
+	return fmt.Sprintf("%s/%d %s vs %s (%s as %s)", s.pc.ID, s.trial, s.pair.Candidate, s.pair.Baseline, s.pair.Candidate, pos)
 }
 
 // pairSlots lists the pairs the plan's judge compares whose two cells have
@@ -336,13 +490,17 @@ func (jr *judgeRun) pairTasks(results []pipeline.CellResult) []func(context.Cont
 
 // pairOrder judges one pair in one order and stores the judgement.
 func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) (string, error) {
+	name := s.name(pos)
+	failed := func(err error) error {
+		return &callError{key: key, role: roleJudge, name: name, cells: []string{s.cand.ID, s.base.ID}, err: err}
+	}
 	cand, err := jr.attempt(s.cand, s.candR)
 	if err != nil {
-		return "", err
+		return "", failed(err)
 	}
 	base, err := jr.attempt(s.base, s.baseR)
 	if err != nil {
-		return "", err
+		return "", failed(err)
 	}
 	first, second := cand, base
 	if pos == pipeline.PositionB {
@@ -350,17 +508,17 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 	}
 	pk, err := pipeline.BuildPairwisePacket(jr.plan, s.pc, first, second)
 	if err != nil {
-		return "", fmt.Errorf("judge %s/%d: %w", s.pc.ID, s.trial, err)
+		return "", failed(fmt.Errorf("build packet: %w", err))
 	}
 	packet := pipeline.EncodePacket(pk)
 	if err := jr.store.putPacket(key, packet); err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("%s/%d %s vs %s (%s as %s)", s.pc.ID, s.trial, s.pair.Candidate, s.pair.Baseline, s.pair.Candidate, pos)
-	reply, usage, err := jr.ask(ctx, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
+	reply, usage, err := askJudge(ctx, jr.judge, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
 	if err != nil {
-		return "", fmt.Errorf("judge %s: %w", name, err)
+		return "", failed(err)
 	}
+	reply = jr.redact.string(reply)
 	jd := &Judgement{Key: key, Mode: "pairwise", Judge: jr.plan.Judge.Digest, Cells: []string{s.cand.ID, s.base.ID}, Position: pos, Reply: reply, Usage: usage}
 	if jd.Winner, jd.Evidence, err = pipeline.ParsePairwiseReply(reply); err != nil {
 		jd.Error, jd.Outcome = err.Error(), pipeline.PairwiseInvalid
@@ -370,46 +528,79 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 	if err := jr.store.putJudgement(jd); err != nil {
 		return "", err
 	}
+	if err := jr.store.clearJudgeFailure(key); err != nil {
+		return "", err
+	}
 	if jd.Error != "" {
 		return fmt.Sprintf("%s: INVALID: %s", name, jd.Error), nil
 	}
 	return fmt.Sprintf("%s: %s", name, jd.Outcome), nil
 }
 
+// notJudged is what the store says of a missing judgement: the failure of
+// its last call under any of keys, if one is stored.
+func notJudged(store *Store, name string, keys ...string) (pipeline.NotJudged, error) {
+	for _, key := range keys {
+		f, ok, err := store.JudgeFailure(key)
+		if err != nil {
+			return pipeline.NotJudged{}, err
+		}
+		if ok {
+			why := f.Error
+			if f.Role == roleAdjudicator {
+				why = "adjudicator: " + why
+			}
+			return pipeline.NotJudged{Name: name, Why: why}, nil
+		}
+	}
+	return pipeline.NotJudged{Name: name}, nil
+}
+
 // judgedResults reads what the judge decided from the store alone: the
 // results with unjudged rubric cells made missing, the pairwise results,
-// and how many judgements the plan asks for are not stored.
-func judgedResults(p *pipeline.Plan, store *Store, results []pipeline.CellResult) ([]pipeline.CellResult, []pipeline.PairwiseResult, int, string, error) {
+// and the judgements the plan asks for that are not stored, with why.
+func judgedResults(p *pipeline.Plan, store *Store, results []pipeline.CellResult) ([]pipeline.CellResult, []pipeline.PairwiseResult, []pipeline.NotJudged, string, error) {
 	if p.Judge == nil {
-		return results, nil, 0, "", nil
+		return results, nil, nil, "", nil
 	}
 	if p.Judge.Mode != "pairwise" {
 		cases := map[string]pipeline.PlanCase{}
 		for _, pc := range p.Cases {
 			cases[pc.ID] = pc
 		}
-		missing := 0
+		var missing []pipeline.NotJudged
 		for i, r := range results {
 			if pipeline.RubricJudged(p, cases[r.Case]) && r.Valid() && r.Judge == nil {
+				nj, err := notJudged(store, r.Cell, r.Grade.Encoded(), pipeline.AdjudicationKey(r.Grade).Encoded())
+				if err != nil {
+					return nil, nil, nil, "", err
+				}
 				results[i].Status, results[i].Error, results[i].Passed = pipeline.StatusMissing, "graded but not judged", false
-				missing++
+				if nj.Why != "" {
+					results[i].Error += ": " + nj.Why
+				}
+				missing = append(missing, nj)
 			}
 		}
 		return results, nil, missing, "cells", nil
 	}
 	var out []pipeline.PairwiseResult
-	missing := 0
+	var missing []pipeline.NotJudged
 	for _, s := range pairSlots(p, results) {
 		outcome := map[string]string{}
 		var errs []string
-		complete := true
+		var lacking *pipeline.NotJudged
 		for i, pos := range s.positions {
 			jd, ok, err := store.Judgement(s.keys[i])
 			if err != nil {
-				return nil, nil, 0, "", err
+				return nil, nil, nil, "", err
 			}
 			if !ok {
-				complete = false
+				nj, err := notJudged(store, s.name(pos), s.keys[i])
+				if err != nil {
+					return nil, nil, nil, "", err
+				}
+				lacking = &nj
 				break
 			}
 			outcome[pos] = jd.Outcome
@@ -417,8 +608,8 @@ func judgedResults(p *pipeline.Plan, store *Store, results []pipeline.CellResult
 				errs = append(errs, fmt.Sprintf("%s as %s: %s", s.pair.Candidate, pos, jd.Error))
 			}
 		}
-		if !complete {
-			missing++
+		if lacking != nil {
+			missing = append(missing, *lacking)
 			continue
 		}
 		out = append(out, pipeline.CombinePairwise(s.pc.ID, s.trial, s.pair, s.first, outcome[pipeline.PositionA], outcome[pipeline.PositionB], s.swap, errs))

@@ -42,16 +42,40 @@ type JudgeUsage struct {
 
 // NewJudge makes the plan's judge. A scripted judge starts its own
 // gateway; close stops it. Missing credentials are an error here, before
-// anything runs.
+// anything runs. A command judge runs in suiteDir, and a relative program
+// path in its command is the suite folder's.
 func NewJudge(p *pipeline.Plan, suiteDir string) (j Judge, closeFn func(), err error) {
 	if p.Judge == nil {
 		return nil, nil, errors.New("new judge: the plan has no judge")
 	}
-	pj := p.Judge.Judge
 	timeout, err := time.ParseDuration(p.Limits.Timeout)
 	if err != nil {
 		return nil, nil, fmt.Errorf("new judge: limits.timeout: %w", err)
 	}
+	return newJudge(p.Judge.Judge, timeout, suiteDir)
+}
+
+// NewAdjudicator makes the judge that adjudicates the plan's disputes,
+// as NewJudge makes the judge; it is nil (with a close that does nothing)
+// when the judge adjudicates itself, in fresh calls, or nothing is
+// adjudicated.
+func NewAdjudicator(p *pipeline.Plan, suiteDir string) (j Judge, closeFn func(), err error) {
+	if p.Judge == nil || !p.Judge.Adjudication.Enabled || p.Judge.Adjudication.Judge == nil || p.Judge.Mode == "pairwise" {
+		return nil, func() {}, nil
+	}
+	timeout, err := time.ParseDuration(p.Limits.Timeout)
+	if err != nil {
+		return nil, nil, fmt.Errorf("new adjudicator: limits.timeout: %w", err)
+	}
+	aj, _ := pipeline.AdjudicatorOf(p.Judge)
+	j, closeFn, err = newJudge(aj, timeout, suiteDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("adjudicator: %w", err)
+	}
+	return j, closeFn, nil
+}
+
+func newJudge(pj pipeline.Judge, timeout time.Duration, suiteDir string) (Judge, func(), error) {
 	nothing := func() {}
 	switch pj.Provider {
 	case "scripted":
@@ -89,9 +113,15 @@ func NewJudge(p *pipeline.Plan, suiteDir string) (j Judge, closeFn func(), err e
 		}
 		argv := append([]string{}, pj.Command...)
 		if strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
-			argv[0] = filepath.Join(suiteDir, argv[0])
+			// Absolute: the program runs in the suite folder, where a
+			// relative path would be joined to it a second time.
+			abs, err := filepath.Abs(filepath.Join(suiteDir, argv[0]))
+			if err != nil {
+				return nil, nil, fmt.Errorf("new judge: judge.command: %w", err)
+			}
+			argv[0] = abs
 		}
-		return &commandJudge{argv: argv, dir: suiteDir, model: pj.Model, timeout: timeout}, nothing, nil
+		return &commandJudge{argv: argv, name: pj.Command[0], dir: suiteDir, model: pj.Model, timeout: timeout}, nothing, nil
 	default:
 		return nil, nil, fmt.Errorf("new judge: unknown provider %q", pj.Provider)
 	}
@@ -283,7 +313,9 @@ func postOnce(ctx context.Context, client *http.Client, url string, h http.Heade
 // It runs in the suite folder with the host's environment, and is killed
 // after the suite's limits.timeout.
 type commandJudge struct {
-	argv    []string
+	argv []string
+	// name is the program as the suite wrote it, for messages.
+	name    string
 	dir     string
 	model   string
 	timeout time.Duration
@@ -319,17 +351,25 @@ func (j *commandJudge) AskPacket(ctx context.Context, prompt string, packet json
 	err = cmd.Run()
 	u := JudgeUsage{Model: j.model, Seconds: time.Since(start).Seconds()}
 	if ctx.Err() == context.DeadlineExceeded {
-		return "", u, fmt.Errorf("judge command %s: timed out after %s", j.argv[0], j.timeout)
+		return "", u, fmt.Errorf("judge command %s: timed out after %s", j.program(), j.timeout)
 	}
 	if err != nil {
 		msg := strings.TrimSpace(string(stderr.buf))
 		if msg != "" {
 			msg = ": " + msg
 		}
-		return "", u, fmt.Errorf("judge command %s: %w%s", j.argv[0], err, msg)
+		return "", u, fmt.Errorf("judge command %s: %w%s", j.program(), err, msg)
 	}
 	if stdout.total > stdout.limit {
-		return "", u, fmt.Errorf("judge command %s: reply over %d bytes", j.argv[0], stdout.limit)
+		return "", u, fmt.Errorf("judge command %s: reply over %d bytes", j.program(), stdout.limit)
 	}
 	return string(stdout.buf), u, nil
+}
+
+// program names the command judge's program in messages.
+func (j *commandJudge) program() string {
+	if j.name != "" {
+		return j.name
+	}
+	return j.argv[0]
 }
