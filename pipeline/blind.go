@@ -151,7 +151,7 @@ func (b *blinder) share(s string) {
 	lower := asciiLower(s)
 	for i := range b.names {
 		n := &b.names[i]
-		if !n.shared && len(wordMatches(lower, n.name)) > 0 {
+		if !n.shared && hasWord(lower, n.name) {
 			n.shared = true
 		}
 		for j := range n.entries {
@@ -379,18 +379,31 @@ func skillContext(s string, i, end int) bool {
 func wordMatches(lower, name string) []int {
 	var out []int
 	for at := 0; ; {
-		i := strings.Index(lower[at:], name)
+		i := nextWord(lower, name, at)
 		if i < 0 {
 			return out
+		}
+		out = append(out, i)
+		at = i + len(name)
+	}
+}
+
+// hasWord reports whether name occurs in lower as a whole word.
+func hasWord(lower, name string) bool { return nextWord(lower, name, 0) >= 0 }
+
+// nextWord is where name next occurs in lower as a whole word from at, or -1.
+func nextWord(lower, name string, at int) int {
+	for {
+		i := strings.Index(lower[at:], name)
+		if i < 0 {
+			return -1
 		}
 		i += at
 		end := i + len(name)
 		if (i == 0 || !wordByte(lower[i-1])) && (end == len(lower) || !wordByte(lower[end])) {
-			out = append(out, i)
-			at = end
-		} else {
-			at = i + 1
+			return i
 		}
+		at = i + 1
 	}
 }
 
