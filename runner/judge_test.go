@@ -985,3 +985,32 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 	down.Unlock()
 	finishedRun(p, out)
 }
+
+// TestEvaluateWritesPlanFirst: the plan is in the run folder before
+// anything runs, so a run that stops at once (here on a judge whose key is
+// not set) still leaves a folder `skillgate report` can report on.
+func TestEvaluateWritesPlanFirst(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"s/suite.cue":      failureSuite,
+		"s/judge.cue":      "package t\n\nimport \"skillgate.dev/schema\"\n\nschema.#Suite & {\n\tjudge: {provider: \"anthropic\", upstream: \"http://127.0.0.1:9\", credentialEnv: \"JUDGE_PLAN_FIRST_UNSET_KEY\"}\n}\n",
+		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
+	})
+	p, err := pipeline.CompileDir(filepath.Join(root, "s"))
+	if err != nil {
+		t.Fatal(pipeline.PrintError(err, root))
+	}
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+	out := filepath.Join(t.TempDir(), "run")
+	_, _, err = Evaluate(context.Background(), p, Options{Out: out, SuiteDir: filepath.Join(root, "s")})
+	if err == nil || !strings.Contains(err.Error(), "JUDGE_PLAN_FIRST_UNSET_KEY is not set") {
+		t.Fatalf("evaluate: %v, want the missing key", err)
+	}
+	got, err := pipeline.ReadPlan(filepath.Join(out, FilePlan))
+	if err != nil || got.Digest != p.Digest {
+		t.Fatalf("plan.json: %v", err)
+	}
+	rep, err := Report(out)
+	if err != nil || rep.Verdict.Verdict != pipeline.VerdictIncomplete {
+		t.Errorf("report of a run that never started: %v %+v", err, rep)
+	}
+}
