@@ -108,6 +108,10 @@ func newBlinder(p *Plan) *blinder {
 	return b
 }
 
+// skillsPattern matches what {{skills}} becomes: names (#Name) joined by
+// ", ", as the runner writes them.
+const skillsPattern = `(?i:[a-z0-9][a-z0-9._-]*(?:, [a-z0-9][a-z0-9._-]*)*)`
+
 // forcedPhrases are the lines of the forced-prompt template around
 // {{prompt}}, each a pattern in which {{skills}} matches any names. A line
 // of fewer than two literal words is left out: it would match ordinary
@@ -125,7 +129,7 @@ func forcedPhrases(template string) []blindPhrase {
 			for i, pc := range pieces {
 				pieces[i] = regexp.QuoteMeta(pc)
 			}
-			out = append(out, blindPhrase{re: regexp.MustCompile(strings.Join(pieces, `[^\n]*?`))})
+			out = append(out, blindPhrase{re: regexp.MustCompile(strings.Join(pieces, skillsPattern))})
 		}
 	}
 	return out

@@ -295,7 +295,11 @@ func BuildAdjudicationReport(p *Plan, results []CellResult) *AdjudicationReport 
 		return nil
 	}
 	aj, _ := AdjudicatorOf(p.Judge)
-	rep := &AdjudicationReport{Blinded: true, Enabled: p.Judge.Adjudication.Enabled, Provider: aj.Provider, Model: aj.Model, Disputed: []DisputedCell{}}
+	model := aj.Model
+	if model == "" && aj.Script != nil {
+		model = aj.Script.Model // a scripted stand-in names its model there
+	}
+	rep := &AdjudicationReport{Blinded: true, Enabled: p.Judge.Adjudication.Enabled, Provider: aj.Provider, Model: model, Disputed: []DisputedCell{}}
 	cases := map[string]PlanCase{}
 	for _, pc := range p.Cases {
 		cases[pc.ID] = pc
