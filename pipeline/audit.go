@@ -192,8 +192,17 @@ func AuditQueue(p *Plan, results []CellResult, seed int64) []AuditItem {
 }
 
 // disagreement reports whether a cell's deterministic checks and its judge
-// checks disagree: all of one kind passed while one of the other failed.
+// disagree: the judge's dispute when it recorded one (with what the
+// adjudicator decided), else all checks of one kind passed while one of the
+// other failed.
 func disagreement(r CellResult) (string, bool) {
+	if r.Judge != nil && r.Judge.Dispute != nil {
+		d := r.Judge.Dispute
+		if d.Kind != DisputeDisagreement {
+			return "", false
+		}
+		return d.Disagreed + "; adjudicator: " + d.Decision(), true
+	}
 	var objective, judge []CheckResult
 	for _, ch := range r.Checks {
 		if ch.Kind == CheckJudge {

@@ -137,6 +137,13 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 	for _, id := range sortedKeys(s.Cases) {
 		checkCase(c, s, id, names)
 	}
+	if s.Judge != nil {
+		for i, id := range s.Judge.Adjudication.Cases {
+			if _, ok := s.Cases[id]; !ok {
+				c.add([]cue.Selector{str("judge"), str("adjudication"), str("cases"), cue.Index(i)}, "judge.adjudication.cases names case %q, which the suite does not define", id)
+			}
+		}
+	}
 	return c.errs
 }
 

@@ -167,6 +167,28 @@ type Judge struct {
 	Swap          bool           `json:"swap"`
 	Templates     JudgeTemplates `json:"templates"`
 	Prices        *Prices        `json:"prices,omitempty"`
+	Adjudication  Adjudication   `json:"adjudication"`
+}
+
+// Adjudication says whether and by whom disputed rubric cells are judged
+// again (see #Adjudication).
+type Adjudication struct {
+	Enabled bool         `json:"enabled"`
+	Cases   []string     `json:"cases"`
+	Judge   *Adjudicator `json:"judge,omitempty"`
+}
+
+// Adjudicator is another judge for disputes; Template "" is the judge's
+// rubric template.
+type Adjudicator struct {
+	Provider      string   `json:"provider"`
+	Model         string   `json:"model,omitempty"`
+	Command       []string `json:"command,omitempty"`
+	Script        *Script  `json:"script,omitempty"`
+	Upstream      string   `json:"upstream,omitempty"`
+	CredentialEnv string   `json:"credentialEnv,omitempty"`
+	Template      string   `json:"template,omitempty"`
+	Prices        *Prices  `json:"prices,omitempty"`
 }
 
 // JudgeTemplates are the judge's instructions, with {{packet}}.

@@ -3,8 +3,10 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,6 +69,29 @@ func judgePlan(t *testing.T) (*Plan, string) {
 	return p, root
 }
 
+// judgeAttemptIn lays out a cell's final workspace over the suite's
+// fixture folder fx, with its deterministic checks, as the runner would
+// from a stored rollout.
+func judgeAttemptIn(t *testing.T, p *Plan, root, fx string, c Cell, answer string, files map[string]string, changes []FileChange) JudgeAttempt {
+	t.Helper()
+	changed := t.TempDir()
+	for rel, body := range files {
+		full := filepath.Join(changed, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := World{Fixture: filepath.Join(root, "suite", fx), Changed: changed, Changes: changes}
+	r, err := GradeCell(p, p.Cases[0], c, GradeInput{Status: StatusCompleted, Answer: answer, World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return JudgeAttempt{Cell: c, Answer: answer, World: w, Checks: r.Checks}
+}
+
 // judgeAttempt lays out a cell's final workspace and grades it, as the
 // runner would from a stored rollout.
 func judgeAttempt(t *testing.T, p *Plan, root string, c Cell, answer string, files map[string]string, changes []FileChange, runPassed bool) JudgeAttempt {
@@ -107,7 +132,7 @@ func cellOf(t *testing.T, p *Plan, id string) Cell {
 // judgeAttempts are a skill arm's and a no-skill arm's attempts at fixit.
 func judgeAttempts(t *testing.T, p *Plan, root string) (skill, none JudgeAttempt) {
 	skill = judgeAttempt(t, p, root, cellOf(t, p, "fixit/armzeta/1"),
-		"Fixed the typo in hello.txt, as skillomega and keysigma say.\n",
+		"Fixed the typo in hello.txt, as skillomega and skilldelta say.\n",
 		map[string]string{"hello.txt": "hello world\nline two\nline three\nline four\nline five\nline six\nline seven\nline eight\n", "CHANGES.md": "- greeting fixed\n"},
 		[]FileChange{{Path: "hello.txt", Kind: "modified"}, {Path: "notes/todo.md", Kind: "deleted"}, {Path: "CHANGES.md", Kind: "added"}}, true)
 	none = judgeAttempt(t, p, root, cellOf(t, p, "fixit/armeta/1"),
@@ -234,17 +259,163 @@ func TestJudgePacketLeak(t *testing.T) {
 	}
 }
 
-func TestJudgeBlinderWholeWords(t *testing.T) {
-	b := blinder{names: []string{"skillomega", "cl"}}
+// TestJudgeBlinderText: what the agent wrote loses the installed names,
+// the skill paths and the forced prompt's words; a suite key the agent
+// never saw stays; a name the task also uses is hidden only as a skill's.
+func TestJudgeBlinderText(t *testing.T) {
+	p := &Plan{
+		Agent: PlanAgent{Agent: Agent{SkillsDir: ".claude/skills", ForcedPrompt: "Use the {{skills}} skill (through the Skill tool) for this task.\n\n{{prompt}}"}},
+		Skills: map[string]PlanSkill{
+			"keyomega": {Skill: Skill{Name: "skillomega"}, Tree: Tree{Files: map[string]TreeEntry{"SKILL.md": {}, "references/deep.md": {}}}},
+			"cl":       {Skill: Skill{Name: "cl"}, Tree: Tree{Files: map[string]TreeEntry{"SKILL.md": {}, "scripts/x.sh": {}}}},
+			"unused":   {Skill: Skill{Name: "unused"}},
+		},
+		Arms: []PlanArm{{Name: "a", Arm: Arm{Skills: []string{"keyomega", "cl"}, Activation: "forced"}}},
+	}
+	b := newBlinder(p)
 	for in, want := range map[string]string{
-		"use skillomega now":        "use [redacted] now",
-		".agents/skills/skillomega": ".agents/skills/[redacted]",
-		"skillomega-v2, cl":         "[redacted]-v2, [redacted]",
-		"clean cl_x xcl cl":         "clean cl_x xcl [redacted]",
-		"skillomegas":               "skillomegas",
+		"use skillomega now":                                 "use [redacted] now",
+		"SkillOmega-v2, cl":                                  "[redacted]-v2, [redacted]",
+		"clean cl_x xcl cl":                                  "clean cl_x xcl [redacted]",
+		"skillomegas":                                        "skillomegas",
+		"keyomega and unused are keys":                       "keyomega and unused are keys",
+		"read /workspace/.claude/skills/cl/SKILL.md.":        "read [redacted].",
+		"see `.agents/skills/skillomega/references/deep.md`": "see `[redacted]`",
+		"cat skillomega/references/deep.md | wc":             "cat [redacted] | wc",
+		"ls .claude/skills/ and $SKILLGATE_SKILLS_DIR":       "ls [redacted] and [redacted]",
+		"other/.claude/skillsx stays":                        "other/.claude/skillsx stays",
+		"You said: Use the cl, skillomega skill (through the Skill tool) for this task.": "You said: [redacted]",
 	} {
 		if got := b.text(in); got != want {
 			t.Errorf("text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// cl is a word of the task: only a skill's cl is hidden.
+	b = newBlinder(p)
+	b.share("Write a cl entry (cl means changelog).")
+	for in, want := range map[string]string{
+		"Added the cl entry.":                   "Added the cl entry.",
+		"I used the cl skill for the cl entry.": "I used the [redacted] skill for the cl entry.",
+		`Skill(cl) then {"skill": "cl"}`:        `Skill([redacted]) then {"skill": "[redacted]"}`,
+		"a skill named cl; skills: cl":          "a skill named [redacted]; skills: [redacted]",
+		"the `cl` Skill":                        "the `[redacted]` Skill",
+		"from .claude/skills/cl/scripts/x.sh":   "from [redacted]",
+		"cl/SKILL.md":                           "[redacted]",
+		"skillomega wrote it":                   "[redacted] wrote it",
+	} {
+		if got := b.text(in); got != want {
+			t.Errorf("shared cl: text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Only a diff's added lines are the agent's.
+	d := "--- a/cl.md\n+++ b/cl.md\n@@ -1,2 +1,2 @@\n the skillomega note\n-old skillomega\n+new skillomega\n"
+	if got, want := b.diff(d), "--- a/cl.md\n+++ b/cl.md\n@@ -1,2 +1,2 @@\n the skillomega note\n-old skillomega\n+new [redacted]\n"; got != want {
+		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// blindSuite's skill keys are common words, its installed name matches a
+// fixture file, and its prompt and rubric use all three.
+var blindSuite = map[string]string{
+	"skills/v1/SKILL.md":           "---\nname: alpha\ndescription: Reads files before answering.\n---\n# Alpha v1\n",
+	"skills/v2/SKILL.md":           "---\nname: alpha\ndescription: Reads files before answering.\n---\n# Alpha v2\n",
+	"skills/v2/references/more.md": "# more\n",
+	"suite/fx/alpha.txt":           "alpha beta\nbefore after\n",
+	"suite/fx/notes/before.md":     "# Notes written before\nSee alpha.txt.\n",
+	"suite/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+)
+
+schema.#Suite & {
+	name: "blindwords"
+	skills: {
+		before: {path: "../skills/v1", name: "alpha"}
+		after: {path: "../skills/v2", name: "alpha"}
+	}
+	agent: agents.command & {command: ["true"], skillsDir: ".claude/skills"}
+	judge: provider: "command"
+	judge: command: ["true"]
+	trials: 1
+	arms: {
+		none: {}
+		before: {skills: ["before"], activation: "forced"}
+		after: {skills: ["after"]}
+	}
+	cases: read: {
+		prompt: "Do it before reading the file, after you answer: open alpha.txt before anything else."
+		seed: [{role: "user", content: "Before that, what comes after alpha?"}]
+		fixture: "fx"
+		assert: [{answer: {contains: "beta"}}]
+		rubric: ["The answer quotes alpha.txt before anything else.", "Nothing changes after the answer."]
+	}
+}
+`,
+}
+
+// TestJudgeBlindKeepsTask: the packet's task, criteria, initial files and
+// diff paths are byte for byte the suite's, whatever words its skill keys
+// and names are, while the agent's mention of its skill is still hidden.
+func TestJudgeBlindKeepsTask(t *testing.T) {
+	root := writeSuite(t, blindSuite)
+	p, err := CompileDir(filepath.Join(root, "suite"))
+	if err != nil {
+		t.Fatal(PrintError(err, root))
+	}
+	pc := p.Cases[0]
+	answer := "I used the alpha skill from .claude/skills/alpha/SKILL.md before answering, as told: Use the alpha skill for this task.\nalpha.txt holds alpha beta, before after.\n"
+	a := judgeAttemptIn(t, p, root, "fx", cellOf(t, p, "read/before/1"), answer,
+		map[string]string{"alpha.txt": "alpha beta\nbefore after\nread by the alpha skill\n", "after.md": "alpha read after\n"},
+		[]FileChange{{Path: "after.md", Kind: "added"}, {Path: "alpha.txt", Kind: "modified"}})
+	rp, err := BuildRubricPacket(p, pc, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Task.Prompt != pc.Prompt || len(rp.Task.Seed) != 1 || rp.Task.Seed[0] != pc.Seed[0] {
+		t.Errorf("task %+v, want %q and %+v", rp.Task, pc.Prompt, pc.Seed)
+	}
+	for i, c := range rp.Criteria {
+		if c.Text != pc.Rubric[i] {
+			t.Errorf("criterion %d = %q, want %q", i, c.Text, pc.Rubric[i])
+		}
+	}
+	if len(rp.Criteria) != 2 {
+		t.Errorf("criteria %+v", rp.Criteria)
+	}
+	want := map[string]string{"alpha.txt": blindSuite["suite/fx/alpha.txt"], "notes/before.md": blindSuite["suite/fx/notes/before.md"]}
+	if len(rp.InitialFiles.Files) != len(want) {
+		t.Errorf("initial files %+v", rp.InitialFiles.Files)
+	}
+	for _, f := range rp.InitialFiles.Files {
+		if want[f.Path] != f.Content {
+			t.Errorf("initial file %s = %q, want %q", f.Path, f.Content, want[f.Path])
+		}
+	}
+	if len(rp.Diff) != 2 || rp.Diff[0].Path != "after.md" || rp.Diff[1].Path != "alpha.txt" {
+		t.Errorf("diff paths %+v", rp.Diff)
+	}
+	if got := rp.Diff[1].Diff; !strings.Contains(got, "--- a/alpha.txt\n+++ b/alpha.txt\n") || !strings.Contains(got, " alpha beta\n before after\n+read by the [redacted] skill\n") {
+		t.Errorf("alpha.txt diff:\n%s", got)
+	}
+	if got := rp.Diff[0].Diff; !strings.Contains(got, "+alpha read after\n") {
+		t.Errorf("after.md diff:\n%s", got)
+	}
+	wantAnswer := "I used the [redacted] skill from [redacted] before answering, as told: [redacted]\nalpha.txt holds alpha beta, before after.\n"
+	if rp.Answer != wantAnswer {
+		t.Errorf("answer:\n%q\nwant:\n%q", rp.Answer, wantAnswer)
+	}
+	b := EncodePacket(rp)
+	for _, leak := range []string{"alpha skill", ".claude/skills", "SKILL.md", "Use the", "forced"} {
+		if bytes.Contains(b, []byte(leak)) {
+			t.Errorf("packet holds %q:\n%s", leak, b)
+		}
+	}
+	// The task's words are everywhere they were.
+	for _, word := range []string{"Do it before reading the file, after you answer", "Before that, what comes after alpha?", "Nothing changes after the answer."} {
+		if !bytes.Contains(b, []byte(word)) {
+			t.Errorf("packet lacks the task's %q:\n%s", word, b)
 		}
 	}
 }
@@ -492,12 +663,143 @@ func TestJudgeRubricNeverRescues(t *testing.T) {
 
 func TestJudgeMarkIncomplete(t *testing.T) {
 	v := Verdict{Verdict: VerdictPass, Reasons: []string{}, ExitCode: 0}
-	MarkJudgingIncomplete(&v, 0, "pairs")
+	MarkJudgingIncomplete(&v, nil, "pairs")
 	if v.Verdict != VerdictPass {
 		t.Fatal(v)
 	}
-	MarkJudgingIncomplete(&v, 3, "pairs")
-	if v.Verdict != VerdictIncomplete || v.ExitCode != 2 || v.Reasons[0] != "INCOMPLETE 3 pairs not judged" {
-		t.Errorf("%+v", v)
+	var missing []NotJudged
+	for i := 1; i <= 7; i++ {
+		missing = append(missing, NotJudged{Name: fmt.Sprintf("a/x/%d", i), Why: "judge: POST http://127.0.0.1/v1/messages: HTTP 500: down"})
+	}
+	missing = append(missing, NotJudged{Name: "b/x/1"})
+	MarkJudgingIncomplete(&v, missing, "cells")
+	want := "INCOMPLETE 8 cells not judged: a/x/1, a/x/2, a/x/3, a/x/4, a/x/5 and 2 more (judge: POST http://127.0.0.1/v1/messages: HTTP 500: down); b/x/1 (not asked: judging did not finish)"
+	if v.Verdict != VerdictIncomplete || v.ExitCode != 2 || v.Reasons[0] != want {
+		t.Errorf("%+v\nwant reason %q", v, want)
+	}
+}
+
+// TestJudgeAdjudication: a rubric cell is disputed when its checks and
+// the judge disagree, or when the suite names its case; the adjudicator's
+// criteria then decide the judge outcome, never passing a cell whose
+// checks failed, and the report lists every dispute.
+func TestJudgeAdjudication(t *testing.T) {
+	p, root := judgePlan(t)
+	if a := p.Judge.Adjudication; !a.Enabled || a.Cases == nil || len(a.Cases) != 0 || a.Judge != nil {
+		t.Errorf("adjudication defaults %+v: want enabled, no case named, the judge itself", a)
+	}
+	skill, none := judgeAttempts(t, p, root)
+	pc := p.Cases[0]
+	grade := func(a JudgeAttempt) CellResult {
+		r, err := GradeCell(p, pc, a.Cell, GradeInput{Status: StatusCompleted, Answer: a.Answer, World: a.World, RunChecks: a.Checks[1:2]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	good, bad := grade(skill), grade(none)
+	allPass := []CriterionResult{{0, true, "fixed"}, {1, true, "only that"}}
+	oneFails := []CriterionResult{{0, true, "fixed"}, {1, false, "added CHANGES.md"}}
+	if d := DisputeOf(p, pc, good, allPass); d != nil {
+		t.Errorf("agreement disputed: %+v", d)
+	}
+	if d := DisputeOf(p, pc, bad, oneFails); d != nil {
+		t.Errorf("agreement on a failure disputed: %+v", d)
+	}
+	d := DisputeOf(p, pc, good, oneFails)
+	if d == nil || d.Kind != DisputeDisagreement || d.Disagreed != "every deterministic check passed; the judge failed rubric 1: Nothing else changes." {
+		t.Errorf("checks passed, judge failed: %+v", d)
+	}
+	d = DisputeOf(p, pc, bad, allPass)
+	if d == nil || d.Kind != DisputeDisagreement || !strings.HasPrefix(d.Disagreed, "the judge passed every criterion; deterministic checks failed: ") || !strings.Contains(d.Disagreed, "run: test -f") {
+		t.Errorf("checks failed, judge passed: %+v", d)
+	}
+	// A judged result is taken back to its deterministic grade first.
+	if d := DisputeOf(p, pc, ApplyRubric(good, pc, CellJudgement{Valid: true, Criteria: oneFails}), allPass); d != nil {
+		t.Errorf("judged result disputed: %+v", d)
+	}
+	named := *p
+	nj := *p.Judge
+	nj.Adjudication.Cases = []string{pc.ID}
+	named.Judge = &nj
+	if d := DisputeOf(&named, pc, good, allPass); d == nil || d.Kind != DisputeNamed || d.Disagreed != "the suite names case fixit for adjudication" {
+		t.Errorf("named case: %+v", d)
+	}
+
+	adjudicated := func(first, second []CriterionResult, r CellResult) CellResult {
+		d := DisputeOf(&named, pc, r, first)
+		d.Adjudicated, d.Key, d.Valid, d.Criteria = true, "adj", second != nil, second
+		if second == nil {
+			d.Reason = "the reply holds no JSON object"
+		}
+		return ApplyRubric(r, pc, CellJudgement{Valid: true, Criteria: first, Dispute: d})
+	}
+	// The adjudicator passes what the judge failed: the cell passes, its
+	// checks the adjudicator's.
+	r := adjudicated(oneFails, allPass, good)
+	if !r.Passed || r.Judge.Score != 1 || r.Checks[len(r.Checks)-1].Detail != "only that" || r.Judge.Criteria[1].Pass {
+		t.Errorf("adjudicator passes: %+v", r)
+	}
+	// It never passes a cell whose checks failed.
+	if r := adjudicated(allPass, allPass, bad); r.Passed || r.Judge.Dispute.Decision() != DecisionPass {
+		t.Errorf("adjudicator rescued a failed cell: %+v", r)
+	}
+	// It fails what the judge passed (a named case).
+	if r := adjudicated(allPass, oneFails, good); r.Passed || r.Judge.Dispute.Decision() != DecisionFail {
+		t.Errorf("adjudicator fails: %+v", r)
+	}
+	// An unreadable adjudication makes the cell invalid.
+	if r := adjudicated(oneFails, nil, good); r.Status != StatusInvalid || r.Error != "adjudicator: the reply holds no JSON object" || r.Judge.Dispute.Decision() != DecisionInvalid {
+		t.Errorf("invalid adjudication: %+v", r)
+	}
+	// Not adjudicated (adjudication off): the first judgement stands.
+	off := DisputeOf(p, pc, good, oneFails)
+	if r := ApplyRubric(good, pc, CellJudgement{Valid: true, Criteria: oneFails, Dispute: off}); r.Passed || r.Judge.Dispute.Decision() != DecisionNotAdjudicated {
+		t.Errorf("not adjudicated: %+v", r)
+	}
+
+	// The report lists the disputes in plan order, with the decisions.
+	var results []CellResult
+	for _, c := range p.Cells {
+		switch c.ID {
+		case "fixit/armzeta/1":
+			a := skill
+			results = append(results, adjudicated(oneFails, allPass, grade(a)))
+		case "fixit/armeta/1":
+			results = append(results, adjudicated(allPass, oneFails, bad))
+		default:
+			a := skill
+			a.Cell = c
+			results = append(results, ApplyRubric(grade(a), pc, CellJudgement{Valid: true, Criteria: allPass}))
+		}
+		results[len(results)-1].Cell, results[len(results)-1].Case, results[len(results)-1].Arm, results[len(results)-1].Trial = c.ID, c.Case, c.Arm, c.Trial
+	}
+	rep := BuildAdjudicationReport(&named, results)
+	if rep == nil || !rep.Blinded || !rep.Enabled || rep.Provider != "command" || len(rep.Disputed) != 2 {
+		t.Fatalf("adjudication report %+v", rep)
+	}
+	want := []DisputedCell{
+		{Cell: "fixit/armeta/1", Case: "fixit", Arm: "armeta", Trial: 1, Kind: DisputeDisagreement, Decision: DecisionFail, Failed: []string{"rubric 1: Nothing else changes."}},
+		{Cell: "fixit/armzeta/1", Case: "fixit", Arm: "armzeta", Trial: 1, Kind: DisputeDisagreement, Decision: DecisionPass, Passed: true},
+	}
+	for i, w := range want {
+		g := rep.Disputed[i]
+		if g.Cell != w.Cell || g.Kind != w.Kind || g.Decision != w.Decision || g.Passed != w.Passed || strings.Join(g.Failed, ",") != strings.Join(w.Failed, ",") || g.Disagreed == "" {
+			t.Errorf("dispute %d = %+v, want %+v", i, g, w)
+		}
+	}
+	// The audit queue lists a disagreement with what the adjudicator decided.
+	queue := AuditQueue(&named, results, 1)
+	found := false
+	for _, it := range queue {
+		if it.Cell == "fixit/armzeta/1" {
+			found = slices.Contains(it.Reasons, AuditDisagreement) && strings.Contains(it.Detail, "adjudicator: pass")
+		}
+	}
+	if !found {
+		t.Errorf("audit queue %+v lacks the adjudicated disagreement", queue)
+	}
+	if AdjudicationKey(p.Cells[0].Grade) == AdjudicationKey(p.Cells[1].Grade) || AdjudicationKey(p.Cells[0].Grade).Encoded() == p.Cells[0].Grade.Encoded() {
+		t.Error("adjudication keys are not the cells' own")
 	}
 }

@@ -121,9 +121,22 @@ type gstackVerdict struct {
 	Calibration *Calibration `json:"calibration,omitempty"`
 }
 
+// gstackAdjudication is gstack's adjudication: the adjudicator's model and
+// the disputed answers.
 type gstackAdjudication struct {
-	Blinded    bool   `json:"blinded"`
-	JudgeModel string `json:"judge_model"`
+	Blinded    bool             `json:"blinded"`
+	JudgeModel string           `json:"judge_model"`
+	Disputed   []gstackDisputed `json:"disputed"`
+}
+
+// gstackDisputed is one disputed answer: which, what disagreed and what
+// the adjudicator decided (pass, fail, invalid or not adjudicated).
+type gstackDisputed struct {
+	Case      string `json:"case"`
+	Arm       string `json:"arm"`
+	Trial     int    `json:"trial"`
+	Disagreed string `json:"disagreed"`
+	Decision  string `json:"decision"`
 }
 
 // gstackArm: every figure is null when nothing was measured, never 0.
@@ -170,7 +183,15 @@ func renderVerdictJSON(r *Report) ([]byte, error) {
 		Calibration:    r.Calibration,
 	}
 	if r.Judge != nil {
-		v.Adjudication = &gstackAdjudication{Blinded: true, JudgeModel: r.Judge.Model}
+		v.Adjudication = &gstackAdjudication{Blinded: true, JudgeModel: r.Judge.Model, Disputed: []gstackDisputed{}}
+		if a := r.Adjudication; a != nil {
+			if a.Model != "" {
+				v.Adjudication.JudgeModel = a.Model
+			}
+			for _, d := range a.Disputed {
+				v.Adjudication.Disputed = append(v.Adjudication.Disputed, gstackDisputed{Case: d.Case, Arm: d.Arm, Trial: d.Trial, Disagreed: d.Disagreed, Decision: d.Decision})
+			}
+		}
 	}
 	for _, a := range r.Arms {
 		ga := gstackArm{
@@ -328,6 +349,11 @@ func renderJUnit(r *Report) ([]byte, error) {
 	pol := junitSuite{Name: "policy"}
 	if r.Policy != "" {
 		pol.Properties = []junitProperty{{"policy", r.Policy}, {"verdict", r.Verdict.Verdict}}
+	}
+	// The verdict's reasons, those of no rule too (cells not judged, and
+	// why), so a CI view shows what made it.
+	for _, reason := range r.Verdict.Reasons {
+		pol.Properties = append(pol.Properties, junitProperty{"reason", reason})
 	}
 	for _, ro := range r.Verdict.Rules {
 		jc := junitCase{ClassName: "policy", Name: ro.Rule}

@@ -31,9 +31,22 @@ type htmlView struct {
 	ArmNames     []htmlArmName
 	Cases        []htmlCase
 	Pairwise     []htmlPairGroup
+	Disputes     *htmlDisputes
 	Policy       string
 	Rules        []htmlRule
 	RulesFailed  int
+}
+
+// htmlDisputes are the disputed answers and who adjudicated them.
+type htmlDisputes struct {
+	Enabled     bool
+	Adjudicator string
+	Rows        []htmlDispute
+}
+
+type htmlDispute struct {
+	Cell, Disagreed, Decision, Failed string
+	Passed                            bool
 }
 
 type htmlField struct {
@@ -258,6 +271,13 @@ func renderReportHTML(r *Report) ([]byte, error) {
 			hg.Rows = append(hg.Rows, hr)
 		}
 		v.Pairwise = append(v.Pairwise, hg)
+	}
+
+	if a := r.Adjudication; a != nil && len(a.Disputed) > 0 {
+		v.Disputes = &htmlDisputes{Enabled: a.Enabled, Adjudicator: strings.TrimSpace(a.Provider + " " + a.Model)}
+		for _, d := range a.Disputed {
+			v.Disputes.Rows = append(v.Disputes.Rows, htmlDispute{Cell: d.Cell, Disagreed: d.Disagreed, Decision: d.Decision, Failed: strings.Join(d.Failed, "; "), Passed: d.Passed})
+		}
 	}
 
 	var b bytes.Buffer

@@ -162,6 +162,25 @@ func renderReportMD(r *Report) ([]byte, error) {
 		p("\nW win · T tie (a non-win) · L loss, for the candidate; ≠ the two presentation orders disagreed.\n\n")
 	}
 
+	// Disputed answers.
+	if a := r.Adjudication; a != nil && len(a.Disputed) > 0 {
+		p("### Disputed answers\n\n")
+		if a.Enabled {
+			p("Each went to a fresh blinded judge (%s), which saw the task and the answer, not the arm; its decision stands, and never passes a failed check.\n\n", mdText(strings.TrimSpace(a.Provider+" "+a.Model)))
+		} else {
+			p("Listed only: adjudication is off, so the first judgement stands.\n\n")
+		}
+		p("| cell | what disagreed | adjudicator | outcome |\n| --- | --- | --- | --- |\n")
+		for _, d := range a.Disputed {
+			decision := d.Decision
+			if len(d.Failed) > 0 {
+				decision += ": " + strings.Join(d.Failed, "; ")
+			}
+			p("| %s | %s | %s | %s |\n", mdCode(d.Cell), mdText(d.Disagreed), mdText(decision), map[bool]string{true: "passed", false: "failed"}[d.Passed])
+		}
+		p("\n")
+	}
+
 	// Policy.
 	if len(r.Verdict.Rules) > 0 {
 		p("### Policy %s\n\n", mdCode(r.Policy))

@@ -167,6 +167,13 @@ func richReport() *Report {
 			{Case: "no-code-change", Trial: 2, Candidate: "after", Baseline: "before", Outcome: PairwiseTie, Orders: []string{PairwiseTie, PairwiseTie}},
 			{Case: "no-code-change", Trial: 3, Candidate: "after", Baseline: "before", Outcome: PairwiseWin, Orders: []string{PairwiseWin, PairwiseWin}},
 		},
+		Adjudication: &AdjudicationReport{Blinded: true, Enabled: true, Provider: "anthropic", Model: "claude-opus-4-1", Disputed: []DisputedCell{
+			{Cell: "adds-entry/after/2", Case: "adds-entry", Arm: "after", Trial: 2, Kind: DisputeDisagreement,
+				Disagreed: "every deterministic check passed; the judge failed rubric 0: The entry is under <Unreleased>", Decision: DecisionFail,
+				Failed: []string{"rubric 0: The entry is under <Unreleased>"}},
+			{Cell: "empty/before/1", Case: "empty", Arm: "before", Trial: 1, Kind: DisputeDisagreement,
+				Disagreed: "the judge passed every criterion; deterministic checks failed: file CHANGELOG.md exists", Decision: DecisionPass},
+		}},
 		Verdict: Verdict{
 			Verdict:  VerdictFail,
 			Reasons:  []string{"REGRESSION adds-entry", "SAFETY no-code-change", "UNCOVERED empty"},
@@ -333,6 +340,27 @@ func TestReportVerdictJSON(t *testing.T) {
 	got := fmt.Sprint(v["tasks"].(map[string]any)["adds-entry"].(map[string]any)["after"])
 	if got != "[true false <nil>]" {
 		t.Errorf("tasks.adds-entry.after = %s, want [true false null]", got)
+	}
+	// gstack's adjudication: blinded, the adjudicator's model, and every
+	// disputed answer with what disagreed and what the adjudicator decided.
+	adj, ok := v["adjudication"].(map[string]any)
+	if !ok || adj["blinded"] != true || adj["judge_model"] != "claude-opus-4-1" {
+		t.Errorf("adjudication = %v", v["adjudication"])
+	}
+	disputed, _ := adj["disputed"].([]any)
+	if len(disputed) != 2 {
+		t.Fatalf("adjudication.disputed = %v, want 2 answers", adj["disputed"])
+	}
+	first := disputed[0].(map[string]any)
+	if first["case"] != "adds-entry" || first["arm"] != "after" || first["trial"] != 2.0 || first["decision"] != DecisionFail ||
+		first["disagreed"] != "every deterministic check passed; the judge failed rubric 0: The entry is under <Unreleased>" || len(first) != 5 {
+		t.Errorf("adjudication.disputed[0] = %v", first)
+	}
+	// A judged run with no dispute still lists none, as an empty list.
+	quiet := richReport()
+	quiet.Adjudication.Disputed = []DisputedCell{}
+	if b, err := renderVerdictJSON(quiet); err != nil || !bytes.Contains(b, []byte(`"disputed": []`)) {
+		t.Errorf("no dispute: %v\n%s", err, b)
 	}
 	// Arms keep their authored order.
 	if i, j, k := bytes.Index(raw, []byte(`"none": {`)), bytes.Index(raw, []byte(`"before": {`)), bytes.Index(raw, []byte(`"after": {`)); !(i < j && j < k) {

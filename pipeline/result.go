@@ -107,6 +107,10 @@ type CellJudgement struct {
 	// reported it; cost metrics, never gates.
 	Seconds float64 `json:"seconds,omitempty"`
 	Tokens  *Tokens `json:"tokens,omitempty"`
+	// Dispute, when the judgement disputes the deterministic grade or the
+	// suite names the case, is the disagreement and the adjudicator's
+	// judgement, which decides the criteria when it was asked.
+	Dispute *Dispute `json:"dispute,omitempty"`
 }
 
 // Valid reports whether the cell counts as a pass or a fail: it ran, and
@@ -274,7 +278,10 @@ type Report struct {
 	Pairwise []PairwiseResult `json:"pairwise,omitempty"`
 	// Calibration is the outcome of the calibration checks when they ran.
 	Calibration *Calibration `json:"calibration,omitempty"`
-	Verdict     Verdict      `json:"verdict"`
+	// Adjudication lists the disputed rubric cells, when the suite has a
+	// judge.
+	Adjudication *AdjudicationReport `json:"adjudication,omitempty"`
+	Verdict      Verdict             `json:"verdict"`
 }
 
 // Outcomes of a pairwise judgement, for the candidate arm.

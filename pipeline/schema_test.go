@@ -159,6 +159,14 @@ func TestSuiteErrors(t *testing.T) {
 			return edit(t, "suite/suite.cue", `limits: timeout: "2m"`, `limits: timeout: "2m"
 	judge: {provider: "scripted", mdoe: "pairwise"}`)
 		}, []string{"judge.mdoe: field not allowed"}},
+		{"misspelt adjudication field", func(t *testing.T) map[string]string {
+			return edit(t, "suite/suite.cue", `limits: timeout: "2m"`, `limits: timeout: "2m"
+	judge: {provider: "scripted", adjudication: {enabled: true, judge: {provider: "command", comand: ["x"]}}}`)
+		}, []string{"judge.adjudication.judge.comand: field not allowed"}},
+		{"adjudication of an undefined case", func(t *testing.T) map[string]string {
+			return edit(t, "suite/suite.cue", `limits: timeout: "2m"`, `limits: timeout: "2m"
+	judge: {provider: "scripted", adjudication: cases: ["a", "nope"]}`)
+		}, []string{`judge.adjudication.cases.1: judge.adjudication.cases names case "nope", which the suite does not define`, "suite/suite.cue:"}},
 		{"wrong enum", func(t *testing.T) map[string]string {
 			return edit(t, "suite/cases.cue", `split:   "validation"`, `split:   "tran"`)
 		}, []string{`cases.a.split: conflicting values "train" and "tran"`, "suite/cases.cue:9:"}},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -13,13 +12,16 @@ import (
 // FilePlan is the plan a run folder's reports describe.
 const FilePlan = "plan.json"
 
-// Evaluate runs the plan's selected cells, grades them, and writes the
-// verdict and reports for the whole plan into the run folder. With
-// calibration asked for, the calibration checks run first; a failed one
-// stops the run with its verdict, and Calibrate alone returns no summary
-// and no report when they pass. Cells not
-// run (filtered out, interrupted) count as missing, so a partial run is
-// INCOMPLETE, never a pass.
+// Evaluate runs the plan's selected cells, grades them, judges them, and
+// writes the verdict and reports for the whole plan into the run folder.
+// The plan is written first, before anything runs, so whatever stops the
+// run later, `skillgate report` can rebuild the reports from what is
+// stored. With calibration asked for, the calibration checks run first; a
+// failed one stops the run with its verdict, and Calibrate alone returns
+// no summary and no report when they pass. Cells not run (filtered out,
+// interrupted) count as missing, so a partial run is INCOMPLETE, never a
+// pass; so do cells whose judge call failed, which the verdict names with
+// the judge's error.
 func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *pipeline.Report, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -29,16 +31,26 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 		return nil, nil, fmt.Errorf("resolve run folder: %w", err)
 	}
 	opts.Out = out
-	// The judge is made first, so a missing credential stops the run
+	if !opts.DryRun {
+		if err := writePlan(out, p); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The judges are made first, so a missing credential stops the run
 	// before any rollout.
-	var judge Judge
+	var judge, adjudicator Judge
 	if p.Judge != nil && !opts.DryRun {
 		j, closeJudge, err := NewJudge(p, opts.SuiteDir)
 		if err != nil {
 			return nil, nil, err
 		}
 		defer closeJudge()
-		judge = j
+		a, closeAdjudicator, err := NewAdjudicator(p, opts.SuiteDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer closeAdjudicator()
+		judge, adjudicator = j, a
 	}
 	if (opts.Calibrate || p.Policy.Calibrate) && !opts.DryRun {
 		cal, err := Calibrate(ctx, p, opts)
@@ -51,9 +63,6 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 		}
 		if !cal.Passed() {
 			// A failed check stops everything: the verdict says which.
-			if err := os.WriteFile(filepath.Join(opts.Out, FilePlan), p.Encode(), 0o644); err != nil {
-				return nil, nil, fmt.Errorf("write plan: %w", err)
-			}
 			r, err := Report(opts.Out)
 			return &Summary{Planned: len(p.Cells), Statuses: map[string]int{}}, r, err
 		}
@@ -80,19 +89,24 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 		return sum, nil, err
 	}
 	if judge != nil && ctx.Err() == nil {
-		n, err := JudgeCells(ctx, p, judge, opts)
+		n, failed, err := JudgeCells(ctx, p, judge, adjudicator, opts)
 		if n > 0 {
 			fmt.Fprintf(opts.Log, "judged %d\n", n)
+		}
+		if failed > 0 {
+			fmt.Fprintf(opts.Log, "%d judge calls failed: their cells are not judged, the verdict is INCOMPLETE; run again to ask again\n", failed)
 		}
 		if err != nil && ctx.Err() == nil {
 			return sum, nil, err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(opts.Out, FilePlan), p.Encode(), 0o644); err != nil {
-		return sum, nil, fmt.Errorf("write plan: %w", err)
-	}
 	r, err := Report(opts.Out)
 	return sum, r, err
+}
+
+// writePlan writes the plan the run folder's reports describe, atomically.
+func writePlan(out string, p *pipeline.Plan) error {
+	return pipeline.WriteFile(filepath.Join(out, FilePlan), p.Encode())
 }
 
 // Report rebuilds the verdict and every report of a run folder from its
@@ -111,12 +125,13 @@ func Report(out string) (*pipeline.Report, error) {
 	// The judge's rubric grades are in the results; its pairwise
 	// judgements are read from store/judgements. Judgements the plan asks
 	// for and the store lacks make the verdict INCOMPLETE.
-	results, pairwise, notJudged, what, err := judgedResults(p, store, results)
+	results, pairwise, missing, what, err := judgedResults(p, store, results)
 	if err != nil {
 		return nil, err
 	}
 	r := pipeline.BuildJudgedReport(p, results, pairwise)
-	pipeline.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
+	r.Adjudication = pipeline.BuildAdjudicationReport(p, results)
+	pipeline.MarkJudgingIncomplete(&r.Verdict, missing, what)
 	r.StandIn = p.Agent.StandIn
 	cal, ok, err := ReadCalibration(out, p)
 	if err != nil {

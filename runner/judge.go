@@ -1,22 +1,15 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -27,43 +20,38 @@ import (
 //
 // Storage, under the run folder:
 //
-//	store/packets/KEY.json     the blinded packet sent (for rejudging, audit)
-//	store/judgements/KEY.json  the judge's reply, usage and what was read from it
-//	store/grades/GRADE.json    rubric mode: the judged CellResult
+//	store/packets/KEY.json         the blinded packet sent (for rejudging, audit)
+//	store/judgements/KEY.json      the judge's reply, usage and what was read from it
+//	store/judge-failures/KEY.json  the last failed call for KEY, until one succeeds
+//	store/grades/GRADE.json        rubric mode: the judged CellResult
 //
 // A rubric judgement's KEY is the cell's grade key, which already holds
-// the judge's identity (templates and seed included): changing the judge
-// regrades without a new rollout. A pairwise judgement's KEY is
-// pipeline.PairwiseKey: both cells' grade keys, the judge, and the
-// candidate's position (A or B).
+// the judge's identity (templates, adjudication and seed included):
+// changing the judge regrades without a new rollout. The adjudicator's
+// judgement of a disputed cell is stored beside it under
+// pipeline.AdjudicationKey, and the cell's grade only once both are. A
+// pairwise judgement's KEY is pipeline.PairwiseKey: both cells' grade
+// keys, the judge, and the candidate's position (A or B).
 //
 // A judge call that fails (network, HTTP error, timeout, a command's
-// non-zero exit) stores nothing: the next run asks again, and until then
-// the report is INCOMPLETE. A reply that cannot be read is stored: it makes
-// a rubric cell invalid and a pairwise judgement INVALID.
+// non-zero exit) leaves its cell or pair unjudged and stores the failure,
+// redacted like everything stored: the run goes on, its report is
+// INCOMPLETE and names what was not judged and why (from the store alone,
+// so `skillgate report` rebuilds it), and the next run asks again; a call
+// that succeeds removes the failure. A reply that cannot be read is
+// stored: it makes a rubric cell invalid and a pairwise judgement INVALID.
 
 const (
-	storePackets    = "store/packets"
-	storeJudgements = "store/judgements"
+	storePackets       = "store/packets"
+	storeJudgements    = "store/judgements"
+	storeJudgeFailures = "store/judge-failures"
 )
 
-// Judge asks a judge one question and returns its reply.
-type Judge interface {
-	Ask(ctx context.Context, prompt string) (reply string, usage JudgeUsage, err error)
-}
-
-// packetJudge is a judge that takes the packet apart from the prompt (the
-// command judge); the runner prefers AskPacket when a judge has it.
-type packetJudge interface {
-	AskPacket(ctx context.Context, prompt string, packet json.RawMessage) (string, JudgeUsage, error)
-}
-
-// JudgeUsage is what one judge call used, as far as the judge reports it.
-type JudgeUsage struct {
-	Model   string           `json:"model,omitempty"`
-	Tokens  *pipeline.Tokens `json:"tokens,omitempty"`
-	Seconds float64          `json:"seconds"`
-}
+// Roles of a judge call.
+const (
+	roleJudge       = "judge"
+	roleAdjudicator = "adjudicator"
+)
 
 // Judgement is one stored judge call: the reply and what was read from it.
 type Judgement struct {
@@ -73,6 +61,8 @@ type Judgement struct {
 	// Cells are the judged cells: the cell, or the candidate then the
 	// baseline. They never reach the judge.
 	Cells []string `json:"cells"`
+	// Role is "adjudicator" for the adjudication of a disputed cell.
+	Role string `json:"role,omitempty"`
 	// Position is the candidate's position (A or B) in a pairwise packet.
 	Position string     `json:"position,omitempty"`
 	Reply    string     `json:"reply"`
@@ -84,302 +74,6 @@ type Judgement struct {
 	Evidence string                     `json:"evidence,omitempty"`
 	// Outcome is the candidate's WIN, TIE, LOSS or INVALID (pairwise).
 	Outcome string `json:"outcome,omitempty"`
-}
-
-// --- the judges ---
-
-// NewJudge makes the plan's judge. A scripted judge starts its own
-// gateway; close stops it. Missing credentials are an error here, before
-// anything runs.
-func NewJudge(p *pipeline.Plan, suiteDir string) (j Judge, closeFn func(), err error) {
-	if p.Judge == nil {
-		return nil, nil, errors.New("new judge: the plan has no judge")
-	}
-	pj := p.Judge.Judge
-	timeout, err := time.ParseDuration(p.Limits.Timeout)
-	if err != nil {
-		return nil, nil, fmt.Errorf("new judge: limits.timeout: %w", err)
-	}
-	nothing := func() {}
-	switch pj.Provider {
-	case "scripted":
-		dir, err := os.MkdirTemp("", "sg-judge-")
-		if err != nil {
-			return nil, nil, fmt.Errorf("new judge: %w", err)
-		}
-		g, err := StartGateway(GatewayConfig{Dir: dir, Provider: "scripted", Script: pj.Script})
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, nil, fmt.Errorf("new judge: %w", err)
-		}
-		sock := g.Socket()
-		client := &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", sock)
-			},
-		}}
-		mj := &messagesJudge{client: client, url: "http://skillgate-judge/v1/messages", key: g.NewCellToken("judge"), model: pj.Model, timeout: timeout}
-		return mj, func() { g.Close(); os.RemoveAll(dir) }, nil
-	case "anthropic", "openai":
-		key, base, err := judgeCredential(pj)
-		if err != nil {
-			return nil, nil, err
-		}
-		client := &http.Client{}
-		if pj.Provider == "anthropic" {
-			return &messagesJudge{client: client, url: base + "/v1/messages", key: key, model: pj.Model, timeout: timeout, real: true}, nothing, nil
-		}
-		return &responsesJudge{client: client, url: base + "/v1/responses", key: key, model: pj.Model, timeout: timeout}, nothing, nil
-	case "command":
-		if len(pj.Command) == 0 {
-			return nil, nil, errors.New("new judge: provider command needs judge.command")
-		}
-		argv := append([]string{}, pj.Command...)
-		if strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
-			argv[0] = filepath.Join(suiteDir, argv[0])
-		}
-		return &commandJudge{argv: argv, dir: suiteDir, model: pj.Model, timeout: timeout}, nothing, nil
-	default:
-		return nil, nil, fmt.Errorf("new judge: unknown provider %q", pj.Provider)
-	}
-}
-
-// judgeCredential reads the real judge's key from the host and checks its
-// upstream.
-func judgeCredential(pj pipeline.Judge) (key, base string, err error) {
-	if pj.CredentialEnv == "" {
-		return "", "", fmt.Errorf("new judge: judge.credentialEnv names no variable holding the %s key", pj.Provider)
-	}
-	if key = os.Getenv(pj.CredentialEnv); key == "" {
-		return "", "", fmt.Errorf("new judge: %s is not set; set it to the %s key, or use judge provider \"scripted\" or \"command\"", pj.CredentialEnv, pj.Provider)
-	}
-	u, err := url.Parse(pj.Upstream)
-	if pj.Upstream == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", "", fmt.Errorf("new judge: judge.upstream %q is not an http(s) URL (such as https://api.%s.com)", pj.Upstream, pj.Provider)
-	}
-	return key, strings.TrimRight(pj.Upstream, "/"), nil
-}
-
-// judgeMaxTokens bounds a judge's reply.
-const judgeMaxTokens = 4096
-
-// judgeMaxBody bounds a judge response read.
-const judgeMaxBody = 8 << 20
-
-// messagesJudge speaks the Anthropic Messages API, non-streaming: to the
-// provider (real) or to a scripted gateway over its unix socket.
-type messagesJudge struct {
-	client  *http.Client
-	url     string
-	key     string
-	model   string
-	timeout time.Duration
-	real    bool
-}
-
-func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, JudgeUsage, error) {
-	body, _ := json.Marshal(map[string]any{
-		"model": j.model, "max_tokens": judgeMaxTokens,
-		"messages": []map[string]any{{"role": "user", "content": prompt}},
-	})
-	h := http.Header{"Content-Type": {"application/json"}, "X-Api-Key": {j.key}, "Anthropic-Version": {"2023-06-01"}}
-	start := time.Now()
-	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, j.real)
-	if err != nil {
-		return "", JudgeUsage{}, err
-	}
-	var m struct {
-		Model   string `json:"model"`
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		Usage *struct {
-			Input      int64 `json:"input_tokens"`
-			Output     int64 `json:"output_tokens"`
-			CacheRead  int64 `json:"cache_read_input_tokens"`
-			CacheWrite int64 `json:"cache_creation_input_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "", JudgeUsage{}, fmt.Errorf("judge: read messages response: %w", err)
-	}
-	var text strings.Builder
-	for _, c := range m.Content {
-		if c.Type == "text" {
-			text.WriteString(c.Text)
-		}
-	}
-	u := JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
-	if m.Usage != nil {
-		u.Tokens = &pipeline.Tokens{Input: m.Usage.Input, Output: m.Usage.Output, CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite}
-	}
-	return text.String(), u, nil
-}
-
-// responsesJudge speaks the OpenAI Responses API, non-streaming.
-type responsesJudge struct {
-	client  *http.Client
-	url     string
-	key     string
-	model   string
-	timeout time.Duration
-}
-
-func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, JudgeUsage, error) {
-	body, _ := json.Marshal(map[string]any{"model": j.model, "input": prompt, "max_output_tokens": judgeMaxTokens})
-	h := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + j.key}}
-	start := time.Now()
-	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, true)
-	if err != nil {
-		return "", JudgeUsage{}, err
-	}
-	var m struct {
-		Model  string `json:"model"`
-		Status string `json:"status"`
-		Output []struct {
-			Type    string `json:"type"`
-			Content []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"output"`
-		Usage *struct {
-			Input        int64 `json:"input_tokens"`
-			Output       int64 `json:"output_tokens"`
-			InputDetails struct {
-				Cached int64 `json:"cached_tokens"`
-			} `json:"input_tokens_details"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "", JudgeUsage{}, fmt.Errorf("judge: read responses response: %w", err)
-	}
-	var text strings.Builder
-	for _, o := range m.Output {
-		if o.Type != "message" {
-			continue
-		}
-		for _, c := range o.Content {
-			if c.Type == "output_text" {
-				text.WriteString(c.Text)
-			}
-		}
-	}
-	u := JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
-	if m.Usage != nil {
-		u.Tokens = &pipeline.Tokens{Input: m.Usage.Input - m.Usage.InputDetails.Cached, Output: m.Usage.Output, CacheRead: m.Usage.InputDetails.Cached}
-	}
-	return text.String(), u, nil
-}
-
-// postJudge POSTs a judge request and returns the 200 response's body.
-// A real provider's 429, 5xx and connection errors are retried twice.
-func postJudge(ctx context.Context, client *http.Client, url string, h http.Header, body []byte, timeout time.Duration, retry bool) ([]byte, error) {
-	attempts := 1
-	if retry {
-		attempts = 3
-	}
-	var last error
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Duration(i) * 2 * time.Second):
-			}
-		}
-		b, status, err := postOnce(ctx, client, url, h, body, timeout)
-		switch {
-		case err == nil && status == http.StatusOK:
-			return b, nil
-		case err != nil:
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			last = fmt.Errorf("judge: POST %s: %w", url, err)
-		default:
-			last = fmt.Errorf("judge: POST %s: HTTP %d: %s", url, status, strings.TrimSpace(string(b[:min(len(b), 500)])))
-			if status != http.StatusTooManyRequests && status < 500 {
-				return nil, last
-			}
-		}
-	}
-	return nil, last
-}
-
-func postOnce(ctx context.Context, client *http.Client, url string, h http.Header, body []byte, timeout time.Duration) ([]byte, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, 0, err
-	}
-	req.Header = h.Clone()
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, judgeMaxBody))
-	return b, resp.StatusCode, err
-}
-
-// commandJudge runs a program on the host: {"prompt": ..., "packet": ...}
-// on its stdin, its reply (the JSON the prompt asks for) on its stdout.
-// It runs in the suite folder with the host's environment, and is killed
-// after the suite's limits.timeout.
-type commandJudge struct {
-	argv    []string
-	dir     string
-	model   string
-	timeout time.Duration
-}
-
-// CommandJudgeInput is what a command judge reads on its stdin.
-type CommandJudgeInput struct {
-	Prompt string          `json:"prompt"`
-	Packet json.RawMessage `json:"packet"`
-}
-
-func (j *commandJudge) Ask(ctx context.Context, prompt string) (string, JudgeUsage, error) {
-	return j.AskPacket(ctx, prompt, nil)
-}
-
-func (j *commandJudge) AskPacket(ctx context.Context, prompt string, packet json.RawMessage) (string, JudgeUsage, error) {
-	if packet == nil {
-		packet = json.RawMessage("null")
-	}
-	in, err := json.Marshal(CommandJudgeInput{Prompt: prompt, Packet: packet})
-	if err != nil {
-		return "", JudgeUsage{}, fmt.Errorf("judge command: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, j.timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, j.argv[0], j.argv[1:]...)
-	cmd.Dir = j.dir
-	cmd.Stdin = bytes.NewReader(in)
-	stdout, stderr := &cappedBuffer{limit: judgeMaxBody}, &cappedBuffer{limit: 4 << 10}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	err = cmd.Run()
-	u := JudgeUsage{Model: j.model, Seconds: time.Since(start).Seconds()}
-	if ctx.Err() == context.DeadlineExceeded {
-		return "", u, fmt.Errorf("judge command %s: timed out after %s", j.argv[0], j.timeout)
-	}
-	if err != nil {
-		msg := strings.TrimSpace(string(stderr.buf))
-		if msg != "" {
-			msg = ": " + msg
-		}
-		return "", u, fmt.Errorf("judge command %s: %w%s", j.argv[0], err, msg)
-	}
-	if stdout.total > stdout.limit {
-		return "", u, fmt.Errorf("judge command %s: reply over %d bytes", j.argv[0], stdout.limit)
-	}
-	return string(stdout.buf), u, nil
 }
 
 // --- the store ---
@@ -428,29 +122,90 @@ func (s *Store) putPacket(key string, packet []byte) error {
 	return nil
 }
 
+// JudgeFailure is a stored failed judge call: what it was to judge and
+// why it failed.
+type JudgeFailure struct {
+	Key   string        `json:"key"`
+	Mode  string        `json:"mode"`
+	Role  string        `json:"role"`
+	Judge digest.Digest `json:"judge"`
+	// Name says what was to be judged: a cell, or a pair in one order.
+	Name  string   `json:"name"`
+	Cells []string `json:"cells"`
+	Error string   `json:"error"`
+}
+
+// JudgeFailurePath is where the failure stored under key lives.
+func (s *Store) JudgeFailurePath(key string) string {
+	return filepath.Join(s.Dir, storeJudgeFailures, key+".json")
+}
+
+// JudgeFailure reads the failure stored under key.
+func (s *Store) JudgeFailure(key string) (*JudgeFailure, bool, error) {
+	b, err := os.ReadFile(s.JudgeFailurePath(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read judge failure %s: %w", key, err)
+	}
+	var f JudgeFailure
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, false, fmt.Errorf("read judge failure %s: %w", key, err)
+	}
+	return &f, true, nil
+}
+
+func (s *Store) putJudgeFailure(f *JudgeFailure) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err == nil {
+		err = s.putFile(s.JudgeFailurePath(f.Key), append(b, '\n'))
+	}
+	if err != nil {
+		return fmt.Errorf("store judge failure %s: %w", f.Key, err)
+	}
+	return nil
+}
+
+// clearJudgeFailure removes the failure stored under key, once a call for
+// it succeeded.
+func (s *Store) clearJudgeFailure(key string) error {
+	if err := os.Remove(s.JudgeFailurePath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove judge failure %s: %w", key, err)
+	}
+	return nil
+}
+
 // --- judging a run ---
 
 // JudgeCells judges what the plan's judge must and the store lacks, with
 // opts.Jobs calls at once, and stores every packet and judgement: in rubric
 // mode every graded cell whose case has a rubric (failed ones too, for the
-// audit trail: they stay failed), its judged result replacing its grade;
-// in pairwise mode every (case, trial, pair) whose two cells are graded,
-// in the seeded order and, with swap, in the reversed order too. It
-// returns the number of judgements made (or, stored before, applied) and
-// the first failed call's error.
-func JudgeCells(ctx context.Context, p *pipeline.Plan, j Judge, opts Options) (calls int, err error) {
+// audit trail: they stay failed), its judged result replacing its grade,
+// and a disputed cell's adjudication by adjudicator (nil: the judge
+// itself, in a fresh call); in pairwise mode every (case, trial, pair)
+// whose two cells are graded, in the seeded order and, with swap, in the
+// reversed order too. It returns the number of judgements made (or, stored
+// before, applied) and of judge calls that failed, each stored as a
+// JudgeFailure; its error is the store's or the context's, never a judge's.
+func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opts Options) (calls, failed int, err error) {
 	if p.Judge == nil {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	if adjudicator == nil {
+		adjudicator = j
+	}
 	store := &Store{Dir: opts.Out}
 	results, err := Results(p, store)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	jr := &judgeRun{plan: p, judge: j, store: store, opts: opts, cases: map[string]pipeline.PlanCase{}}
+	_, adjTemplate := pipeline.AdjudicatorOf(p.Judge)
+	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, store: store, opts: opts,
+		redact: newRedactor(p, judgeSecrets(p)...), cases: map[string]pipeline.PlanCase{}}
 	for _, pc := range p.Cases {
 		jr.cases[pc.ID] = pc
 	}
@@ -461,49 +216,84 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j Judge, opts Options) (c
 		tasks = jr.rubricTasks(results)
 	}
 	if len(tasks) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	fmt.Fprintf(opts.Log, "judging: %d %s judgements by the %s judge (%d jobs)\n", len(tasks), p.Judge.Mode, p.Judge.Provider, max(opts.Jobs, 1))
 	var mu sync.Mutex
-	var first error
+	var fatal error
 	done := 0
 	forEach(ctx, opts.Jobs, tasks, func(task func(context.Context) (string, error)) {
 		line, err := task(ctx)
 		mu.Lock()
 		defer mu.Unlock()
 		done++
-		if err != nil {
-			if ctx.Err() == nil {
-				fmt.Fprintf(opts.Log, "[judge %d/%d] %v\n", done, len(tasks), err)
-				if first == nil {
-					first = err
-				}
+		var ce *callError
+		switch {
+		case err == nil:
+			calls++
+			fmt.Fprintf(opts.Log, "[judge %d/%d] %s\n", done, len(tasks), line)
+		case ctx.Err() != nil: // interrupted: nothing to record
+		case errors.As(err, &ce):
+			failed++
+			msg := jr.redact.string(ce.err.Error())
+			fmt.Fprintf(opts.Log, "[judge %d/%d] %s: %s (not judged)\n", done, len(tasks), ce.name, msg)
+			f := &JudgeFailure{Key: ce.key, Mode: p.Judge.Mode, Role: ce.role, Judge: p.Judge.Digest, Name: ce.name, Cells: ce.cells, Error: msg}
+			if err := store.putJudgeFailure(f); err != nil && fatal == nil {
+				fatal = err
 			}
-			return
+		default:
+			if fatal == nil {
+				fatal = err
+			}
+			fmt.Fprintf(opts.Log, "[judge %d/%d] %v\n", done, len(tasks), err)
 		}
-		calls++
-		fmt.Fprintf(opts.Log, "[judge %d/%d] %s\n", done, len(tasks), line)
 	})
-	if first == nil {
-		first = ctx.Err()
+	if fatal == nil {
+		fatal = ctx.Err()
 	}
-	return calls, first
+	return calls, failed, fatal
 }
+
+// judgeSecrets are the values of the judges' credential variables, which
+// nothing stored may hold.
+func judgeSecrets(p *pipeline.Plan) []string {
+	var out []string
+	aj, _ := pipeline.AdjudicatorOf(p.Judge)
+	for _, env := range []string{p.Judge.CredentialEnv, aj.CredentialEnv} {
+		if env != "" {
+			out = append(out, os.Getenv(env))
+		}
+	}
+	return out
+}
+
+// callError is a judgement that could not be made (its call failed, or
+// its packet could not be built): stored as a JudgeFailure under key.
+type callError struct {
+	key, role, name string
+	cells           []string
+	err             error
+}
+
+func (e *callError) Error() string { return e.name + ": " + e.err.Error() }
 
 type judgeRun struct {
-	plan  *pipeline.Plan
-	judge Judge
-	store *Store
-	opts  Options
-	cases map[string]pipeline.PlanCase
+	plan        *pipeline.Plan
+	judge       Judge
+	adjudicator Judge
+	adjTemplate string
+	store       *Store
+	opts        Options
+	redact      *redactor
+	cases       map[string]pipeline.PlanCase
 }
 
-// ask sends the prompt (and, to a command judge, the packet).
-func (jr *judgeRun) ask(ctx context.Context, prompt string, packet []byte) (string, JudgeUsage, error) {
-	if pj, ok := jr.judge.(packetJudge); ok {
+// askJudge sends the prompt (and, to a command judge, the packet) to j.
+func askJudge(ctx context.Context, j Judge, prompt string, packet []byte) (string, JudgeUsage, error) {
+	if pj, ok := j.(packetJudge); ok {
 		return pj.AskPacket(ctx, prompt, packet)
 	}
-	return jr.judge.Ask(ctx, prompt)
+	return j.Ask(ctx, prompt)
 }
 
 // attempt reads a graded cell's rollout as the packets need it.
@@ -542,55 +332,93 @@ func (jr *judgeRun) rubricTasks(results []pipeline.CellResult) []func(context.Co
 	return tasks
 }
 
-// rubricCell judges one cell's rubric and stores its judged result.
+// rubricJudgement is the judgement stored under key, or the reply of a new
+// call to j, read as a rubric reply of n criteria and stored.
+func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, template string, packet []byte, c pipeline.Cell, n int) (*Judgement, error) {
+	jd, ok, err := jr.store.Judgement(key)
+	if err != nil || ok {
+		return jd, err
+	}
+	name := c.ID
+	if role == roleAdjudicator {
+		name = "adjudication of " + c.ID
+	}
+	reply, usage, err := askJudge(ctx, j, pipeline.RenderJudgePrompt(template, packet), packet)
+	if err != nil {
+		return nil, &callError{key: key, role: role, name: name, cells: []string{c.ID}, err: err}
+	}
+	jd = &Judgement{Key: key, Mode: "rubric", Judge: jr.plan.Judge.Digest, Cells: []string{c.ID}, Reply: jr.redact.string(reply), Usage: usage}
+	if role != roleJudge {
+		jd.Role = role
+	}
+	if jd.Criteria, err = pipeline.ParseRubricReply(jd.Reply, n); err != nil {
+		jd.Error = err.Error()
+	}
+	if err := jr.store.putJudgement(jd); err != nil {
+		return nil, err
+	}
+	return jd, jr.store.clearJudgeFailure(key)
+}
+
+// rubricCell judges one cell's rubric, has a disputed judgement
+// adjudicated, and stores its judged result.
 func (jr *judgeRun) rubricCell(ctx context.Context, c pipeline.Cell, r pipeline.CellResult) (string, error) {
 	pc := jr.cases[c.Case]
+	key := c.Grade.Encoded()
+	failed := func(err error) error {
+		return &callError{key: key, role: roleJudge, name: c.ID, cells: []string{c.ID}, err: err}
+	}
 	a, err := jr.attempt(c, r)
 	if err != nil {
-		return "", err
+		return "", failed(err)
 	}
 	pk, err := pipeline.BuildRubricPacket(jr.plan, pc, a)
 	if err != nil {
-		return "", fmt.Errorf("judge %s: %w", c.ID, err)
+		return "", failed(fmt.Errorf("build packet: %w", err))
 	}
 	packet := pipeline.EncodePacket(pk)
-	key := c.Grade.Encoded()
 	if err := jr.store.putPacket(key, packet); err != nil {
 		return "", err
 	}
-	jd, ok, err := jr.store.Judgement(key)
+	jd, err := jr.rubricJudgement(ctx, jr.judge, key, roleJudge, jr.plan.Judge.Templates.Rubric, packet, c, len(pc.Rubric))
 	if err != nil {
 		return "", err
 	}
-	if !ok {
-		reply, usage, err := jr.ask(ctx, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Rubric, packet), packet)
+	cj := pipeline.CellJudgement{Candidate: pk.Candidate, Key: key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
+		Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens}
+	if cj.Valid {
+		cj.Dispute = pipeline.DisputeOf(jr.plan, pc, r, jd.Criteria)
+	}
+	if d := cj.Dispute; d != nil && jr.plan.Judge.Adjudication.Enabled {
+		akey := pipeline.AdjudicationKey(c.Grade).Encoded()
+		ad, err := jr.rubricJudgement(ctx, jr.adjudicator, akey, roleAdjudicator, jr.adjTemplate, packet, c, len(pc.Rubric))
 		if err != nil {
-			return "", fmt.Errorf("judge %s: %w", c.ID, err)
-		}
-		jd = &Judgement{Key: key, Mode: "rubric", Judge: jr.plan.Judge.Digest, Cells: []string{c.ID}, Reply: reply, Usage: usage}
-		if jd.Criteria, err = pipeline.ParseRubricReply(reply, len(pc.Rubric)); err != nil {
-			jd.Error = err.Error()
-		}
-		if err := jr.store.putJudgement(jd); err != nil {
 			return "", err
 		}
+		d.Adjudicated, d.Key, d.Valid, d.Reason, d.Criteria, d.Seconds, d.Tokens = true, akey, ad.Error == "", ad.Error, ad.Criteria, ad.Usage.Seconds, ad.Usage.Tokens
 	}
-	nr := pipeline.ApplyRubric(r, pc, pipeline.CellJudgement{Candidate: pk.Candidate, Key: key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
-		Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens})
+	nr := pipeline.ApplyRubric(r, pc, cj)
 	if err := jr.store.putGrade(nr); err != nil {
 		return "", err
 	}
+	if err := jr.store.clearJudgeFailure(key); err != nil {
+		return "", err
+	}
+	line := fmt.Sprintf("%s: ", c.ID)
+	if d := nr.Judge.Dispute; d != nil {
+		line += fmt.Sprintf("disputed (%s), adjudicator: %s; ", d.Disagreed, d.Decision())
+	}
 	switch {
-	case jd.Error != "":
-		return fmt.Sprintf("%s: judge reply invalid (the cell is invalid): %s", c.ID, jd.Error), nil
+	case nr.Status == pipeline.StatusInvalid:
+		return line + fmt.Sprintf("judge reply invalid (the cell is invalid): %s", nr.Error), nil
 	default:
-		passed := 0
-		for _, cr := range jd.Criteria {
-			if cr.Pass {
-				passed++
+		met := 0
+		for _, ch := range nr.Checks {
+			if ch.Kind == pipeline.CheckJudge && ch.Passed {
+				met++
 			}
 		}
-		return fmt.Sprintf("%s: %d of %d criteria met, cell %s", c.ID, passed, len(jd.Criteria), map[bool]string{true: "passes", false: "fails"}[nr.Passed]), nil
+		return line + fmt.Sprintf("%d of %d criteria met, cell %s", met, len(pc.Rubric), map[bool]string{true: "passes", false: "fails"}[nr.Passed]), nil
 	}
 }
 
@@ -606,6 +434,11 @@ type pairSlot struct {
 	positions  []string // the orders to judge, by the candidate's position
 	keys       []string // their judgement keys
 	swap       bool
+}
+
+// name says which pair and order a judgement is of.
+func (s pairSlot) name(pos string) string {
+	return fmt.Sprintf("%s/%d %s vs %s (%s as %s)", s.pc.ID, s.trial, s.pair.Candidate, s.pair.Baseline, s.pair.Candidate, pos)
 }
 
 // pairSlots lists the pairs the plan's judge compares whose two cells have
@@ -661,13 +494,17 @@ func (jr *judgeRun) pairTasks(results []pipeline.CellResult) []func(context.Cont
 
 // pairOrder judges one pair in one order and stores the judgement.
 func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) (string, error) {
+	name := s.name(pos)
+	failed := func(err error) error {
+		return &callError{key: key, role: roleJudge, name: name, cells: []string{s.cand.ID, s.base.ID}, err: err}
+	}
 	cand, err := jr.attempt(s.cand, s.candR)
 	if err != nil {
-		return "", err
+		return "", failed(err)
 	}
 	base, err := jr.attempt(s.base, s.baseR)
 	if err != nil {
-		return "", err
+		return "", failed(err)
 	}
 	first, second := cand, base
 	if pos == pipeline.PositionB {
@@ -675,17 +512,17 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 	}
 	pk, err := pipeline.BuildPairwisePacket(jr.plan, s.pc, first, second)
 	if err != nil {
-		return "", fmt.Errorf("judge %s/%d: %w", s.pc.ID, s.trial, err)
+		return "", failed(fmt.Errorf("build packet: %w", err))
 	}
 	packet := pipeline.EncodePacket(pk)
 	if err := jr.store.putPacket(key, packet); err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("%s/%d %s vs %s (%s as %s)", s.pc.ID, s.trial, s.pair.Candidate, s.pair.Baseline, s.pair.Candidate, pos)
-	reply, usage, err := jr.ask(ctx, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
+	reply, usage, err := askJudge(ctx, jr.judge, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
 	if err != nil {
-		return "", fmt.Errorf("judge %s: %w", name, err)
+		return "", failed(err)
 	}
+	reply = jr.redact.string(reply)
 	jd := &Judgement{Key: key, Mode: "pairwise", Judge: jr.plan.Judge.Digest, Cells: []string{s.cand.ID, s.base.ID}, Position: pos, Reply: reply, Usage: usage}
 	if jd.Winner, jd.Evidence, err = pipeline.ParsePairwiseReply(reply); err != nil {
 		jd.Error, jd.Outcome = err.Error(), pipeline.PairwiseInvalid
@@ -695,46 +532,79 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 	if err := jr.store.putJudgement(jd); err != nil {
 		return "", err
 	}
+	if err := jr.store.clearJudgeFailure(key); err != nil {
+		return "", err
+	}
 	if jd.Error != "" {
 		return fmt.Sprintf("%s: INVALID: %s", name, jd.Error), nil
 	}
 	return fmt.Sprintf("%s: %s", name, jd.Outcome), nil
 }
 
+// notJudged is what the store says of a missing judgement: the failure of
+// its last call under any of keys, if one is stored.
+func notJudged(store *Store, name string, keys ...string) (pipeline.NotJudged, error) {
+	for _, key := range keys {
+		f, ok, err := store.JudgeFailure(key)
+		if err != nil {
+			return pipeline.NotJudged{}, err
+		}
+		if ok {
+			why := f.Error
+			if f.Role == roleAdjudicator {
+				why = "adjudicator: " + why
+			}
+			return pipeline.NotJudged{Name: name, Why: why}, nil
+		}
+	}
+	return pipeline.NotJudged{Name: name}, nil
+}
+
 // judgedResults reads what the judge decided from the store alone: the
 // results with unjudged rubric cells made missing, the pairwise results,
-// and how many judgements the plan asks for are not stored.
-func judgedResults(p *pipeline.Plan, store *Store, results []pipeline.CellResult) ([]pipeline.CellResult, []pipeline.PairwiseResult, int, string, error) {
+// and the judgements the plan asks for that are not stored, with why.
+func judgedResults(p *pipeline.Plan, store *Store, results []pipeline.CellResult) ([]pipeline.CellResult, []pipeline.PairwiseResult, []pipeline.NotJudged, string, error) {
 	if p.Judge == nil {
-		return results, nil, 0, "", nil
+		return results, nil, nil, "", nil
 	}
 	if p.Judge.Mode != "pairwise" {
 		cases := map[string]pipeline.PlanCase{}
 		for _, pc := range p.Cases {
 			cases[pc.ID] = pc
 		}
-		missing := 0
+		var missing []pipeline.NotJudged
 		for i, r := range results {
 			if pipeline.RubricJudged(p, cases[r.Case]) && r.Valid() && r.Judge == nil {
+				nj, err := notJudged(store, r.Cell, r.Grade.Encoded(), pipeline.AdjudicationKey(r.Grade).Encoded())
+				if err != nil {
+					return nil, nil, nil, "", err
+				}
 				results[i].Status, results[i].Error, results[i].Passed = pipeline.StatusMissing, "graded but not judged", false
-				missing++
+				if nj.Why != "" {
+					results[i].Error += ": " + nj.Why
+				}
+				missing = append(missing, nj)
 			}
 		}
 		return results, nil, missing, "cells", nil
 	}
 	var out []pipeline.PairwiseResult
-	missing := 0
+	var missing []pipeline.NotJudged
 	for _, s := range pairSlots(p, results) {
 		outcome := map[string]string{}
 		var errs []string
-		complete := true
+		var lacking *pipeline.NotJudged
 		for i, pos := range s.positions {
 			jd, ok, err := store.Judgement(s.keys[i])
 			if err != nil {
-				return nil, nil, 0, "", err
+				return nil, nil, nil, "", err
 			}
 			if !ok {
-				complete = false
+				nj, err := notJudged(store, s.name(pos), s.keys[i])
+				if err != nil {
+					return nil, nil, nil, "", err
+				}
+				lacking = &nj
 				break
 			}
 			outcome[pos] = jd.Outcome
@@ -742,8 +612,8 @@ func judgedResults(p *pipeline.Plan, store *Store, results []pipeline.CellResult
 				errs = append(errs, fmt.Sprintf("%s as %s: %s", s.pair.Candidate, pos, jd.Error))
 			}
 		}
-		if !complete {
-			missing++
+		if lacking != nil {
+			missing = append(missing, *lacking)
 			continue
 		}
 		out = append(out, pipeline.CombinePairwise(s.pc.ID, s.trial, s.pair, s.first, outcome[pipeline.PositionA], outcome[pipeline.PositionB], s.swap, errs))

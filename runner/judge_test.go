@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,17 +41,26 @@ func writeRepo(t *testing.T, files map[string]string) string {
 	return root
 }
 
-// fakeJudge answers from a function of the prompt and counts its calls.
+// fakeJudge answers from a function of the prompt, counts its calls and
+// keeps the prompts; fail, when set, makes a call fail instead.
 type fakeJudge struct {
-	mu    sync.Mutex
-	calls int
-	reply func(prompt string) string
+	mu      sync.Mutex
+	calls   int
+	prompts []string
+	reply   func(prompt string) string
+	fail    func(prompt string) error
 }
 
 func (f *fakeJudge) Ask(_ context.Context, prompt string) (string, JudgeUsage, error) {
 	f.mu.Lock()
 	f.calls++
+	f.prompts = append(f.prompts, prompt)
 	f.mu.Unlock()
+	if f.fail != nil {
+		if err := f.fail(prompt); err != nil {
+			return "", JudgeUsage{}, err
+		}
+	}
 	return f.reply(prompt), JudgeUsage{Model: "fake"}, nil
 }
 
@@ -151,9 +162,12 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	}}
 	var log bytes.Buffer
 	opts.Log = &log
-	n, err := JudgeCells(context.Background(), p, judge, opts)
-	if err != nil || n != 4 || judge.count() != 4 {
-		t.Fatalf("judged %d (%d calls), %v; want the 4 cells of case a\n%s", n, judge.count(), err, log.String())
+	// Two cells are disputed and adjudicated by the same judge in fresh
+	// calls: a/none/1 (its checks passed, a criterion failed) and a/none/2
+	// (a check failed, every criterion passed).
+	n, failed, err := JudgeCells(context.Background(), p, judge, nil, opts)
+	if err != nil || n != 4 || failed != 0 || judge.count() != 6 {
+		t.Fatalf("judged %d (%d calls, %d failed), %v; want the 4 cells of case a, 2 of them adjudicated\n%s", n, judge.count(), failed, err, log.String())
 	}
 	if !strings.Contains(log.String(), "a/forced/2: judge reply invalid") {
 		t.Errorf("log:\n%s", log.String())
@@ -221,7 +235,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	}
 
 	// A rerun asks nothing: every judged grade is stored.
-	if n, err := JudgeCells(context.Background(), p, judge, opts); err != nil || n != 0 || judge.count() != 4 {
+	if n, _, err := JudgeCells(context.Background(), p, judge, nil, opts); err != nil || n != 0 || judge.count() != 6 {
 		t.Errorf("rerun judged %d (%d calls), %v", n, judge.count(), err)
 	}
 	// A cell graded but not judged (an interrupted run) is not a result:
@@ -237,14 +251,209 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(rep.Verdict.Reasons, ","), "INCOMPLETE 1 cells not judged") {
+	if !strings.Contains(strings.Join(rep.Verdict.Reasons, ","), "INCOMPLETE 1 cells not judged: a/none/1 (not asked: judging did not finish)") {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
-	if n, err := JudgeCells(context.Background(), p, judge, opts); err != nil || n != 1 || judge.count() != 4 {
+	if n, _, err := JudgeCells(context.Background(), p, judge, nil, opts); err != nil || n != 1 || judge.count() != 6 {
 		t.Errorf("rejudge judged %d (%d calls), %v: want the stored judgement applied", n, judge.count(), err)
 	}
 	if r, _, _ := store.Grade(cells["a/none/1"].Grade); r == nil || r.Judge == nil || r.Passed {
 		t.Errorf("a/none/1 after rejudging: %+v", r)
+	}
+}
+
+const adjudicationSuite = `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+)
+
+schema.#Suite & {
+	name: "judgetest-adjudication"
+	skills: skillomega: path: "skill"
+	agent: agents.command & {command: ["true"]}
+	judge: {
+		provider: "command"
+		command: ["true"]
+		adjudication: {
+			cases: ["c"]
+			judge: {provider: "command", command: ["true"], model: "adjudicator-1", template: "ADJUDICATE the criteria of this attempt:\n\n{{packet}}"}
+		}
+	}
+	trials: 2
+	arms: {
+		none: {}
+		forced: {skills: ["skillomega"], activation: "forced"}
+	}
+	cases: {
+		a: {prompt: "Answer.", fixture: "fx", assert: [{answer: {contains: "answer"}}], rubric: ["Marked.", "Polite."]}
+		c: {prompt: "Answer c.", fixture: "fx", assert: [{answer: {contains: "answer"}}], rubric: ["Marked."]}
+	}
+	policy: uplift: {}
+}
+`
+
+// TestJudgeAdjudicationFromStore: the cells whose checks and judge
+// disagree, and those of the case the suite names, go to the adjudicator
+// in a fresh call that sees the blinded packet and never the first reply;
+// its judgement is stored under its own key and decides the cell, never
+// passing a failed check; a failed adjudication leaves the cell unjudged,
+// named in an INCOMPLETE verdict, and the next run asks only the
+// adjudicator; every report lists the disputes.
+func TestJudgeAdjudicationFromStore(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"s/suite.cue":      adjudicationSuite,
+		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
+		"s/fx/README.md":   "# fixture\n",
+	})
+	dir := filepath.Join(root, "s")
+	p, err := pipeline.CompileDir(dir)
+	if err != nil {
+		t.Fatal(pipeline.PrintError(err, root))
+	}
+	out := t.TempDir()
+	store, err := OpenStore(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := map[string]pipeline.Cell{}
+	for _, c := range p.Cells {
+		cells[c.ID] = c
+		answer := map[string]string{"forced": "MARKED answer", "none": "plain answer"}[c.Arm]
+		if c.ID == "a/none/2" {
+			answer = "nothing marked" // fails its check
+		}
+		storeRollout(t, store, p, c, answer, nil)
+	}
+	opts := Options{Out: out, SuiteDir: dir, Jobs: 3}
+	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, FilePlan), p.Encode(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const firstEvidence = "FIRST-JUDGE-EVIDENCE"
+	criteria := func(n int, pass bool) string {
+		var cs []string
+		for i := 0; i < n; i++ {
+			cs = append(cs, fmt.Sprintf(`{"criterion": %d, "pass": %v, "evidence": "%s"}`, i, pass, firstEvidence))
+		}
+		return `{"criteria": [` + strings.Join(cs, ", ") + `]}`
+	}
+	judge := &fakeJudge{reply: func(prompt string) string {
+		n := strings.Count(prompt, `"index": `)
+		return criteria(n, strings.Contains(prompt, `"answer": "MARKED`) || strings.Contains(prompt, `"answer": "nothing`))
+	}}
+	// The adjudicator passes every criterion; its first call about
+	// a/none/1 fails.
+	failFor := pipeline.CandidateID(cells["a/none/1"])
+	adjudicator := &fakeJudge{
+		reply: func(prompt string) string {
+			return strings.ReplaceAll(criteria(strings.Count(prompt, `"index": `), true), firstEvidence, "adjudicated")
+		},
+		fail: func(prompt string) error {
+			if strings.Contains(prompt, failFor) {
+				return errors.New("HTTP 503: overloaded")
+			}
+			return nil
+		},
+	}
+	var log bytes.Buffer
+	opts.Log = &log
+	n, failed, err := JudgeCells(context.Background(), p, judge, adjudicator, opts)
+	// Disputed: a/none/1 (checks passed, the judge failed one), a/none/2
+	// (a check failed, the judge passed all) and the four cells of c.
+	if err != nil || n != 7 || failed != 1 || judge.count() != 8 || adjudicator.count() != 6 {
+		t.Fatalf("judged %d, %d failed, %d judge and %d adjudicator calls, %v\n%s", n, failed, judge.count(), adjudicator.count(), err, log.String())
+	}
+	for _, prompt := range adjudicator.prompts {
+		if !strings.HasPrefix(prompt, "ADJUDICATE the criteria of this attempt:\n\n{") || strings.Contains(prompt, firstEvidence) || strings.Contains(prompt, "skillomega") || strings.Contains(prompt, "forced") {
+			t.Errorf("adjudicator prompt:\n%s", prompt)
+		}
+	}
+	rep, err := Report(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := strings.Join(rep.Verdict.Reasons, ",")
+	if rep.Verdict.Verdict != pipeline.VerdictIncomplete || !strings.Contains(reasons, "INCOMPLETE 1 cells not judged: a/none/1 (adjudicator: HTTP 503: overloaded)") {
+		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
+	}
+	if _, ok, _ := store.JudgeFailure(pipeline.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); !ok {
+		t.Error("the failed adjudication is not stored")
+	}
+
+	// The next run asks the adjudicator about a/none/1 alone.
+	adjudicator.fail = nil
+	n, failed, err = JudgeCells(context.Background(), p, judge, adjudicator, opts)
+	if err != nil || n != 1 || failed != 0 || judge.count() != 8 || adjudicator.count() != 7 {
+		t.Fatalf("rerun judged %d, %d failed, %d judge and %d adjudicator calls, %v", n, failed, judge.count(), adjudicator.count(), err)
+	}
+	if _, ok, _ := store.JudgeFailure(pipeline.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); ok {
+		t.Error("the failure outlived the adjudication that succeeded")
+	}
+	rep, err = Report(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, _ := Results(p, store)
+	by := map[string]pipeline.CellResult{}
+	for _, r := range results {
+		by[r.Cell] = r
+	}
+	// The adjudicator decides: a/none/1 passes; a/none/2 still fails its check.
+	if r := by["a/none/1"]; !r.Passed || r.Judge.Dispute == nil || !r.Judge.Dispute.Adjudicated || r.Judge.Criteria[0].Pass {
+		t.Errorf("a/none/1: %+v", r.Judge)
+	}
+	if r := by["a/none/2"]; r.Passed || r.Judge.Dispute.Decision() != pipeline.DecisionPass {
+		t.Errorf("a/none/2 passed a failed check: %+v", r)
+	}
+	if r := by["a/forced/1"]; r.Judge.Dispute != nil || !r.Passed {
+		t.Errorf("a/forced/1 is not disputed: %+v", r.Judge)
+	}
+	if r := by["c/forced/2"]; r.Judge.Dispute == nil || r.Judge.Dispute.Kind != pipeline.DisputeNamed {
+		t.Errorf("c/forced/2 is named: %+v", r.Judge)
+	}
+	// The adjudication is stored beside the first judgement.
+	akey := pipeline.AdjudicationKey(cells["a/none/2"].Grade).Encoded()
+	if jd, ok, err := store.Judgement(akey); err != nil || !ok || jd.Role != roleAdjudicator || jd.Cells[0] != "a/none/2" {
+		t.Errorf("adjudication of a/none/2: %+v %v %v", jd, ok, err)
+	}
+	if jd, ok, _ := store.Judgement(cells["a/none/2"].Grade.Encoded()); !ok || jd.Role != "" || !strings.Contains(jd.Reply, firstEvidence) {
+		t.Errorf("first judgement of a/none/2: %+v", jd)
+	}
+	if rep.Verdict.Verdict == pipeline.VerdictIncomplete || rep.Adjudication == nil || len(rep.Adjudication.Disputed) != 6 || rep.Adjudication.Model != "adjudicator-1" {
+		t.Fatalf("report: %s %v, adjudication %+v", rep.Verdict.Verdict, rep.Verdict.Reasons, rep.Adjudication)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, pipeline.FileVerdictJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Adjudication struct {
+			Blinded    bool   `json:"blinded"`
+			JudgeModel string `json:"judge_model"`
+			Disputed   []struct {
+				Case, Arm, Disagreed, Decision string
+				Trial                          int
+			} `json:"disputed"`
+		} `json:"adjudication"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if !v.Adjudication.Blinded || v.Adjudication.JudgeModel != "adjudicator-1" || len(v.Adjudication.Disputed) != 6 {
+		t.Fatalf("verdict.json adjudication %+v", v.Adjudication)
+	}
+	if d := v.Adjudication.Disputed[0]; d.Case != "a" || d.Arm != "none" || d.Trial != 1 || d.Decision != pipeline.DecisionPass || !strings.Contains(d.Disagreed, "the judge failed rubric 0: Marked.") {
+		t.Errorf("first dispute %+v", d)
+	}
+	for _, f := range []string{pipeline.FileReportMD, pipeline.FileReportHTML} {
+		b, _ := os.ReadFile(filepath.Join(out, f))
+		if !bytes.Contains(b, []byte("Disputed answers")) || !bytes.Contains(b, []byte("c/none/1")) {
+			t.Errorf("%s lacks the disputes", f)
+		}
 	}
 }
 
@@ -254,8 +463,7 @@ func TestJudgeCommand(t *testing.T) {
 	dir := t.TempDir()
 	script := "cat > stdin.json; echo '{\"winner\": \"B\"}'"
 	j := &commandJudge{argv: []string{"sh", "-c", script}, dir: dir, timeout: 10 * time.Second}
-	jr := &judgeRun{judge: j}
-	reply, _, err := jr.ask(context.Background(), "the prompt", []byte(`{"task": {"prompt": "x"}}`))
+	reply, _, err := askJudge(context.Background(), j, "the prompt", []byte(`{"task": {"prompt": "x"}}`))
 	if err != nil || strings.TrimSpace(reply) != `{"winner": "B"}` {
 		t.Fatalf("reply %q, %v", reply, err)
 	}
@@ -616,4 +824,195 @@ func flagsOf(caseID string, seed int64, pair pipeline.Pair) string {
 		}
 	}
 	return s
+}
+
+const failureSuite = `package t
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+)
+
+schema.#Suite & {
+	name: "judgetest-failure"
+	skills: skillomega: path: "skill"
+	agent: agents.command & {
+		command: ["sh", "-c", """
+			if [ -n "$SKILLGATE_SKILLS_DIR" ]; then echo 'MARKED answer'; else echo 'PLAIN answer'; fi
+			"""]
+	}
+	trials: 1
+	limits: timeout: "20s"
+	arms: {
+		none: {}
+		forced: {skills: ["skillomega"], activation: "forced"}
+	}
+	cases: a: {prompt: "Answer.", assert: [{answer: {contains: "answer"}}], rubric: ["The answer is marked."]}
+	policy: schema.#Policy & {invalidRun: {}}
+}
+`
+
+// TestJudgeFailureLeavesReport runs a suite for real whose judge fails (a
+// command judge exiting 1, then an HTTP judge answering 500 from a server
+// on 127.0.0.1): the run still writes the plan and every report, its
+// verdict INCOMPLETE with a reason naming the cells and the judge's error
+// (redacted), `skillgate report` rebuilds the same bytes from the store,
+// and a rerun with the judge working again finishes the run without a new
+// rollout.
+func TestJudgeFailureLeavesReport(t *testing.T) {
+	e := testEngine(t)
+	root := writeRepo(t, map[string]string{
+		"s/suite.cue":      failureSuite,
+		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
+		"s/judge.sh": `#!/bin/sh
+cat > /dev/null
+if [ ! -f ok ]; then echo "the judge is down" >&2; exit 1; fi
+echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
+`,
+	})
+	dir := filepath.Join(root, "s")
+	if err := os.Chmod(filepath.Join(dir, "judge.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	compile := func(judgeCue string) *pipeline.Plan {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "judge.cue"), []byte("package t\n\nimport \"skillgate.dev/schema\"\n\nschema.#Suite & {\n\tjudge: "+judgeCue+"\n}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pipeline.CompileDir(dir)
+		if err != nil {
+			t.Fatal(pipeline.PrintError(err, root))
+		}
+		return p
+	}
+	reports := []string{FilePlan, pipeline.FileVerdictJSON, pipeline.FileReportJSON, pipeline.FileReportMD, pipeline.FileReportHTML, pipeline.FileJUnitXML}
+	// failedRun evaluates p, whose judge fails, and checks what it leaves.
+	failedRun := func(p *pipeline.Plan, out, why string) {
+		t.Helper()
+		sum, rep := evaluate(t, p, dir, out)
+		if !sum.Complete() {
+			t.Fatalf("summary %+v", sum)
+		}
+		want := "INCOMPLETE 2 cells not judged: a/none/1, a/forced/1 (" + why + ")"
+		if rep.Verdict.Verdict != pipeline.VerdictIncomplete || rep.Verdict.ExitCode != 2 || !slices.Contains(rep.Verdict.Reasons, want) {
+			t.Errorf("verdict %s (exit %d) %q, want the reason %q", rep.Verdict.Verdict, rep.Verdict.ExitCode, rep.Verdict.Reasons, want)
+		}
+		before := map[string][]byte{}
+		for _, f := range reports {
+			b, err := os.ReadFile(filepath.Join(out, f))
+			if err != nil || len(b) == 0 {
+				t.Fatalf("%s: %v", f, err)
+			}
+			before[f] = b
+		}
+		if !bytes.Contains(before[pipeline.FileVerdictJSON], []byte(`"resumable": true`)) || !bytes.Contains(before[pipeline.FileVerdictJSON], []byte("cells not judged: a/none/1")) {
+			t.Errorf("verdict.json lacks the failure or is not resumable:\n%s", before[pipeline.FileVerdictJSON])
+		}
+		for _, f := range []string{pipeline.FileReportMD, pipeline.FileReportHTML, pipeline.FileJUnitXML} {
+			if !bytes.Contains(before[f], []byte("cells not judged: a/none/1")) {
+				t.Errorf("%s does not say which cells were not judged", f)
+			}
+		}
+		failures, _ := filepath.Glob(filepath.Join(out, storeJudgeFailures, "*.json"))
+		if len(failures) != 2 {
+			t.Errorf("%d judge failures stored, want 2", len(failures))
+		}
+		// The report rebuilds from the store alone, the same bytes.
+		for _, f := range reports[1:] {
+			os.Remove(filepath.Join(out, f))
+		}
+		t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+		if _, err := Report(out); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range reports {
+			if b, _ := os.ReadFile(filepath.Join(out, f)); !bytes.Equal(b, before[f]) {
+				t.Errorf("%s differs when rebuilt from the store", f)
+			}
+		}
+		os.Unsetenv("DOCKER_HOST")
+	}
+	// finishedRun evaluates p again, its judge working.
+	finishedRun := func(p *pipeline.Plan, out string) {
+		t.Helper()
+		sum, rep := evaluate(t, p, dir, out)
+		if sum.Ran != 0 || sum.Reused != len(p.Cells) {
+			t.Errorf("summary %+v: a rerun after a judge failure must not roll out again", sum)
+		}
+		if rep.Verdict.Verdict == pipeline.VerdictIncomplete {
+			t.Errorf("verdict %s %v after the judge came back", rep.Verdict.Verdict, rep.Verdict.Reasons)
+		}
+		if failures, _ := filepath.Glob(filepath.Join(out, storeJudgeFailures, "*.json")); len(failures) != 0 {
+			t.Errorf("judge failures %v outlived the judgements", failures)
+		}
+	}
+
+	// A command judge, its relative program in the suite folder, exits 1.
+	p := compile(`{provider: "command", command: ["./judge.sh"]}`)
+	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	out := t.TempDir()
+	failedRun(p, out, "judge command ./judge.sh: exit status 1: the judge is down")
+	if err := os.WriteFile(filepath.Join(dir, "ok"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	finishedRun(p, out)
+
+	// An HTTP judge answers 500, with its key in the body.
+	var down sync.Mutex
+	failing := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		down.Lock()
+		defer down.Unlock()
+		if failing {
+			http.Error(w, "overloaded; key "+r.Header.Get("X-Api-Key")+" is fine", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, `{"model": "stand-in-judge", "content": [{"type": "text", "text": "{\"criteria\": [{\"criterion\": 0, \"pass\": true}]}"}]}`)
+	}))
+	defer srv.Close()
+	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
+		t.Fatalf("the stand-in judge listens on %s, not loopback", srv.URL)
+	}
+	t.Setenv("JUDGE_FAILURE_TEST_KEY", "sk-failure-test-secret")
+	p = compile(fmt.Sprintf(`{provider: "anthropic", model: "stand-in", upstream: %q, credentialEnv: "JUDGE_FAILURE_TEST_KEY"}`, srv.URL))
+	out = t.TempDir()
+	failedRun(p, out, "judge: POST "+srv.URL+"/v1/messages: HTTP 500: overloaded; key [REDACTED] is fine")
+	for _, f := range []string{pipeline.FileVerdictJSON, pipeline.FileReportJSON} {
+		if b, _ := os.ReadFile(filepath.Join(out, f)); bytes.Contains(b, []byte("sk-failure-test-secret")) {
+			t.Errorf("%s holds the judge's key", f)
+		}
+	}
+	down.Lock()
+	failing = false
+	down.Unlock()
+	finishedRun(p, out)
+}
+
+// TestEvaluateWritesPlanFirst: the plan is in the run folder before
+// anything runs, so a run that stops at once (here on a judge whose key is
+// not set) still leaves a folder `skillgate report` can report on.
+func TestEvaluateWritesPlanFirst(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"s/suite.cue":      failureSuite,
+		"s/judge.cue":      "package t\n\nimport \"skillgate.dev/schema\"\n\nschema.#Suite & {\n\tjudge: {provider: \"anthropic\", upstream: \"http://127.0.0.1:9\", credentialEnv: \"JUDGE_PLAN_FIRST_UNSET_KEY\"}\n}\n",
+		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
+	})
+	p, err := pipeline.CompileDir(filepath.Join(root, "s"))
+	if err != nil {
+		t.Fatal(pipeline.PrintError(err, root))
+	}
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+	out := filepath.Join(t.TempDir(), "run")
+	_, _, err = Evaluate(context.Background(), p, Options{Out: out, SuiteDir: filepath.Join(root, "s")})
+	if err == nil || !strings.Contains(err.Error(), "JUDGE_PLAN_FIRST_UNSET_KEY is not set") {
+		t.Fatalf("evaluate: %v, want the missing key", err)
+	}
+	got, err := pipeline.ReadPlan(filepath.Join(out, FilePlan))
+	if err != nil || got.Digest != p.Digest {
+		t.Fatalf("plan.json: %v", err)
+	}
+	rep, err := Report(out)
+	if err != nil || rep.Verdict.Verdict != pipeline.VerdictIncomplete {
+		t.Errorf("report of a run that never started: %v %+v", err, rep)
+	}
 }

@@ -24,7 +24,8 @@ import (
 // the other judge's digest:
 //
 //	rejudged/HEX/judge.json             the other judge, its digest, the run's plan
-//	rejudged/HEX/judgements/KEY.json    one rejudgement per stored packet KEY
+//	rejudged/HEX/judgements/KEY.json    one rejudgement per stored packet KEY,
+//	                                    and one adjudication per disputed cell
 //	rejudged/HEX/verdict.json, report.json, report.md, report.html,
 //	junit.xml, audit-queue.json         the rejudged report set
 //
@@ -116,7 +117,8 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 	if err != nil {
 		return nil, "", err
 	}
-	rj := &rejudgeRun{run: p, plan: q, store: store, dir: RejudgeDir(out, q.Judge.Digest), opts: opts, cases: map[string]pipeline.PlanCase{}}
+	rj := &rejudgeRun{run: p, plan: q, store: store, dir: RejudgeDir(out, q.Judge.Digest), opts: opts,
+		redact: newRedactor(q, judgeSecrets(q)...), cases: map[string]pipeline.PlanCase{}}
 	for _, pc := range p.Cases {
 		rj.cases[pc.ID] = pc
 	}
@@ -146,9 +148,15 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 	if err := store.putFile(filepath.Join(rj.dir, FileRejudgeJudge), append(rec, '\n')); err != nil {
 		return nil, "", fmt.Errorf("rejudge: %w", err)
 	}
-	judged, err := rj.judgeAll(ctx, asks)
+	judged, err := rj.judgeAll(ctx, asks, func() (Judge, func(), error) { return NewJudge(rj.plan, rj.opts.SuiteDir) })
 	if err != nil {
 		return nil, "", err
+	}
+	var disputes map[string]*pipeline.Dispute
+	if q.Judge.Mode != "pairwise" {
+		if disputes, err = rj.adjudicate(ctx, results, asks, judged); err != nil {
+			return nil, "", err
+		}
 	}
 
 	var pairwise []pipeline.PairwiseResult
@@ -173,10 +181,11 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 			}
 			results[i] = pipeline.ApplyRubric(results[i], rj.cases[c.Case], pipeline.CellJudgement{
 				Candidate: pipeline.CandidateID(c), Key: jd.Key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
-				Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens})
+				Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens, Dispute: disputes[jd.Key]})
 		}
 	}
 	r := pipeline.BuildJudgedReport(q, results, pairwise)
+	r.Adjudication = pipeline.BuildAdjudicationReport(q, results)
 	r.StandIn = p.Agent.StandIn
 	cal, ok, err := ReadCalibration(out, p)
 	if err != nil {
@@ -201,12 +210,13 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 const storeJudgementsDir = "judgements"
 
 type rejudgeRun struct {
-	run   *pipeline.Plan // the run's plan: its judge built the packets
-	plan  *pipeline.Plan // the run's plan with the other judge
-	store *Store
-	dir   string
-	opts  RejudgeOptions
-	cases map[string]pipeline.PlanCase
+	run    *pipeline.Plan // the run's plan: its judge built the packets
+	plan   *pipeline.Plan // the run's plan with the other judge
+	store  *Store
+	dir    string
+	opts   RejudgeOptions
+	redact *redactor
+	cases  map[string]pipeline.PlanCase
 }
 
 // rejudgeAsk is one packet to rejudge.
@@ -216,6 +226,69 @@ type rejudgeAsk struct {
 	cells    []string // the judged cells (never sent)
 	position string   // pairwise: the candidate's position
 	criteria int      // rubric: how many criteria
+	// judgement is the rejudgement's key: key, or the cell's adjudication key.
+	judgement string
+	role      string // roleAdjudicator for an adjudication
+	template  string // "" for the other judge's own
+}
+
+// rejudgementKey is the key the rejudgement of a is stored under.
+func (a rejudgeAsk) rejudgementKey() string {
+	if a.judgement != "" {
+		return a.judgement
+	}
+	return a.key
+}
+
+// adjudicate has every rubric rejudgement that disputes its cell's
+// deterministic grade adjudicated by the other judge's adjudicator, and
+// returns the disputes by the first rejudgement's key.
+func (rj *rejudgeRun) adjudicate(ctx context.Context, results []pipeline.CellResult, asks []rejudgeAsk, judged map[string]*Judgement) (map[string]*pipeline.Dispute, error) {
+	disputes := map[string]*pipeline.Dispute{}
+	index := map[string]int{}
+	for i, c := range rj.run.Cells {
+		if _, ok := index[c.Grade.Encoded()]; !ok {
+			index[c.Grade.Encoded()] = i
+		}
+	}
+	_, template := pipeline.AdjudicatorOf(rj.plan.Judge)
+	var adj []rejudgeAsk
+	for _, a := range asks {
+		jd := judged[a.key]
+		if jd == nil || jd.Error != "" {
+			continue
+		}
+		i := index[a.key]
+		c := rj.run.Cells[i]
+		d := pipeline.DisputeOf(rj.plan, rj.cases[c.Case], results[i], jd.Criteria)
+		if d == nil {
+			continue
+		}
+		disputes[a.key] = d
+		if rj.plan.Judge.Adjudication.Enabled {
+			adj = append(adj, rejudgeAsk{key: a.key, name: "adjudication of " + a.name, cells: a.cells, criteria: a.criteria,
+				judgement: pipeline.AdjudicationKey(c.Grade).Encoded(), role: roleAdjudicator, template: template})
+		}
+	}
+	if len(adj) == 0 {
+		return disputes, nil
+	}
+	decided, err := rj.judgeAll(ctx, adj, func() (Judge, func(), error) {
+		j, closeFn, err := NewAdjudicator(rj.plan, rj.opts.SuiteDir)
+		if err == nil && j == nil {
+			return NewJudge(rj.plan, rj.opts.SuiteDir)
+		}
+		return j, closeFn, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range adj {
+		ad := decided[a.judgement]
+		d := disputes[a.key]
+		d.Adjudicated, d.Key, d.Valid, d.Reason, d.Criteria, d.Seconds, d.Tokens = true, a.judgement, ad.Error == "", ad.Error, ad.Criteria, ad.Usage.Seconds, ad.Usage.Tokens
+	}
+	return disputes, nil
 }
 
 // rubricAsks lists the packets of every cell whose rubric the judge grades
@@ -269,14 +342,16 @@ func (rj *rejudgeRun) judgementFile(key string) string {
 	return filepath.Join(rj.dir, storeJudgementsDir, key+".json")
 }
 
-// judgeAll returns a rejudgement for every ask: stored before, or asked
-// now and stored. A failed call leaves its packet unjudged, and then it
-// returns an error naming every such packet.
-func (rj *rejudgeRun) judgeAll(ctx context.Context, asks []rejudgeAsk) (map[string]*Judgement, error) {
+// judgeAll returns a rejudgement for every ask, by its rejudgement key:
+// stored before, or asked now, of the judge newJudge makes, and stored. A
+// failed call leaves its packet unjudged, and then it returns an error
+// naming every such packet.
+func (rj *rejudgeRun) judgeAll(ctx context.Context, asks []rejudgeAsk, newJudge func() (Judge, func(), error)) (map[string]*Judgement, error) {
 	judged := map[string]*Judgement{}
 	var todo []rejudgeAsk
 	for _, a := range asks {
-		jd, ok, err := readJudgementFile(rj.judgementFile(a.key))
+		key := a.rejudgementKey()
+		jd, ok, err := readJudgementFile(rj.judgementFile(key))
 		if err != nil {
 			return nil, fmt.Errorf("rejudge: %w", err)
 		}
@@ -284,17 +359,17 @@ func (rj *rejudgeRun) judgeAll(ctx context.Context, asks []rejudgeAsk) (map[stri
 			todo = append(todo, a)
 			continue
 		}
-		if jd.Judge != rj.plan.Judge.Digest || jd.Key != a.key {
-			return nil, fmt.Errorf("rejudge: %s holds judge %s's judgement of %s, not judge %s's of %s", rj.judgementFile(a.key), jd.Judge, jd.Key, rj.plan.Judge.Digest, a.key)
+		if jd.Judge != rj.plan.Judge.Digest || jd.Key != key {
+			return nil, fmt.Errorf("rejudge: %s holds judge %s's judgement of %s, not judge %s's of %s", rj.judgementFile(key), jd.Judge, jd.Key, rj.plan.Judge.Digest, key)
 		}
-		judged[a.key] = jd
+		judged[key] = jd
 	}
 	fmt.Fprintf(rj.opts.Log, "rejudging: %d %s packets by the %s judge %s (%d stored before, %d to ask, %d jobs)\n",
 		len(asks), rj.plan.Judge.Mode, rj.plan.Judge.Provider, rj.plan.Judge.Digest.Encoded()[:12], len(asks)-len(todo), len(todo), max(rj.opts.Jobs, 1))
 	if len(todo) == 0 {
 		return judged, nil
 	}
-	j, closeJudge, err := NewJudge(rj.plan, rj.opts.SuiteDir)
+	j, closeJudge, err := newJudge()
 	if err != nil {
 		return nil, fmt.Errorf("rejudge: %w", err)
 	}
@@ -312,7 +387,7 @@ func (rj *rejudgeRun) judgeAll(ctx context.Context, asks []rejudgeAsk) (map[stri
 			fmt.Fprintf(rj.opts.Log, "[rejudge %d/%d] %s: %v\n", done, len(todo), a.name, err)
 			return
 		}
-		judged[a.key] = jd
+		judged[a.rejudgementKey()] = jd
 		line := jd.Outcome
 		switch {
 		case jd.Error != "":
@@ -350,18 +425,15 @@ func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*Judgemen
 	if pj.Mode == "pairwise" {
 		template = pj.Templates.Pairwise
 	}
-	prompt := pipeline.RenderJudgePrompt(template, packet)
-	var reply string
-	var usage JudgeUsage
-	if pk, ok := j.(packetJudge); ok {
-		reply, usage, err = pk.AskPacket(ctx, prompt, packet)
-	} else {
-		reply, usage, err = j.Ask(ctx, prompt)
+	if a.template != "" {
+		template = a.template
 	}
+	reply, usage, err := askJudge(ctx, j, pipeline.RenderJudgePrompt(template, packet), packet)
 	if err != nil {
 		return nil, err
 	}
-	jd := &Judgement{Key: a.key, Mode: pj.Mode, Judge: pj.Digest, Cells: a.cells, Position: a.position, Reply: reply, Usage: usage}
+	reply = rj.redact.string(reply)
+	jd := &Judgement{Key: a.rejudgementKey(), Mode: pj.Mode, Judge: pj.Digest, Role: a.role, Cells: a.cells, Position: a.position, Reply: reply, Usage: usage}
 	if pj.Mode == "pairwise" {
 		if jd.Winner, jd.Evidence, err = pipeline.ParsePairwiseReply(reply); err != nil {
 			jd.Error, jd.Outcome = err.Error(), pipeline.PairwiseInvalid
@@ -375,8 +447,8 @@ func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*Judgemen
 	if err != nil {
 		return nil, err
 	}
-	if err := rj.store.putFile(rj.judgementFile(a.key), append(data, '\n')); err != nil {
-		return nil, fmt.Errorf("store rejudgement %s: %w", a.key, err)
+	if err := rj.store.putFile(rj.judgementFile(jd.Key), append(data, '\n')); err != nil {
+		return nil, fmt.Errorf("store rejudgement %s: %w", jd.Key, err)
 	}
 	return jd, nil
 }

@@ -144,18 +144,33 @@ schema.#Suite & {
 			t.Errorf("the run's %s changed", f)
 		}
 	}
+	// One rejudgement per packet, and, since the strict judge fails every
+	// cell whose checks passed, one adjudication per cell, beside it.
 	judgements, _ := filepath.Glob(filepath.Join(rdir, "judgements", "*.json"))
-	if len(judgements) != nPackets {
-		t.Errorf("%d rejudgements, want %d", len(judgements), nPackets)
+	if len(judgements) != 2*nPackets {
+		t.Errorf("%d rejudgements and adjudications, want %d", len(judgements), 2*nPackets)
+	}
+	adjudications := map[string]bool{}
+	for _, c := range p.Cells {
+		adjudications[pipeline.AdjudicationKey(c.Grade).Encoded()+".json"] = true
 	}
 	for _, f := range judgements {
 		jd, ok, err := readJudgementFile(f)
 		if err != nil || !ok || jd.Judge != q.Judge.Digest || jd.Usage.Model != "strict" || len(jd.Criteria) != 1 || jd.Criteria[0].Pass {
 			t.Errorf("%s: %+v %v", f, jd, err)
 		}
+		if adjudications[filepath.Base(f)] {
+			if jd.Role != roleAdjudicator {
+				t.Errorf("adjudication %s: role %q", filepath.Base(f), jd.Role)
+			}
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(out, storePackets, filepath.Base(f))); err != nil {
 			t.Errorf("rejudgement %s has no packet: %v", filepath.Base(f), err)
 		}
+	}
+	if rep.Adjudication == nil || len(rep.Adjudication.Disputed) != len(p.Cells) || rep.Adjudication.Disputed[0].Decision != pipeline.DecisionFail {
+		t.Errorf("rejudged adjudication %+v", rep.Adjudication)
 	}
 	rejudged := []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml", FileRejudgeJudge}
 	rejudgedBytes := map[string][]byte{}

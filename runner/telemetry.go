@@ -3,10 +3,11 @@ package runner
 import (
 	"bufio"
 	"bytes"
-	"github.com/skillgate/skillgate/pipeline"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/skillgate/skillgate/pipeline"
 )
 
 // Telemetry is what an agent's transcript tells about its session.
@@ -29,7 +30,8 @@ func ParseTranscript(kind string, stdout, stderr []byte) (string, Telemetry) {
 
 // parseCommand: a command agent's stdout is its answer; its stderr lines
 // "skillgate: opened skill NAME" and "skillgate: read NAME/PATH" report
-// routing.
+// routing. A read of NAME/SKILL.md is the skill itself, as opening it is,
+// not a reference: each file read counts once.
 func parseCommand(stdout, stderr []byte) (string, Telemetry) {
 	t := Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}}
 	skills, refs := map[string]bool{}, map[string]bool{}
@@ -41,9 +43,13 @@ func parseCommand(stdout, stderr []byte) (string, Telemetry) {
 			skills[strings.TrimSpace(name)] = true
 		} else if ref, ok := strings.CutPrefix(line, "skillgate: read "); ok && ref != "" {
 			ref = strings.TrimSpace(ref)
-			refs[ref] = true
-			if name, _, ok := strings.Cut(ref, "/"); ok {
-				skills[name] = true
+			name, rest, ok := strings.Cut(ref, "/")
+			if !ok || name == "" {
+				continue
+			}
+			skills[name] = true
+			if rest != "SKILL.md" {
+				refs[ref] = true
 			}
 		}
 	}

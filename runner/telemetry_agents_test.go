@@ -236,3 +236,71 @@ func jsonString(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// TestSkillFileCountedOnce: an agent that opens its skill and reads its
+// SKILL.md and one reference loaded two files, and SKILL.md is no
+// reference: through each agent's parser, the grade's routing and the
+// report's files_loaded, every file read counts once.
+func TestSkillFileCountedOnce(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"s/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+)
+
+schema.#Suite & {
+	name: "filesloaded"
+	skills: demo: path: "demo"
+	agent: agents.command & {command: ["true"]}
+	trials: 1
+	arms: forced: {skills: ["demo"], activation: "forced"}
+	cases: a: {prompt: "Go.", routing: {skills: required: ["demo"], references: required: ["demo/references/format.md"]}}
+	policy: uplift: {}
+}
+`,
+		"s/demo/SKILL.md":             "---\nname: demo\ndescription: Demo.\n---\n# Demo\n",
+		"s/demo/references/format.md": "# Format\n",
+	})
+	p, err := pipeline.CompileDir(filepath.Join(root, "s"))
+	if err != nil {
+		t.Fatal(pipeline.PrintError(err, root))
+	}
+	tests := []struct {
+		kind           string
+		stdout, stderr []byte
+		files          map[string]int
+		refs           []pipeline.RoutingEvent
+	}{
+		{"command", []byte("done"), []byte("skillgate: opened skill demo\nskillgate: read demo/SKILL.md\nskillgate: read demo/references/format.md\nskillgate: read demo/SKILL.md\n"),
+			map[string]int{"demo/SKILL.md": 1, "demo/references/format.md": 1},
+			[]pipeline.RoutingEvent{{Name: "demo/references/format.md", Evidence: pipeline.EvidenceReported}}},
+		// The real CLIs' samples: Claude Code through its Skill tool, Codex
+		// by reading SKILL.md with a shell command.
+		{"claude-code", readTranscript(t, "claude-code-skill-activation.jsonl"), nil, map[string]int{"demo/SKILL.md": 1}, nil},
+		{"codex", readTranscript(t, "codex-exec-skill-read.jsonl"), nil, map[string]int{"demo/SKILL.md": 1}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.kind, func(t *testing.T) {
+			answer, tel := ParseTranscript(tc.kind, tc.stdout, tc.stderr)
+			if len(tel.Skills) != 1 || tel.Skills[0].Name != "demo" {
+				t.Errorf("skills %+v, want demo once", tel.Skills)
+			}
+			if want := tc.refs; !reflect.DeepEqual(tel.References, append([]pipeline.RoutingEvent{}, want...)) {
+				t.Errorf("references %+v, want %+v", tel.References, want)
+			}
+			r, err := pipeline.GradeCell(p, p.Cases[0], p.Cells[0], pipeline.GradeInput{Status: pipeline.StatusCompleted, Answer: answer, Telemetry: tel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Routing.Skills.TP != 1 || r.Routing.Skills.FP != 0 || r.Routing.References.FP != 0 {
+				t.Errorf("routing %+v: SKILL.md counted as a reference", r.Routing)
+			}
+			rep := pipeline.BuildReport(p, []pipeline.CellResult{r})
+			if got := rep.Arms[0].FilesLoaded; !reflect.DeepEqual(got, tc.files) {
+				t.Errorf("files loaded %v, want %v", got, tc.files)
+			}
+		})
+	}
+}

@@ -27,11 +27,16 @@ Its templates are the run judge's unless the suite gives others.
 
 Everything goes under OUT/rejudged/HEX, HEX the first 12 hex digits of the
 other judge's digest: judge.json (which judge), judgements/KEY.json (one
-rejudgement per stored packet KEY) and the rejudged verdict.json,
-report.json, report.md, report.html and junit.xml, built from the run's
-rollouts and deterministic grades plus the rejudgements. The run's own
-judgements, grades and reports are never touched. Rejudging again reuses
-the rejudgements stored and asks only for the rest.
+rejudgement per stored packet KEY, and the adjudication of every rubric
+cell the other judge disputes, as judge.adjudication says) and the
+rejudged verdict.json, report.json, report.md, report.html and junit.xml,
+built from the run's rollouts and deterministic grades plus the
+rejudgements. The run's own judgements, grades and reports are never
+touched. Rejudging again reuses the rejudgements stored and asks only for
+the rest.
+
+A command judge runs in the suite folder (--suite DIR, else the current
+folder), and a relative program in its command is that folder's.
 
   skillgate judge .skillgate/demo --provider command --command './judge.sh'
   skillgate judge .skillgate/demo --suite suites/demo-strict-judge
@@ -42,7 +47,7 @@ failed, naming which.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "provider", Usage: "the other judge's provider `P` (anthropic, openai, scripted, command)"},
 			&cli.StringFlag{Name: "model", Usage: "the other judge's model `M`"},
-			&cli.StringFlag{Name: "command", Usage: "a command judge's program and arguments `'CMD ...'` (split on spaces; implies --provider command)"},
+			&cli.StringFlag{Name: "command", Usage: "a command judge's program and arguments `'CMD ...'` (split on spaces; implies --provider command; a relative program is the suite folder's)"},
 			&cli.StringFlag{Name: "suite", Usage: "take the other judge from the suite folder `DIR` (a command judge runs there; default: the current folder)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 4, Usage: "judge calls at once"},
 		},
