@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
 	"maps"
 	"slices"
@@ -35,10 +34,10 @@ func ParseTranscript(kind string, stdout, stderr []byte) (string, Telemetry) {
 func parseCommand(stdout, stderr []byte) (string, Telemetry) {
 	t := Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}}
 	skills, refs := map[string]bool{}, map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(stderr))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	// Every line counts, however long the ones around it: the transcript is already in
+	// memory, so it is split in place rather than scanned with a bounded buffer.
+	for _, raw := range bytes.Split(stderr, []byte("\n")) {
+		line := strings.TrimSpace(string(raw))
 		if name, ok := strings.CutPrefix(line, "skillgate: opened skill "); ok && name != "" {
 			skills[strings.TrimSpace(name)] = true
 		} else if ref, ok := strings.CutPrefix(line, "skillgate: read "); ok && ref != "" {

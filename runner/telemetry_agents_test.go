@@ -304,3 +304,12 @@ schema.#Suite & {
 		})
 	}
 }
+
+// A command agent's routing lines count after a stderr line longer than any buffer.
+func TestCommandRoutingAfterLongLine(t *testing.T) {
+	stderr := strings.Repeat("x", 3<<20) + "\nskillgate: opened skill s\nskillgate: read s/references/a.md\n"
+	_, tel := parseCommand(nil, []byte(stderr))
+	if len(tel.Skills) != 1 || tel.Skills[0].Name != "s" || len(tel.References) != 1 || tel.References[0].Name != "s/references/a.md" {
+		t.Errorf("skills %v, references %v", tel.Skills, tel.References)
+	}
+}
