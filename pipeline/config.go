@@ -184,6 +184,16 @@ type Limits struct {
 	Pids    int64   `json:"pids"`
 	Output  string  `json:"output"`
 	Check   string  `json:"check"`
+	Stall   string  `json:"stall"`
+	Retry   Retry   `json:"retry"`
+}
+
+// Retry is how the gateway retries a provider's transient errors (schema
+// #Limits.retry); durations as written in CUE.
+type Retry struct {
+	Attempts int    `json:"attempts"`
+	Delay    string `json:"delay"`
+	MaxDelay string `json:"maxDelay"`
 }
 
 // Suite is a loaded, validated suite.
