@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,9 +58,6 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 			r, err := Report(opts.Out)
 			return &Summary{Planned: len(p.Cells), Statuses: map[string]int{}}, r, err
 		}
-		if opts.SpendCapUSD > 0 {
-			opts.SpendCapUSD -= cal.SpentUSD
-		}
 	}
 	sum, err := Run(ctx, p, opts)
 	if err != nil {
@@ -84,7 +82,10 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 		if n > 0 {
 			fmt.Fprintf(opts.Log, "judged %d\n", n)
 		}
-		if err != nil && ctx.Err() == nil {
+		if errors.Is(err, ErrSpendCap) {
+			// What the cap left unjudged is missing: the report says INCOMPLETE.
+			sum.SpendCapReached = true
+		} else if err != nil && ctx.Err() == nil {
 			return sum, nil, err
 		}
 	}

@@ -450,7 +450,11 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j Judge, opts Options) (c
 	if err != nil {
 		return 0, err
 	}
-	jr := &judgeRun{plan: p, judge: j, store: store, opts: opts, cases: map[string]pipeline.PlanCase{}}
+	budget, err := openSpend(opts.Out, p, opts.SpendCapUSD)
+	if err != nil {
+		return 0, err
+	}
+	jr := &judgeRun{plan: p, judge: j, store: store, opts: opts, budget: budget, cases: map[string]pipeline.PlanCase{}}
 	for _, pc := range p.Cases {
 		jr.cases[pc.ID] = pc
 	}
@@ -491,15 +495,33 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j Judge, opts Options) (c
 }
 
 type judgeRun struct {
-	plan  *pipeline.Plan
-	judge Judge
-	store *Store
-	opts  Options
-	cases map[string]pipeline.PlanCase
+	plan   *pipeline.Plan
+	judge  Judge
+	store  *Store
+	opts   Options
+	budget *spendBudget
+	cases  map[string]pipeline.PlanCase
 }
 
-// ask sends the prompt (and, to a command judge, the packet).
-func (jr *judgeRun) ask(ctx context.Context, prompt string, packet []byte) (string, JudgeUsage, error) {
+// ask sends the prompt (and, to a command judge, the packet) once the spend
+// cap admits the call, and enters its cost in the ledger under key.
+func (jr *judgeRun) ask(ctx context.Context, key, prompt string, packet []byte) (string, JudgeUsage, error) {
+	if jr.budget == nil { // asked outside a run folder: nothing to meter
+		return jr.send(ctx, prompt, packet)
+	}
+	res, err := jr.budget.admit(ctx, SpendJudge)
+	if err != nil {
+		return "", JudgeUsage{}, err
+	}
+	reply, usage, err := jr.send(ctx, prompt, packet)
+	usd, estimated, priced := spendCost(jr.plan.Judge.Prices, usage.Tokens, err == nil || usage.Tokens != nil)
+	if serr := jr.budget.settle(res, SpendEntry{Kind: SpendJudge, ID: key, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
+		err = serr
+	}
+	return reply, usage, err
+}
+
+func (jr *judgeRun) send(ctx context.Context, prompt string, packet []byte) (string, JudgeUsage, error) {
 	if pj, ok := jr.judge.(packetJudge); ok {
 		return pj.AskPacket(ctx, prompt, packet)
 	}
@@ -559,7 +581,7 @@ func (jr *judgeRun) rubricCell(ctx context.Context, c pipeline.Cell, r pipeline.
 		return "", err
 	}
 	if !ok {
-		reply, usage, err := jr.ask(ctx, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Rubric, packet), packet)
+		reply, usage, err := jr.ask(ctx, key, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Rubric, packet), packet)
 		if err != nil {
 			return "", fmt.Errorf("judge %s: %w", c.ID, err)
 		}
@@ -678,7 +700,7 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 		return "", err
 	}
 	name := fmt.Sprintf("%s/%d %s vs %s (%s as %s)", s.pc.ID, s.trial, s.pair.Candidate, s.pair.Baseline, s.pair.Candidate, pos)
-	reply, usage, err := jr.ask(ctx, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
+	reply, usage, err := jr.ask(ctx, key, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
 	if err != nil {
 		return "", fmt.Errorf("judge %s: %w", name, err)
 	}

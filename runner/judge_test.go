@@ -253,7 +253,7 @@ func TestJudgeCommand(t *testing.T) {
 	script := "cat > stdin.json; echo '{\"winner\": \"B\"}'"
 	j := &commandJudge{argv: []string{"sh", "-c", script}, dir: dir, timeout: 10 * time.Second}
 	jr := &judgeRun{judge: j}
-	reply, _, err := jr.ask(context.Background(), "the prompt", []byte(`{"task": {"prompt": "x"}}`))
+	reply, _, err := jr.ask(context.Background(), "key", "the prompt", []byte(`{"task": {"prompt": "x"}}`))
 	if err != nil || strings.TrimSpace(reply) != `{"winner": "B"}` {
 		t.Fatalf("reply %q, %v", reply, err)
 	}
