@@ -142,6 +142,9 @@ func (u *usageObserver) line(l string) {
 	case strings.HasPrefix(l, "event:"):
 		u.event = strings.TrimSpace(l[len("event:"):])
 	case strings.HasPrefix(l, "data:"):
+		if u.event != "" && !observedEvents[u.event] {
+			return // a delta: passed through unread
+		}
 		d := l[len("data:"):]
 		u.data = append(u.data, strings.TrimPrefix(d, " "))
 	}
@@ -174,6 +177,15 @@ type modelUsage struct {
 	Response *modelUsage `json:"response"`
 	// Error is a failed Responses object's error.
 	Error json.RawMessage `json:"error"`
+}
+
+// observedEvents are the named events that carry a model, usage, an error or the
+// stream's end; the many deltas between them are passed through unread. Unnamed
+// events (Chat Completions) are all read.
+var observedEvents = map[string]bool{
+	"message_start": true, "message_delta": true, "message_stop": true, "error": true,
+	"response.created": true, "response.in_progress": true, "response.completed": true,
+	"response.incomplete": true, "response.failed": true, "response.done": true,
 }
 
 // onData takes one event's data.
