@@ -82,6 +82,10 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 		if n > 0 {
 			fmt.Fprintf(opts.Log, "judged %d\n", n)
 		}
+		if folder, lerr := folderSpend(opts.Out); lerr == nil {
+			sum.SpentUSD += folder - sum.SpentFolderUSD // the judge calls'
+			sum.SpentFolderUSD = folder
+		}
 		if errors.Is(err, ErrSpendCap) {
 			// What the cap left unjudged is missing: the report says INCOMPLETE.
 			sum.SpendCapReached = true

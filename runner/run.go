@@ -59,8 +59,9 @@ type Summary struct {
 	Interrupted bool           `json:"interrupted"`
 	// SpendCapReached: cells were left unstarted to stay under the cap.
 	SpendCapReached bool `json:"spendCapReached"`
-	// SpentUSD is what this run's cells cost; SpentFolderUSD what every run
-	// into the folder has (the spend ledger).
+	// SpentUSD is what this run's model calls cost (cells, and judge calls
+	// when Evaluate judged); SpentFolderUSD what every run into the folder
+	// has (the spend ledger).
 	SpentUSD       float64       `json:"spentUSD"`
 	SpentFolderUSD float64       `json:"spentFolderUSD"`
 	Elapsed        time.Duration `json:"elapsed"`
@@ -481,7 +482,7 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 		msg += fmt.Sprintf("\nmodel spend: $%.4f (the run folder's, over all runs: $%.4f)", s.SpentUSD, s.SpentFolderUSD)
 	}
 	if s.SpendCapReached {
-		msg += "\nspend cap reached: cells were left unstarted; run again with a higher --spend-cap to finish"
+		msg += "\nspend cap reached: cells or judge calls were left unstarted; run again with a higher --spend-cap to finish"
 	}
 	if s.Interrupted {
 		msg += "\ninterrupted: run again to finish; stored cells will not run again"

@@ -215,6 +215,16 @@ func ReadSpend(out string) ([]SpendEntry, error) {
 	return entries, sc.Err()
 }
 
+// folderSpend is what the run folder's ledger adds up to.
+func folderSpend(out string) (float64, error) {
+	entries, err := ReadSpend(out)
+	var sum float64
+	for _, e := range entries {
+		sum += e.USD
+	}
+	return sum, err
+}
+
 // admit waits until a cell or judge call of kind fits under the cap, and holds its
 // worst case until settle. It fails with ErrSpendCap when nothing in flight could free
 // room, and with ctx's error when ctx ends first.

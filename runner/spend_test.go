@@ -269,3 +269,50 @@ func (j *pricedJudge) Ask(_ context.Context, prompt string) (string, JudgeUsage,
 	return `{"criteria": [{"criterion": 0, "pass": true}, {"criterion": 1, "pass": true}]}`,
 		JudgeUsage{Model: "priced", Tokens: &pipeline.Tokens{Input: 1_000_000}}, nil
 }
+
+// TestEvaluateSpendCapLeavesJudgingIncomplete: through Evaluate, judge calls the cap
+// leaves out make the verdict INCOMPLETE, never a failure; a higher cap finishes them.
+// The cells are stored already, so neither run needs an engine.
+func TestEvaluateSpendCapLeavesJudgingIncomplete(t *testing.T) {
+	suite := strings.Replace(rubricSuite, `agent: agents.command & {command: ["true"]}`,
+		`agent: agents.command & {command: ["true"], provider: "scripted", script: rules: [{reply: [{text: "x"}]}], prices: perCall: 1}`, 1)
+	suite = strings.Replace(suite, `judge: {provider: "command", command: ["true"]}`,
+		`judge: {provider: "command", command: ["sh", "-c", "cat >/dev/null; echo '{\"criteria\": [{\"criterion\": 0, \"pass\": true}, {\"criterion\": 1, \"pass\": true}]}'"], prices: perCall: 1}`, 1)
+	root := writeRepo(t, map[string]string{
+		"s/suite.cue":      suite,
+		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
+		"s/fx/README.md":   "# fixture\n",
+	})
+	dir := filepath.Join(root, "s")
+	p, err := pipeline.CompileDir(dir)
+	if err != nil {
+		t.Fatal(pipeline.PrintError(err, root))
+	}
+	out := t.TempDir()
+	store, err := OpenStore(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Cells {
+		storeRollout(t, store, p, c, "an answer", nil)
+	}
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+	sum, rep, err := Evaluate(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 2, SpendCapUSD: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.SpendCapReached || sum.SpentUSD != 2 || sum.SpentFolderUSD != 2 || rep.Verdict.Verdict != pipeline.VerdictIncomplete ||
+		!strings.Contains(strings.Join(rep.Verdict.Reasons, ","), "INCOMPLETE 2 cells not judged") {
+		t.Fatalf("summary %+v, verdict %s %v", sum, rep.Verdict.Verdict, rep.Verdict.Reasons)
+	}
+	if !strings.Contains(DescribeSummary(sum, out, false), "spend cap reached: cells or judge calls were left unstarted") {
+		t.Errorf("summary: %s", DescribeSummary(sum, out, false))
+	}
+	sum, rep, err = Evaluate(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 2, SpendCapUSD: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.SpendCapReached || sum.SpentUSD != 2 || sum.SpentFolderUSD != 4 || rep.Verdict.Verdict == pipeline.VerdictIncomplete {
+		t.Errorf("with a higher cap: summary %+v, verdict %s %v", sum, rep.Verdict.Verdict, rep.Verdict.Reasons)
+	}
+}
