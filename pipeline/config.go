@@ -200,13 +200,14 @@ type JudgeTemplates struct {
 // Limits bound every cell. Sizes and durations are as written in CUE;
 // ParseBytes and time.ParseDuration read them.
 type Limits struct {
-	Timeout string  `json:"timeout"`
-	Memory  string  `json:"memory"`
-	CPUs    float64 `json:"cpus"`
-	Pids    int64   `json:"pids"`
-	Output  string  `json:"output"`
-	Check   string  `json:"check"`
-
+	Timeout     string        `json:"timeout"`
+	Memory      string        `json:"memory"`
+	CPUs        float64       `json:"cpus"`
+	Pids        int64         `json:"pids"`
+	Output      string        `json:"output"`
+	Check       string        `json:"check"`
+	Stall       string        `json:"stall"`
+	Retry       Retry         `json:"retry"`
 	CheckMemory string        `json:"checkMemory"`
 	CheckPids   int64         `json:"checkPids"`
 	Prompt      string        `json:"prompt"`
@@ -220,6 +221,14 @@ type CollectLimits struct {
 	FileBytes  string `json:"fileBytes"`
 	TotalBytes string `json:"totalBytes"`
 	Timeout    string `json:"timeout"`
+}
+
+// Retry is how the gateway retries a provider's transient errors (schema
+// #Limits.retry); durations as written in CUE.
+type Retry struct {
+	Attempts int    `json:"attempts"`
+	Delay    string `json:"delay"`
+	MaxDelay string `json:"maxDelay"`
 }
 
 // Suite is a loaded, validated suite.

@@ -206,11 +206,18 @@ func DescribeCalibration(cal *pipeline.Calibration) string {
 
 // runCalibration runs the calibration cells with Run's machinery.
 func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out string, store *Store, todo []calCell, cal *pipeline.Calibration) error {
-	r, stop, err := startCellRunner(ctx, p, opts, out, store)
+	budget, err := openSpend(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return err
 	}
-	defer func() { cal.SpentUSD = stop() }()
+	r, stop, err := startCellRunner(ctx, p, opts, out, store, budget)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stop()
+		_, cal.SpentUSD = budget.totals()
+	}()
 	for _, c := range todo {
 		r.cases[c.pc.ID] = c.pc
 		r.arms[c.arm.Name] = c.arm
@@ -219,11 +226,10 @@ func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out str
 	var mu sync.Mutex
 	var fatal error
 	forEach(ctx, opts.Jobs, todo, func(c calCell) {
-		if r.gateway != nil && r.gateway.CapReached() {
+		ro, err := r.runAdmitted(ctx, c.cell, SpendCalibration, prog.started)
+		if errors.Is(err, ErrSpendCap) {
 			return // not run: reported as incomplete
 		}
-		prog.started(c.cell.ID)
-		ro, err := r.run(ctx, c.cell)
 		mu.Lock()
 		if err != nil && ctx.Err() == nil && fatal == nil {
 			fatal = err

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -66,9 +67,6 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 			r, err := Report(opts.Out)
 			return &Summary{Planned: len(p.Cells), Statuses: map[string]int{}}, r, err
 		}
-		if opts.SpendCapUSD > 0 {
-			opts.SpendCapUSD -= cal.SpentUSD
-		}
 	}
 	sum, err := Run(ctx, p, opts)
 	if err != nil {
@@ -96,7 +94,14 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 		if failed > 0 {
 			fmt.Fprintf(opts.Log, "%d judge calls failed: their cells are not judged, the verdict is INCOMPLETE; run again to ask again\n", failed)
 		}
-		if err != nil && ctx.Err() == nil {
+		if folder, lerr := folderSpend(opts.Out); lerr == nil {
+			sum.SpentUSD += folder - sum.SpentFolderUSD // the judge calls'
+			sum.SpentFolderUSD = folder
+		}
+		if errors.Is(err, ErrSpendCap) {
+			// What the cap left unjudged is missing: the report says INCOMPLETE.
+			sum.SpendCapReached = true
+		} else if err != nil && ctx.Err() == nil {
 			return sum, nil, err
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,8 +50,14 @@ type GatewayConfig struct {
 	Script *pipeline.Script
 	// Prices turn token counts into USD; nil means no USD figures.
 	Prices *pipeline.Prices
-	// SpendCapUSD is the run's spend cap; 0 means none.
-	SpendCapUSD float64
+	// Retry is how transient provider errors are retried (limits.retry).
+	Retry RetryPolicy
+	// Stall cuts a try of an exchange after this long without a byte from the
+	// provider (limits.stall); 0 means never.
+	Stall time.Duration
+	// RootCAs, if set, are the certificates the provider's must chain to instead of
+	// the host's.
+	RootCAs *x509.CertPool
 }
 
 // CellUsage is what one cell asked of the model through the gateway.
@@ -68,26 +77,48 @@ type CellUsage struct {
 	// USD is the cost of Tokens at the configured per-token prices; nil without such
 	// prices or without token counts, never a made-up 0.
 	USD *float64 `json:"usd,omitempty"`
+	// Retries counts the tries the gateway made again after a transient error,
+	// recovered or not.
+	Retries int `json:"retries,omitempty"`
+	// Faults are the cell's exchanges that failed through the provider's or the
+	// configuration's fault, after retries (the first maxRecorded of them;
+	// FaultsDropped counts the rest).
+	Faults        []ProviderFault `json:"faults,omitempty"`
+	FaultsDropped int             `json:"faultsDropped,omitempty"`
+	// Unrecovered is the last fault, as text, when no exchange of the cell succeeded
+	// after it: the cell's outcome is the provider's doing, and the cell is invalid.
+	Unrecovered string `json:"unrecovered,omitempty"`
+	// Refused are requests that were not model endpoints, answered 403 by the gateway
+	// and never forwarded (the first maxRecorded; RefusedDropped counts the rest).
+	Refused        []RefusedRequest `json:"refused,omitempty"`
+	RefusedDropped int              `json:"refusedDropped,omitempty"`
 }
+
+// maxRecorded bounds the faults and refusals a cell's usage lists.
+const maxRecorded = 16
 
 // Gateway is the host side of the cells' only way out: an HTTP server on a unix socket
 // that authenticates each request by its cell's dummy key, forwards it to the provider
 // with the real key (or answers it with the scripted model), and records per cell the
-// models, tokens, latency and cost. Only model endpoints are forwarded (see
-// modelEndpoint); a HEAD probe of anything else is answered 200 locally. It is safe for
-// concurrent use.
+// models, tokens, latency, cost and provider faults. Only exact model endpoints are
+// forwarded (see matchEndpoint); anything else is answered 403 by the gateway, and a
+// HEAD probe 200, never forwarded. Transient provider errors are retried before the
+// agent sees them. It is safe for concurrent use.
 type Gateway struct {
 	cfg      GatewayConfig
 	family   string // wire format of a real provider: "anthropic" or "openai"
 	upstream *url.URL
-	socket   string
-	ln       net.Listener
-	srv      *http.Server
-	proxy    *httputil.ReverseProxy
-	scripted *scriptedModel
-	served   chan struct{}
+	// transport reaches the provider: retries and stall bounds included.
+	transport *faultTransport
+	socket    string
+	ln        net.Listener
+	srv       *http.Server
+	proxy     *httputil.ReverseProxy
+	scripted  *scriptedModel
+	served    chan struct{}
 
 	mu     sync.Mutex
+	idle   *sync.Cond              // signalled when an exchange of any cell ends
 	tokens map[string]*gatewayCell // dummy key → cell
 	cells  map[string]*gatewayCell // cell name → cell
 	closed bool
@@ -102,6 +133,16 @@ type gatewayCell struct {
 	tokens   *pipeline.Tokens
 	latency  time.Duration
 	calls    int // scripted replies given, for deterministic ids
+
+	retries        int
+	faults         []ProviderFault
+	faultsDropped  int
+	unrecovered    *ProviderFault // the last fault, until an exchange succeeds
+	refused        []RefusedRequest
+	refusedDropped int
+	// active counts the cell's exchanges being served: Usage waits for them, so a
+	// response the agent has read whole is accounted before anyone asks.
+	active int
 }
 
 // StartGateway listens on Dir/gateway.sock and serves until Close.
@@ -112,6 +153,7 @@ func StartGateway(cfg GatewayConfig) (*Gateway, error) {
 		cells:  map[string]*gatewayCell{},
 		served: make(chan struct{}),
 	}
+	g.idle = sync.NewCond(&g.mu)
 	switch cfg.Provider {
 	case "anthropic", "openai":
 		g.family = cfg.Provider
@@ -126,14 +168,25 @@ func StartGateway(cfg GatewayConfig) (*Gateway, error) {
 		u.RawPath = ""
 		g.upstream = u
 		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if cfg.RootCAs != nil {
+			tr.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs}
+		}
+		if cfg.Retry.Attempts < 1 || cfg.Retry.Delay <= 0 || cfg.Retry.MaxDelay <= 0 {
+			return nil, fmt.Errorf("start gateway: retry policy %+v: want at least one attempt and positive delays", cfg.Retry)
+		}
+		g.transport = &faultTransport{base: tr, retry: cfg.Retry, stall: cfg.Stall}
 		g.proxy = &httputil.ReverseProxy{
 			Rewrite:       g.rewrite,
-			Transport:     tr,
+			Transport:     g.transport,
 			FlushInterval: -1, // stream: flush after every write
 			ErrorLog:      log.New(io.Discard, "", 0),
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				if errors.Is(err, context.Canceled) {
+				if r.Context().Err() != nil {
 					return // the cell went away
+				}
+				if ex, _ := r.Context().Value(exchangeKey{}).(*exchange); ex != nil && ex.isStalled() {
+					gatewayError(w, g.family, http.StatusGatewayTimeout, "api_error", fmt.Sprintf("skillgate gateway: the provider sent nothing for %s", cfg.Stall))
+					return
 				}
 				gatewayError(w, g.family, http.StatusBadGateway, "api_error", "skillgate gateway: upstream: "+err.Error())
 			},
@@ -147,10 +200,6 @@ func StartGateway(cfg GatewayConfig) (*Gateway, error) {
 	default:
 		return nil, fmt.Errorf("start gateway: unknown provider %q (want anthropic, openai or scripted)", cfg.Provider)
 	}
-	if cfg.SpendCapUSD < 0 {
-		return nil, fmt.Errorf("start gateway: negative spend cap %v", cfg.SpendCapUSD)
-	}
-
 	if cfg.Dir == "" {
 		return nil, errors.New("start gateway: no folder for the socket")
 	}
@@ -220,7 +269,9 @@ func (g *Gateway) NewCellToken(cell string) string {
 	return tok
 }
 
-// Usage reports what cell has used so far; the zero CellUsage for an unknown cell.
+// Usage reports what cell has used so far, once the exchanges it has in flight have
+// ended (they end when the cell's connections do); the zero CellUsage for an unknown
+// cell.
 func (g *Gateway) Usage(cell string) CellUsage {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -228,16 +279,27 @@ func (g *Gateway) Usage(cell string) CellUsage {
 	if c == nil {
 		return CellUsage{}
 	}
+	for c.active > 0 {
+		g.idle.Wait()
+	}
 	u := CellUsage{
 		Requests:       c.requests,
 		ModelAsked:     strings.Join(c.asked, ", "),
 		ModelAnswered:  strings.Join(c.answered, ", "),
 		LatencySeconds: c.latency.Seconds(),
-		USD:            g.cost(c.tokens),
+		USD:            priceTokens(g.cfg.Prices, c.tokens),
+		Retries:        c.retries,
+		Faults:         slices.Clone(c.faults),
+		FaultsDropped:  c.faultsDropped,
+		Refused:        slices.Clone(c.refused),
+		RefusedDropped: c.refusedDropped,
 	}
 	if c.tokens != nil {
 		t := *c.tokens
 		u.Tokens = &t
+	}
+	if c.unrecovered != nil {
+		u.Unrecovered = c.unrecovered.String()
 	}
 	return u
 }
@@ -247,71 +309,13 @@ func (g *Gateway) Usage(cell string) CellUsage {
 func (g *Gateway) Spent() float64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	spent, _ := g.spentLocked()
-	return spent
-}
-
-// spentLocked returns the total spend and the most any one cell cost.
-func (g *Gateway) spentLocked() (total, maxCell float64) {
+	var total float64
 	for _, c := range g.cells {
-		if usd := g.cost(c.tokens); usd != nil {
+		if usd := priceTokens(g.cfg.Prices, c.tokens); usd != nil {
 			total += *usd
-			maxCell = max(maxCell, *usd)
 		}
 	}
-	return total, maxCell
-}
-
-// CapReached reports whether one more cell could take the run past its spend cap: the
-// spend so far plus the most any cell has cost so far (or the per-call price, if larger)
-// exceeds the cap. The runner starts no further cell once it is true. Always false
-// without a cap.
-func (g *Gateway) CapReached() bool {
-	if g.cfg.SpendCapUSD <= 0 {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	spent, next := g.spentLocked()
-	if p := g.cfg.Prices; p != nil && p.PerCall != nil {
-		next = max(next, *p.PerCall)
-	}
-	return spent+next > g.cfg.SpendCapUSD
-}
-
-// overCap reports whether the measured spend already exceeds the cap: then the gateway
-// refuses model calls outright.
-func (g *Gateway) overCap() bool {
-	if g.cfg.SpendCapUSD <= 0 {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	spent, _ := g.spentLocked()
-	return spent > g.cfg.SpendCapUSD
-}
-
-// cost prices t; nil without per-token prices or without tokens. A missing cache price
-// falls back to the input price.
-func (g *Gateway) cost(t *pipeline.Tokens) *float64 {
-	p := g.cfg.Prices
-	if t == nil || p == nil || (p.InputPerMTok == nil && p.OutputPerMTok == nil && p.CacheReadPerMTok == nil && p.CacheWritePerMTok == nil) {
-		return nil
-	}
-	val := func(f *float64, fallback *float64) float64 {
-		if f != nil {
-			return *f
-		}
-		if fallback != nil {
-			return *fallback
-		}
-		return 0
-	}
-	usd := (float64(t.Input)*val(p.InputPerMTok, nil) +
-		float64(t.Output)*val(p.OutputPerMTok, nil) +
-		float64(t.CacheRead)*val(p.CacheReadPerMTok, p.InputPerMTok) +
-		float64(t.CacheWrite)*val(p.CacheWritePerMTok, p.InputPerMTok)) / 1e6
-	return &usd
+	return total
 }
 
 // Close stops the gateway: it stops accepting, gives requests in flight a few seconds,
@@ -362,33 +366,47 @@ func (g *Gateway) wireFamily(r *http.Request) string {
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	family := g.wireFamily(r)
-	if g.scripted != nil && (r.Method == http.MethodHead || r.Method == http.MethodGet) {
-		// Probes such as HEAD /api/hello: nothing to answer, nothing to forward.
+	if r.Method == http.MethodHead {
+		// Probes such as HEAD /api/hello: answered here, never forwarded.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if g.scripted == nil && r.Method == http.MethodHead && !modelEndpoint(r.Method, r.URL.Path) {
-		w.WriteHeader(http.StatusOK) // a connectivity probe: answered here, not forwarded
+	if g.scripted != nil && r.Method == http.MethodGet {
+		w.WriteHeader(http.StatusOK) // nothing to list
 		return
 	}
 	g.mu.Lock()
 	c := g.tokens[cellToken(r)]
+	if c != nil {
+		c.active++
+	}
 	g.mu.Unlock()
 	if c == nil {
 		gatewayError(w, family, http.StatusUnauthorized, "authentication_error", "skillgate gateway: unknown API key")
 		return
 	}
-	if g.scripted == nil && !modelEndpoint(r.Method, r.URL.Path) {
-		gatewayError(w, family, http.StatusForbidden, "permission_error",
-			fmt.Sprintf("skillgate gateway: %s %s is not a model endpoint; only those are forwarded", r.Method, r.URL.Path))
-		return
+	defer func() {
+		g.mu.Lock()
+		c.active--
+		g.mu.Unlock()
+		g.idle.Broadcast()
+	}()
+	var fwdPath, fwdQuery string
+	if g.scripted == nil {
+		var ok bool
+		if fwdPath, fwdQuery, ok = matchEndpoint(g.family, r.Method, r.RequestURI); !ok {
+			g.refuse(w, r, c)
+			return
+		}
 	}
-	if g.overCap() {
-		gatewayError(w, family, http.StatusBadRequest, "invalid_request_error",
-			fmt.Sprintf("skillgate gateway: the run's spend cap of %.2f USD is reached", g.cfg.SpendCapUSD))
-		return
+	var body []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= gatewayMaxBody {
+		body = make([]byte, n) // one allocation, where ReadAll grows and copies
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, gatewayMaxBody+1))
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, gatewayMaxBody+1))
 	if err != nil {
 		gatewayError(w, family, http.StatusBadRequest, "invalid_request_error", "skillgate gateway: read request: "+err.Error())
 		return
@@ -397,10 +415,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, family, http.StatusRequestEntityTooLarge, "request_too_large", "skillgate gateway: request body over 64 MiB")
 		return
 	}
-	var asked struct {
-		Model string `json:"model"`
-	}
-	json.Unmarshal(body, &asked)
+	asked := requestModel(body)
 
 	ow := &observingWriter{ResponseWriter: w, obs: newUsageObserver(family)}
 	counted := r.Method == http.MethodPost
@@ -413,21 +428,43 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			g.mu.Unlock()
 		}
 		g.scripted.serve(ow, r, body, call)
-	} else {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		g.proxy.ServeHTTP(ow, r)
+		g.account(c, r, ow, nil, asked, counted, start, false)
+		return
 	}
-	model, tokens := ow.obs.result()
+	ex := &exchange{body: body}
+	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex))
+	r.URL.Path, r.URL.RawPath, r.URL.RawQuery = fwdPath, "", fwdQuery
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	// A response cut mid-stream (by the provider, a stall or the cell) ends the proxy
+	// with http.ErrAbortHandler: what was received is accounted all the same.
+	defer func() {
+		p := recover()
+		g.account(c, r, ow, ex, asked, counted, start, p != nil)
+		if p != nil {
+			panic(p)
+		}
+	}()
+	g.proxy.ServeHTTP(ow, r)
+}
 
+// account records one exchange for its cell: the request, the model, the tokens seen
+// (of a cut stream too), the latency, and for a real provider whether the exchange
+// succeeded or failed by a provider fault.
+func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, ex *exchange, asked string, counted bool, start time.Time, cut bool) {
+	model, tokens := ow.obs.result()
+	var fault *ProviderFault
+	succeeded := false
+	if ex != nil {
+		fault, succeeded = g.outcome(r, ow, ex, cut)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if counted {
 		c.requests++
 	}
 	c.latency += time.Since(start)
-	c.asked = appendDistinct(c.asked, asked.Model)
+	c.asked = appendDistinct(c.asked, asked)
 	c.answered = appendDistinct(c.answered, model)
 	if tokens != nil {
 		if c.tokens == nil {
@@ -438,28 +475,26 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		c.tokens.CacheRead += tokens.CacheRead
 		c.tokens.CacheWrite += tokens.CacheWrite
 	}
-}
-
-// modelEndpoint reports whether a cell may reach method path at the provider with the
-// real key: model calls (Messages, Responses, Chat Completions, token counting) and model
-// listings, nothing else (no files, batches, admin or telemetry endpoints).
-func modelEndpoint(method, path string) bool {
-	switch method {
-	case http.MethodPost:
-		for _, suffix := range []string{"/messages", "/messages/count_tokens", "/responses", "/chat/completions"} {
-			if strings.HasSuffix(path, suffix) {
-				return true
-			}
-		}
-	case http.MethodGet, http.MethodHead:
-		return strings.HasSuffix(path, "/models") || strings.Contains(path, "/models/")
+	if ex == nil {
+		return
 	}
-	return false
+	c.retries += ex.retries
+	switch {
+	case fault != nil:
+		if len(c.faults) < maxRecorded {
+			c.faults = append(c.faults, *fault)
+		} else {
+			c.faultsDropped++
+		}
+		c.unrecovered = fault
+	case succeeded:
+		c.unrecovered = nil
+	}
 }
 
 // rewrite turns a cell's request into the provider's: the dummy key out, the real one in.
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
-	pr.SetURL(g.upstream)
+	pr.SetURL(g.upstream) // the path and query are the matched endpoint's (serve)
 	h := pr.Out.Header
 	h.Del("X-Api-Key")
 	h.Del("Authorization")
@@ -496,247 +531,4 @@ func gatewayError(w http.ResponseWriter, family string, status int, typ, msg str
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)
-}
-
-// observingWriter passes a response through unchanged while its observer reads it.
-type observingWriter struct {
-	http.ResponseWriter
-	obs         *usageObserver
-	wroteHeader bool
-}
-
-func (o *observingWriter) WriteHeader(code int) {
-	if !o.wroteHeader && code >= 200 {
-		o.wroteHeader = true
-		o.obs.start(code, o.Header().Get("Content-Type"))
-	}
-	o.ResponseWriter.WriteHeader(code)
-}
-
-func (o *observingWriter) Write(p []byte) (int, error) {
-	if !o.wroteHeader {
-		o.WriteHeader(http.StatusOK)
-	}
-	n, err := o.ResponseWriter.Write(p)
-	o.obs.write(p[:n])
-	return n, err
-}
-
-// Flush sends what is buffered to the cell at once (server-sent events).
-func (o *observingWriter) Flush() {
-	http.NewResponseController(o.ResponseWriter).Flush()
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (o *observingWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
-
-// usageObserver reads a model response as it streams, server-sent events or one JSON
-// body, for the model that answered and the tokens it reported.
-type usageObserver struct {
-	family string // "anthropic" or "openai"
-	mode   int    // 0 ignore, 1 SSE, 2 JSON
-	buf    []byte
-	event  string
-	data   []string
-	broken bool // more than the observer keeps: stop reading
-
-	model  string
-	tokens *pipeline.Tokens
-}
-
-const (
-	observeIgnore = iota
-	observeSSE
-	observeJSON
-)
-
-// observeMax bounds what the observer buffers of one event or one JSON body.
-const observeMax = 32 << 20
-
-func newUsageObserver(family string) *usageObserver {
-	return &usageObserver{family: family}
-}
-
-func (u *usageObserver) start(status int, contentType string) {
-	if status/100 != 2 {
-		return
-	}
-	ct := strings.ToLower(contentType)
-	switch {
-	case strings.HasPrefix(ct, "text/event-stream"):
-		u.mode = observeSSE
-	case strings.Contains(ct, "json"):
-		u.mode = observeJSON
-	}
-}
-
-func (u *usageObserver) write(p []byte) {
-	if u.mode == observeIgnore || u.broken {
-		return
-	}
-	u.buf = append(u.buf, p...)
-	if len(u.buf) > observeMax {
-		u.broken, u.buf = true, nil
-		return
-	}
-	if u.mode != observeSSE {
-		return
-	}
-	for {
-		i := bytes.IndexByte(u.buf, '\n')
-		if i < 0 {
-			break
-		}
-		line := strings.TrimSuffix(string(u.buf[:i]), "\r")
-		u.buf = u.buf[i+1:]
-		u.line(line)
-	}
-	u.buf = bytes.Clone(u.buf) // do not pin the consumed prefix
-}
-
-// line takes one line of an event stream.
-func (u *usageObserver) line(l string) {
-	switch {
-	case l == "":
-		if len(u.data) > 0 {
-			u.onEvent([]byte(strings.Join(u.data, "\n")))
-		}
-		u.event, u.data = "", nil
-	case strings.HasPrefix(l, ":"):
-	case strings.HasPrefix(l, "event:"):
-		u.event = strings.TrimSpace(l[len("event:"):])
-	case strings.HasPrefix(l, "data:"):
-		d := l[len("data:"):]
-		u.data = append(u.data, strings.TrimPrefix(d, " "))
-	}
-}
-
-// wireUsage is a usage object of either provider's API.
-type wireUsage struct {
-	InputTokens   *int64 `json:"input_tokens"`
-	OutputTokens  *int64 `json:"output_tokens"`
-	CacheCreation *int64 `json:"cache_creation_input_tokens"`
-	CacheRead     *int64 `json:"cache_read_input_tokens"`
-	InputDetails  *struct {
-		CachedTokens *int64 `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	// Chat Completions.
-	PromptTokens     *int64 `json:"prompt_tokens"`
-	CompletionTokens *int64 `json:"completion_tokens"`
-	PromptDetails    *struct {
-		CachedTokens *int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-// modelUsage is the part of an event or a body that names the model and its usage.
-type modelUsage struct {
-	Type     string      `json:"type"`
-	Model    string      `json:"model"`
-	Usage    *wireUsage  `json:"usage"`
-	Message  *modelUsage `json:"message"`
-	Response *modelUsage `json:"response"`
-}
-
-func (u *usageObserver) onEvent(data []byte) {
-	var ev modelUsage
-	if json.Unmarshal(data, &ev) != nil {
-		return
-	}
-	switch ev.Type {
-	case "message_start": // Anthropic
-		if m := ev.Message; m != nil {
-			u.setModel(m.Model)
-			u.apply(m.Usage, true)
-		}
-	case "message_delta":
-		u.apply(ev.Usage, false)
-	case "response.created", "response.in_progress":
-		if r := ev.Response; r != nil {
-			u.setModel(r.Model)
-		}
-	case "response.completed", "response.incomplete", "response.failed", "response.done":
-		if r := ev.Response; r != nil {
-			u.setModel(r.Model)
-			u.apply(r.Usage, true)
-		}
-	default:
-		if ev.Type == "" || ev.Type == "chat.completion.chunk" { // Chat Completions stream
-			u.setModel(ev.Model)
-			u.apply(ev.Usage, true)
-		}
-	}
-}
-
-func (u *usageObserver) setModel(m string) {
-	if m != "" {
-		u.model = m
-	}
-}
-
-// apply takes a usage object. A fresh one replaces what was seen; an Anthropic
-// message_delta carries cumulative counts that replace only the fields it names.
-func (u *usageObserver) apply(w *wireUsage, fresh bool) {
-	if w == nil {
-		return
-	}
-	if u.tokens == nil || fresh {
-		u.tokens = &pipeline.Tokens{}
-	}
-	t := u.tokens
-	set := func(dst *int64, src *int64) {
-		if src != nil {
-			*dst = *src
-		}
-	}
-	if u.family == "openai" {
-		var cached int64
-		switch {
-		case w.InputDetails != nil && w.InputDetails.CachedTokens != nil:
-			cached = *w.InputDetails.CachedTokens
-		case w.PromptDetails != nil && w.PromptDetails.CachedTokens != nil:
-			cached = *w.PromptDetails.CachedTokens
-		}
-		in := w.InputTokens
-		if in == nil {
-			in = w.PromptTokens
-		}
-		out := w.OutputTokens
-		if out == nil {
-			out = w.CompletionTokens
-		}
-		if in != nil {
-			t.Input = max(*in-cached, 0)
-			t.CacheRead = cached
-		}
-		set(&t.Output, out)
-		return
-	}
-	set(&t.Input, w.InputTokens)
-	set(&t.Output, w.OutputTokens)
-	set(&t.CacheRead, w.CacheRead)
-	set(&t.CacheWrite, w.CacheCreation)
-}
-
-// result returns the answering model and the reported tokens (nil if none).
-func (u *usageObserver) result() (string, *pipeline.Tokens) {
-	switch u.mode {
-	case observeSSE:
-		if !u.broken && len(u.data) > 0 { // a last event without its blank line
-			u.onEvent([]byte(strings.Join(u.data, "\n")))
-			u.data = nil
-		}
-	case observeJSON:
-		if !u.broken {
-			var body modelUsage
-			if json.Unmarshal(u.buf, &body) == nil {
-				u.setModel(body.Model)
-				if body.Response != nil { // a wrapped Responses object
-					u.setModel(body.Response.Model)
-					u.apply(body.Response.Usage, true)
-				}
-				u.apply(body.Usage, true)
-			}
-		}
-	}
-	return u.model, u.tokens
 }

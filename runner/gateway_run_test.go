@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -74,7 +75,7 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		mu.Lock()
-		keys = append(keys, r.Header.Get("x-api-key"))
+		keys = append(keys, r.Method+" "+r.URL.Path+" "+r.Header.Get("x-api-key"))
 		mu.Unlock()
 		w.Header().Set("content-type", "application/json")
 		// The upstream echoes the configured secret: it must be redacted.
@@ -90,8 +91,9 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 	if !sum.Complete() {
 		t.Fatalf("summary %+v", sum)
 	}
-	if len(keys) != 2 || keys[0] != canary || keys[1] != canary {
-		t.Errorf("upstream saw keys %q, want the real key twice", keys)
+	// The preflight, then one model call per cell.
+	if len(keys) != 3 || keys[0] != "GET /v1/models "+canary || keys[1] != "POST /v1/messages "+canary || keys[2] != keys[1] {
+		t.Errorf("upstream saw %q, want the real key in the preflight and in each cell's call", keys)
 	}
 	for _, c := range p.Cells {
 		ro, _, _ := (&Store{Dir: out}).Rollout(c.Rollout)
@@ -122,28 +124,62 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 }
 
 // TestSpendCapStopsAndResumes caps a run below what its cells cost: it
-// stops starting cells, is incomplete, and a run with a higher cap finishes
-// only what is left.
+// stops starting cells, never passes the cap, and is incomplete; the cap is
+// the run folder's, so running again under the same cap starts nothing, and
+// only a higher cap finishes what is left. The ledger holds every cell.
 func TestSpendCapStopsAndResumes(t *testing.T) {
 	testEngine(t)
-	dir, p := gatewaySuite(t, `provider: "scripted", script: rules: [{reply: [{text: "ok"}], usage: {input: 1000000, output: 0}}], prices: inputPerMTok: 1`, 4)
+	dir, p := gatewaySuite(t, `provider: "scripted", script: rules: [{reply: [{text: "ok"}], usage: {input: 1000000, output: 0}}], prices: {inputPerMTok: 1, outputPerMTok: 1}`, 4)
 	out := t.TempDir()
-	sum, err := Run(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 1, SpendCapUSD: 2.5})
-	if err != nil {
-		t.Fatal(err)
+	run := func(capUSD float64) *Summary {
+		t.Helper()
+		sum, err := Run(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 2, SpendCapUSD: capUSD})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
 	}
-	if !sum.SpendCapReached || sum.Complete() || sum.Ran == 0 || sum.Ran >= 4 {
+	// Each cell costs $1. The first runs alone (no cost known yet), then two
+	// at once may not pass $2.50: one more starts.
+	sum := run(2.5)
+	if !sum.SpendCapReached || sum.Complete() || sum.Ran != 2 || sum.SpentUSD != 2 || sum.SpentFolderUSD != 2 {
 		t.Fatalf("capped run: %+v", sum)
 	}
-	if sum.SpentUSD > 2.5 {
-		t.Errorf("spent $%.2f past the $2.50 cap", sum.SpentUSD)
+	// The same cap again: the folder has spent $2 of it, another cell would pass it.
+	sum = run(2.5)
+	if !sum.SpendCapReached || sum.Ran != 0 || sum.Reused != 2 || sum.SpentFolderUSD != 2 {
+		t.Fatalf("rerun under the same cap: %+v", sum)
 	}
-	first := sum.Ran
-	sum, err = Run(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 1, SpendCapUSD: 10})
-	if err != nil {
-		t.Fatal(err)
+	sum = run(3.5)
+	if !sum.SpendCapReached || sum.Ran != 1 || sum.SpentFolderUSD != 3 {
+		t.Fatalf("a cap $1 higher: %+v", sum)
 	}
-	if !sum.Complete() || sum.Ran != 4-first || sum.Reused != first {
-		t.Fatalf("resumed run: %+v (first ran %d)", sum, first)
+	sum = run(10)
+	if !sum.Complete() || sum.Ran != 1 || sum.Reused != 3 || sum.SpentUSD != 1 || sum.SpentFolderUSD != 4 {
+		t.Fatalf("resumed run: %+v", sum)
+	}
+	entries, err := ReadSpend(out)
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("ledger %+v %v", entries, err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if e.Kind != SpendCell || e.USD != 1 || e.Estimated || seen[e.ID] {
+			t.Errorf("ledger entry %+v", e)
+		}
+		seen[e.ID] = true
+	}
+
+	// Calibration cells count under the same cap, in the same ledger: $4 are
+	// spent, so a $4.50 cap leaves no room for one.
+	if _, err := Calibrate(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 2, SpendCapUSD: 4.5}); !errors.Is(err, ErrCalibrationIncomplete) {
+		t.Fatalf("calibration under a spent cap: %v", err)
+	}
+	cal, err := Calibrate(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 2, SpendCapUSD: 10})
+	if err != nil || cal.Ran != 2 || cal.SpentUSD != 2 {
+		t.Fatalf("calibration: %+v %v", cal, err)
+	}
+	if entries, _ := ReadSpend(out); len(entries) != 6 || entries[4].Kind != SpendCalibration || entries[5].Kind != SpendCalibration {
+		t.Errorf("ledger after calibration %+v", entries)
 	}
 }

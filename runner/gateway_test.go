@@ -39,6 +39,9 @@ func gwStart(t *testing.T, cfg GatewayConfig) *Gateway {
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
+	if cfg.Retry.Attempts == 0 {
+		cfg.Retry = RetryPolicy{Attempts: 1, Delay: 10 * time.Millisecond, MaxDelay: time.Second}
+	}
 	g, err := StartGateway(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -308,50 +311,8 @@ func TestGatewayForwardsOpenAI(t *testing.T) {
 		u.Tokens == nil || *u.Tokens != (pipeline.Tokens{Input: 600, Output: 50, CacheRead: 400}) || u.USD != nil {
 		t.Errorf("usage %+v (tokens %v)", u, u.Tokens)
 	}
-	if g.CapReached() || g.Spent() != 0 {
-		t.Errorf("no prices, no cap: spent %v, cap reached %v", g.Spent(), g.CapReached())
-	}
-}
-
-func TestGatewaySpendCap(t *testing.T) {
-	seen := &gwUpstreamSeen{}
-	up := gwSlowUpstream(t, seen, nil)
-	// One request costs 1200 + 345 + 5000 + 300 = 6845 tokens at $1/MTok.
-	const one = 6845.0 / 1e6
-	prices := &pipeline.Prices{InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}
-	g := gwStart(t, GatewayConfig{Provider: "anthropic", Upstream: up.URL, APIKey: "k", Prices: prices, SpendCapUSD: 2.5 * one})
-	c := gwUnixClient(g.Socket())
-	a, b := g.NewCellToken("a"), g.NewCellToken("b")
-	body := `{"model":"m","stream":true}`
-	if g.CapReached() {
-		t.Fatal("cap reached before any spend")
-	}
-	gwPost(t, c, "/v1/messages", "x-api-key", a, body)
-	// Spent one, the costliest cell cost one: another cell would reach 2 < 2.5.
-	if g.CapReached() {
-		t.Errorf("cap reached after spending %v of %v", g.Spent(), 2.5*one)
-	}
-	gwPost(t, c, "/v1/messages", "x-api-key", a, body)
-	// Spent two, the costliest cell cost two: another such cell would pass the cap.
-	if !g.CapReached() {
-		t.Errorf("cap not reached after spending %v of %v", g.Spent(), 2.5*one)
-	}
-	// Cells already running go on until the spend passes the cap, then are refused.
-	if resp, _ := gwPost(t, c, "/v1/messages", "x-api-key", b, body); resp.StatusCode != 200 {
-		t.Errorf("request under the cap refused: %d", resp.StatusCode)
-	}
-	resp, msg := gwPost(t, c, "/v1/messages", "x-api-key", b, body)
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(msg), "spend cap") {
-		t.Errorf("request over the cap: %d %s", resp.StatusCode, msg)
-	}
-	if seen.count() != 3 || math.Abs(g.Spent()-3*one) > 1e-12 {
-		t.Errorf("upstream got %d requests, spent %v", seen.count(), g.Spent())
-	}
-
-	// Only a per-call price: the estimate of the next cell is that price.
-	g2 := gwStart(t, GatewayConfig{Provider: "scripted", Script: gwTestScript(), Prices: &pipeline.Prices{PerCall: gwPtr(5.0)}, SpendCapUSD: 4})
-	if !g2.CapReached() {
-		t.Error("a per-call price over the cap does not reach it")
+	if g.Spent() != 0 {
+		t.Errorf("no prices: spent %v", g.Spent())
 	}
 }
 

@@ -203,9 +203,13 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opt
 	if err != nil {
 		return 0, 0, err
 	}
-	_, adjTemplate := pipeline.AdjudicatorOf(p.Judge)
-	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, store: store, opts: opts,
-		redact: newRedactor(p, judgeSecrets(p)...), cases: map[string]pipeline.PlanCase{}}
+	budget, err := openSpend(opts.Out, p, opts.SpendCapUSD)
+	if err != nil {
+		return 0, 0, err
+	}
+	adj, adjTemplate := pipeline.AdjudicatorOf(p.Judge)
+	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, adjPrices: adj.Prices, store: store, opts: opts,
+		budget: budget, redact: newRedactor(p, judgeSecrets(p)...), cases: map[string]pipeline.PlanCase{}}
 	for _, pc := range p.Cases {
 		jr.cases[pc.ID] = pc
 	}
@@ -221,6 +225,7 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opt
 	fmt.Fprintf(opts.Log, "judging: %d %s judgements by the %s judge (%d jobs)\n", len(tasks), p.Judge.Mode, p.Judge.Provider, max(opts.Jobs, 1))
 	var mu sync.Mutex
 	var fatal error
+	capped := 0
 	done := 0
 	forEach(ctx, opts.Jobs, tasks, func(task func(context.Context) (string, error)) {
 		line, err := task(ctx)
@@ -233,6 +238,9 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opt
 			calls++
 			fmt.Fprintf(opts.Log, "[judge %d/%d] %s\n", done, len(tasks), line)
 		case ctx.Err() != nil: // interrupted: nothing to record
+		case errors.Is(err, ErrSpendCap):
+			// Not asked: the judgement is missing, not failed, and the verdict INCOMPLETE.
+			capped++
 		case errors.As(err, &ce):
 			failed++
 			msg := jr.redact.string(ce.err.Error())
@@ -250,6 +258,10 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opt
 	})
 	if fatal == nil {
 		fatal = ctx.Err()
+	}
+	if fatal == nil && capped > 0 {
+		fmt.Fprintf(opts.Log, "%d judgements not asked: the spend cap is reached\n", capped)
+		fatal = ErrSpendCap
 	}
 	return calls, failed, fatal
 }
@@ -282,10 +294,30 @@ type judgeRun struct {
 	judge       Judge
 	adjudicator Judge
 	adjTemplate string
+	adjPrices   *pipeline.Prices
 	store       *Store
 	opts        Options
+	budget      *spendBudget
 	redact      *redactor
 	cases       map[string]pipeline.PlanCase
+}
+
+// ask sends the prompt to j once the spend cap admits the call, and enters its cost, at
+// the judge's prices, in the folder's ledger under key.
+func (jr *judgeRun) ask(ctx context.Context, j Judge, prices *pipeline.Prices, key, prompt string, packet []byte) (string, JudgeUsage, error) {
+	if jr.budget == nil { // asked outside a run folder: nothing to meter
+		return askJudge(ctx, j, prompt, packet)
+	}
+	res, err := jr.budget.admit(ctx, SpendJudge)
+	if err != nil {
+		return "", JudgeUsage{}, err
+	}
+	reply, usage, err := askJudge(ctx, j, prompt, packet)
+	usd, estimated, priced := spendCost(prices, usage.Tokens, err == nil || usage.Tokens != nil)
+	if serr := jr.budget.settle(res, SpendEntry{Kind: SpendJudge, ID: key, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
+		err = serr
+	}
+	return reply, usage, err
 }
 
 // askJudge sends the prompt (and, to a command judge, the packet) to j.
@@ -343,7 +375,14 @@ func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, tem
 	if role == roleAdjudicator {
 		name = "adjudication of " + c.ID
 	}
-	reply, usage, err := askJudge(ctx, j, pipeline.RenderJudgePrompt(template, packet), packet)
+	prices := jr.plan.Judge.Prices
+	if role == roleAdjudicator {
+		prices = jr.adjPrices
+	}
+	reply, usage, err := jr.ask(ctx, j, prices, key, pipeline.RenderJudgePrompt(template, packet), packet)
+	if errors.Is(err, ErrSpendCap) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, &callError{key: key, role: role, name: name, cells: []string{c.ID}, err: err}
 	}
@@ -518,7 +557,10 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 	if err := jr.store.putPacket(key, packet); err != nil {
 		return "", err
 	}
-	reply, usage, err := askJudge(ctx, jr.judge, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
+	reply, usage, err := jr.ask(ctx, jr.judge, jr.plan.Judge.Prices, key, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
+	if errors.Is(err, ErrSpendCap) {
+		return "", err
+	}
 	if err != nil {
 		return "", failed(err)
 	}

@@ -37,8 +37,9 @@ type Options struct {
 	// Calibrate runs only the calibration checks; a policy that asks for
 	// calibration runs them first in every real run.
 	Calibrate bool
-	// SpendCapUSD stops starting cells once the gateway's measured spend
-	// would pass it; 0 means no cap.
+	// SpendCapUSD is the run folder's spend cap, over every run into it: a
+	// cell or judge call starts only when its worst case fits under what is
+	// left (see spend.go); 0 means no cap.
 	SpendCapUSD float64
 	// Log receives progress; Terminal draws a bar instead of lines.
 	Log      io.Writer
@@ -57,9 +58,13 @@ type Summary struct {
 	Statuses    map[string]int `json:"statuses"`
 	Interrupted bool           `json:"interrupted"`
 	// SpendCapReached: cells were left unstarted to stay under the cap.
-	SpendCapReached bool          `json:"spendCapReached"`
-	SpentUSD        float64       `json:"spentUSD"`
-	Elapsed         time.Duration `json:"elapsed"`
+	SpendCapReached bool `json:"spendCapReached"`
+	// SpentUSD is what this run's model calls cost (cells, and judge calls
+	// when Evaluate judged); SpentFolderUSD what every run into the folder
+	// has (the spend ledger).
+	SpentUSD       float64       `json:"spentUSD"`
+	SpentFolderUSD float64       `json:"spentFolderUSD"`
+	Elapsed        time.Duration `json:"elapsed"`
 }
 
 // Complete reports whether every selected cell has a valid rollout.
@@ -120,7 +125,12 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 		return nil, err
 	}
 	defer unlock()
+	budget, err := openSpend(out, p, opts.SpendCapUSD)
+	if err != nil {
+		return nil, err
+	}
 	sum := &Summary{Planned: len(p.Cells), Selected: len(cells), Statuses: map[string]int{}}
+	sum.SpentFolderUSD, _ = budget.totals()
 
 	// One rollout per key: cells sharing a key share it.
 	var todo []pipeline.Cell
@@ -146,11 +156,14 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 		return sum, nil
 	}
 
-	r, stop, err := startCellRunner(ctx, p, opts, out, store)
+	r, stop, err := startCellRunner(ctx, p, opts, out, store, budget)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { sum.SpentUSD = stop() }()
+	defer func() {
+		stop()
+		sum.SpentFolderUSD, sum.SpentUSD = budget.totals()
+	}()
 	for _, c := range p.Cases {
 		r.cases[c.ID] = c
 	}
@@ -161,16 +174,11 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 	var mu sync.Mutex
 	var fatal error
 	forEach(ctx, opts.Jobs, todo, func(c pipeline.Cell) {
-		if r.gateway != nil && r.gateway.CapReached() {
-			mu.Lock()
-			sum.SpendCapReached = true
-			mu.Unlock()
-			return
-		}
-		prog.started(c.ID)
-		ro, err := r.run(ctx, c)
+		ro, err := r.runAdmitted(ctx, c, SpendCell, prog.started)
 		mu.Lock()
 		switch {
+		case errors.Is(err, ErrSpendCap):
+			sum.SpendCapReached = true
 		case ctx.Err() != nil:
 			// Interrupted: nothing stored for this cell.
 		case err != nil:
@@ -226,18 +234,39 @@ func openRunFolder(dir string) (out string, store *Store, unlock func(), err err
 	return out, store, unlock, nil
 }
 
-// startCellRunner connects to the engine, removes what a dead run into the
-// same folder left, and starts the gateway when the agent reaches a model.
-// The caller fills in the cases and arms it will run; stop releases
-// everything and says what the model calls cost.
-func startCellRunner(ctx context.Context, p *pipeline.Plan, opts Options, out string, store *Store) (r *cellRunner, stop func() (spentUSD float64), err error) {
+// startCellRunner starts the gateway when the agent reaches a model and
+// checks a real provider's key (before the engine, so a refused key stops
+// the run within seconds), connects to the engine and removes what a dead
+// run into the same folder left. The caller fills in the cases and arms it
+// will run; stop releases everything.
+func startCellRunner(ctx context.Context, p *pipeline.Plan, opts Options, out string, store *Store, budget *spendBudget) (r *cellRunner, stop func(), err error) {
+	var gateway *Gateway
+	var key string
+	if usesGateway(p) {
+		if gateway, key, err = startGateway(p); err != nil {
+			return nil, nil, err
+		}
+		if err = preflight(ctx, gateway, p, opts.Log); err != nil {
+			gateway.Close()
+			os.RemoveAll(filepath.Dir(gateway.Socket()))
+			return nil, nil, err
+		}
+	}
+	closeGateway := func() {
+		if gateway != nil {
+			gateway.Close()
+			os.RemoveAll(filepath.Dir(gateway.Socket()))
+		}
+	}
 	engine, err := NewEngine(ctx)
 	if err != nil {
+		closeGateway()
 		return nil, nil, err
 	}
 	outLabel := outLabel(out)
 	if n, err := engine.Sweep(ctx, LabelOut+"="+outLabel); err != nil {
 		engine.Close()
+		closeGateway()
 		return nil, nil, err
 	} else if n > 0 {
 		fmt.Fprintf(opts.Log, "removed %d containers left by an interrupted run\n", n)
@@ -246,25 +275,12 @@ func startCellRunner(ctx context.Context, p *pipeline.Plan, opts Options, out st
 		plan: p, store: store, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
 		images: &images{engine: engine, plan: p, suiteDir: opts.SuiteDir, log: opts.Log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}},
 		cases:  map[string]pipeline.PlanCase{}, arms: map[string]pipeline.PlanArm{},
-	}
-	var key string
-	if usesGateway(p) {
-		if r.gateway, key, err = startGateway(p, opts.SpendCapUSD); err != nil {
-			engine.Close()
-			return nil, nil, err
-		}
+		gateway: gateway, budget: budget,
 	}
 	r.redact = newRedactor(p, key)
-	return r, func() float64 {
-		var spent float64
-		if r.gateway != nil {
-			spent = r.gateway.Spent()
-			dir := filepath.Dir(r.gateway.Socket())
-			r.gateway.Close()
-			os.RemoveAll(dir)
-		}
+	return r, func() {
+		closeGateway()
 		engine.Close()
-		return spent
 	}, nil
 }
 
@@ -286,6 +302,7 @@ type cellRunner struct {
 	outLabel string
 	runID    string
 	gateway  *Gateway
+	budget   *spendBudget
 	redact   *redactor
 	cases    map[string]pipeline.PlanCase
 	arms     map[string]pipeline.PlanArm
@@ -346,6 +363,14 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 	ro.Answer, ro.Telemetry = ParseTranscript(r.plan.Agent.Kind, stdout, stderr)
 	if r.gateway != nil {
 		u := r.gateway.Usage(c.ID)
+		for i := range u.Faults {
+			u.Faults[i].Message = r.redact.string(u.Faults[i].Message)
+		}
+		if u.Unrecovered != "" {
+			// The provider's doing, not the agent's: invalid, so it reruns.
+			u.Unrecovered = r.redact.string(u.Unrecovered)
+			ro.Status, ro.Error = StatusInvalid, u.Unrecovered
+		}
 		ro.Gateway = &u
 		if ro.Telemetry.Model == "" {
 			ro.Telemetry.Model = u.ModelAnswered
@@ -478,16 +503,16 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 	}
 	msg := fmt.Sprintf("%d cells: %d ran, %d reused from the store (%s) in %s; results in %s",
 		s.Selected, s.Ran, s.Reused, strings.Join(parts, ", "), s.Elapsed.Round(time.Millisecond), out)
-	if s.SpentUSD > 0 {
-		msg += fmt.Sprintf("\nmodel spend: $%.4f", s.SpentUSD)
+	if s.SpentUSD > 0 || s.SpentFolderUSD > 0 {
+		msg += fmt.Sprintf("\nmodel spend: $%.4f (the run folder's, over all runs: $%.4f)", s.SpentUSD, s.SpentFolderUSD)
 	}
 	if s.SpendCapReached {
-		msg += "\nspend cap reached: cells were left unstarted; run again with a higher --spend-cap to finish"
+		msg += "\nspend cap reached: cells or judge calls were left unstarted; run again with a higher --spend-cap to finish"
 	}
 	if s.Interrupted {
 		msg += "\ninterrupted: run again to finish; stored cells will not run again"
 	} else if n := s.Statuses[StatusInvalid]; n > 0 {
-		msg += fmt.Sprintf("\n%d cells are invalid (Docker or skillgate failed): run again to retry them", n)
+		msg += fmt.Sprintf("\n%d cells are invalid (Docker, skillgate or the provider failed): run again to retry them", n)
 	}
 	return msg
 }

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	cuecmd "cuelang.org/go/cmd/cue/cmd"
@@ -24,6 +29,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "../../testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_GOLDEN") != "",
+		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"standin": standIn},
 		Setup: func(e *testscript.Env) error {
 			work := e.Getenv("WORK")
 			// git commits in the diff scripts need an identity and must not
@@ -39,4 +45,25 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// standIn is the script command `standin STATUS TYPE MESSAGE FILE...`: it starts a
+// STAND-IN provider on 127.0.0.1, not a model, that answers every request with STATUS
+// and Anthropic's error JSON of TYPE and MESSAGE, for the rest of the script, and
+// writes its URL over STANDIN_URL in each FILE.
+func standIn(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 4 {
+		ts.Fatalf("usage: standin STATUS TYPE MESSAGE FILE...")
+	}
+	status, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%q}}`, args[1], args[2])
+	}))
+	ts.Defer(srv.Close)
+	for _, f := range args[3:] {
+		ts.Check(os.WriteFile(ts.MkAbs(f), []byte(strings.ReplaceAll(ts.ReadFile(f), "STANDIN_URL", srv.URL)), 0o644))
+	}
 }

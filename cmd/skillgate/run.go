@@ -32,8 +32,15 @@ Each cell is graded (assertions, then allowed writes and routing), and the
 gate policy gives a verdict with reasons; reports are written into the run
 folder: verdict.json, report.json, report.md, report.html and junit.xml.
 
-Exit codes: 0 PASS, 1 FAIL, 2 INCOMPLETE (interrupted, filtered, or a cell
-invalid because Docker or skillgate failed), 3 calibration failed.`,
+A real provider's key is checked before the first cell (GET /v1/models); a
+refused key or an unreachable provider stops the run at once. Transient
+provider errors (429, 529, 5xx, a reset connection) are retried by the
+gateway (limits.retry) before the agent sees them; a provider fault the
+cell never recovered from makes it invalid, and invalid cells rerun.
+
+Exit codes: 0 PASS, 1 FAIL, 2 INCOMPLETE (interrupted, filtered, spend cap
+reached, or a cell invalid because Docker, skillgate or the provider
+failed), 3 calibration failed.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "run folder `DIR` (default: .skillgate/SUITE)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 4, Usage: "cells to run at once (agents mostly wait on the model, so this may exceed the cores)"},
@@ -41,7 +48,7 @@ invalid because Docker or skillgate failed), 3 calibration failed.`,
 			&cli.StringSliceFlag{Name: "arm", Usage: "run only arm `NAME` (repeatable)"},
 			&cli.StringFlag{Name: "split", Usage: "run only cases of split `S`"},
 			&cli.StringFlag{Name: "suite", Usage: "with a plan file: the suite folder `DIR` it was compiled from"},
-			&cli.Float64Flag{Name: "spend-cap", Usage: "stop starting cells before the model spend would pass `USD` (from the suite's per-token prices); a later run with a higher cap resumes"},
+			&cli.Float64Flag{Name: "spend-cap", Usage: "start a cell or judge call only while its worst case fits under `USD` spent in the run folder over all runs (needs agent.prices); a started cell always finishes, and a later run with a higher cap resumes"},
 			&cli.BoolFlag{Name: "calibrate", Usage: "run only the calibration checks: the agent quotes a line only its arm's skill copy holds, says it has no skill in a no-skill arm, runs a shell command (exit 3 when one fails)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would run and start nothing"},
 		},
@@ -55,6 +62,11 @@ invalid because Docker or skillgate failed), 3 calibration failed.`,
 			}
 			t, err := pipeline.ResolveTarget(target, c.String("suite"))
 			if err != nil {
+				return exit(2, err)
+			}
+			// Before any engine or provider is asked: a cap that cannot be
+			// kept refuses the run at once.
+			if err := runner.CheckSpendCap(t.Plan, c.Float64("spend-cap")); err != nil {
 				return exit(2, err)
 			}
 			out := c.String("out")

@@ -1,0 +1,184 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+// claudeStandInSuite writes a one-cell suite whose agent is the real Claude Code CLI
+// with provider "anthropic" and its upstream the stand-in provider, compiles it, and
+// removes its cell images when the test ends.
+func claudeStandInSuite(t *testing.T, e *Engine, up *standIn) runSuite {
+	t.Helper()
+	root := writeRepo(t, map[string]string{
+		"s/skill/SKILL.md": "---\nname: s\ndescription: A test skill.\n---\n# S\n",
+		"s/fx/README.md":   "# fixture\n",
+		"s/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+)
+
+schema.#Suite & {
+	name: "gateway-claude-faults"
+	skills: s: path: "skill"
+	agent: agents.claudeCode & {
+		provider:      "anthropic"
+		upstream:      "` + up.URL + `"
+		credentialEnv: "SKILLGATE_TEST_KEY"
+		// The gateway retries; the CLI's own retries would only slow the test.
+		env: CLAUDE_CODE_MAX_RETRIES: "0"
+	}
+	trials: 1
+	limits: {timeout: "2m", stall: "30s", retry: {attempts: 3, delay: "50ms", maxDelay: "5s"}}
+	arms: none: {}
+	cases: q: {
+		prompt:  "Say hello."
+		fixture: "fx"
+		assert: [{answer: contains: "stand-in reply"}]
+	}
+	policy: uncovered: {}
+}
+`,
+	})
+	dir := filepath.Join(root, "s")
+	p, err := pipeline.CompileDir(dir)
+	if err != nil {
+		t.Fatal(pipeline.PrintError(err, root))
+	}
+	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	return runSuite{Dir: dir, Plan: p}
+}
+
+// evaluateLogged runs Evaluate into out and returns what it logged.
+func evaluateLogged(t *testing.T, s runSuite, out string) (*Summary, *pipeline.Report, string, error) {
+	t.Helper()
+	var log bytes.Buffer
+	sum, rep, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 1, Log: &log})
+	return sum, rep, log.String(), err
+}
+
+// TestClaudeCodeBadKey: the real Claude Code CLI in a real cell, its provider a
+// stand-in that refuses the key. The preflight stops the run before any cell, quoting
+// the provider and naming the variable; when only the model endpoint refuses it, the
+// cell is invalid with the provider's own message, the verdict INCOMPLETE (exit 2),
+// and once the provider takes the key a rerun finishes the run.
+func TestClaudeCodeBadKey(t *testing.T) {
+	e := testEngine(t)
+	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in-bad-key")
+	up := newStandIn(t, false)
+	s := claudeStandInSuite(t, e, up)
+	refuse := standInFault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"}
+	out := t.TempDir()
+
+	// 401 to everything: the preflight stops the run within seconds.
+	up.failModels(&refuse)
+	up.failAlways(&refuse)
+	start := time.Now()
+	_, _, log, err := evaluateLogged(t, s, out)
+	want := "check provider anthropic: " + up.URL + " answered GET /v1/models with HTTP 401 authentication_error: invalid x-api-key; the key in SKILLGATE_TEST_KEY is refused: fix it and run again (no cell was started)"
+	if err == nil || err.Error() != want || time.Since(start) > 10*time.Second {
+		t.Fatalf("after %s:\n got %v\nwant %s\n%s", time.Since(start), err, want, log)
+	}
+	if up.count("POST /v1/messages") != 0 || len(runContainers(t, e, out)) != 0 {
+		t.Errorf("a cell ran: %v", up.served)
+	}
+	if rollouts, _ := filepath.Glob(filepath.Join(out, "store", "rollouts", "*")); len(rollouts) != 0 {
+		t.Errorf("stored %v", rollouts)
+	}
+
+	// The model list answers, the model endpoint refuses: the cell is invalid.
+	up.failModels(nil)
+	sum, rep, log, err := evaluateLogged(t, s, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	c := s.Plan.Cells[0]
+	ro, ok, _ := (&Store{Dir: out}).Rollout(c.Rollout)
+	wantErr := "provider: HTTP 401 authentication_error: invalid x-api-key (from " + up.URL + "/v1/messages)"
+	if !ok || ro.Status != StatusInvalid || ro.Error != wantErr || sum.Statuses[StatusInvalid] != 1 {
+		t.Fatalf("rollout %+v, summary %+v\nwant error %q\n%s", ro, sum, wantErr, readStored(t, out, c, FileStdout))
+	}
+	if rep.Verdict.Verdict != pipeline.VerdictIncomplete || rep.Verdict.ExitCode != 2 {
+		t.Errorf("verdict %s (exit %d) %v", rep.Verdict.Verdict, rep.Verdict.ExitCode, rep.Verdict.Reasons)
+	}
+	if ro.Gateway == nil || len(ro.Gateway.Faults) == 0 || ro.Gateway.Faults[0].Status != 401 || ro.Gateway.Faults[0].Retries != 0 {
+		t.Errorf("gateway usage %+v", ro.Gateway)
+	}
+	if !strings.Contains(DescribeSummary(sum, out, false), "1 cells are invalid (Docker, skillgate or the provider failed): run again to retry them") {
+		t.Errorf("summary: %s", DescribeSummary(sum, out, false))
+	}
+
+	// The key is fixed: the invalid cell runs again and the run completes.
+	up.failAlways(nil)
+	sum, rep, log, err = evaluateLogged(t, s, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	ro, _, _ = (&Store{Dir: out}).Rollout(c.Rollout)
+	if !sum.Complete() || sum.Ran != 1 || ro.Status != StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
+		t.Fatalf("rerun: summary %+v, rollout %s %q\n%s", sum, ro.Status, ro.Answer, readStored(t, out, c, FileStdout))
+	}
+	if rep.Verdict.Verdict != pipeline.VerdictPass {
+		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
+	}
+	t.Logf("the stand-in served %v", up.served)
+}
+
+// TestClaudeCodeRateLimited: the real Claude Code CLI meets a provider that
+// rate-limits it. Twice, with retry-after: the gateway waits and asks again, the cell
+// completes and the CLI never saw a 429. For good: the cell is invalid, with the
+// provider's message.
+func TestClaudeCodeRateLimited(t *testing.T) {
+	e := testEngine(t)
+	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in-key")
+	up := newStandIn(t, false)
+	s := claudeStandInSuite(t, e, up)
+	limited := standInFault{Status: 429, Type: "rate_limit_error", Message: "Number of request tokens has exceeded your per-minute rate limit", RetryAfter: "1"}
+	c := s.Plan.Cells[0]
+
+	out := t.TempDir()
+	up.failNext(2, limited)
+	start := time.Now()
+	sum, _, log, err := evaluateLogged(t, s, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	ro, _, _ := (&Store{Dir: out}).Rollout(c.Rollout)
+	stdout := readStored(t, out, c, FileStdout)
+	if !sum.Complete() || ro.Status != StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
+		t.Fatalf("summary %+v, rollout %s %q\n%s", sum, ro.Status, ro.Error, stdout)
+	}
+	if n := up.count("POST /v1/messages"); n != 3 || ro.Gateway.Requests != 1 || ro.Gateway.Retries != 2 || len(ro.Gateway.Faults) != 0 {
+		t.Errorf("the stand-in served %d model calls (want 2 refused, 1 answered); gateway %+v", n, ro.Gateway)
+	}
+	if strings.Contains(stdout, "API Error") || strings.Contains(stdout, "429") || strings.Contains(stdout, "rate_limit") {
+		t.Errorf("the CLI saw the rate limit:\n%s", stdout)
+	}
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("done in %s: the gateway did not wait as retry-after asked", took)
+	}
+
+	// For good: invalid, with the provider's message, after the gateway's retries.
+	out = t.TempDir()
+	limited.RetryAfter, limited.RetryAfterMs = "", "20"
+	up.failAlways(&limited)
+	sum, rep, log, err := evaluateLogged(t, s, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	ro, _, _ = (&Store{Dir: out}).Rollout(c.Rollout)
+	want := "provider: HTTP 429 rate_limit_error: Number of request tokens has exceeded your per-minute rate limit (from " + up.URL + "/v1/messages, after 2 retries)"
+	if ro.Status != StatusInvalid || ro.Error != want || rep.Verdict.Verdict != pipeline.VerdictIncomplete {
+		t.Errorf("rollout %s %q, verdict %s\nwant %q\n%s", ro.Status, ro.Error, rep.Verdict.Verdict, want, readStored(t, out, c, FileStdout))
+	}
+	os.RemoveAll(out)
+}
