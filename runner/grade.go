@@ -123,6 +123,9 @@ func Grade(ctx context.Context, p *pipeline.Plan, cells []pipeline.Cell, opts Op
 	if len(todo) == 0 {
 		return 0, nil
 	}
+	if err := pinFixtures(p, opts.SuiteDir, store, todo); err != nil {
+		return 0, err
+	}
 	g := &grader{plan: p, store: store, opts: opts, cases: cases, arms: arms}
 	defer g.close()
 	var mu sync.Mutex
@@ -195,7 +198,7 @@ func (g *grader) grade(ctx context.Context, c pipeline.Cell) error {
 func (g *grader) world(pc pipeline.PlanCase, ro *Rollout) pipeline.World {
 	w := pipeline.World{Changed: filepath.Join(g.store.RolloutDir(ro.Key), DirWorkspace)}
 	if pc.Fixture != "" {
-		w.Fixture = filepath.Join(g.opts.SuiteDir, filepath.FromSlash(pc.Fixture))
+		w.Fixture = g.store.TreeDir(pc.FixtureDigest) // the verified snapshot, not the live folder
 	}
 	for _, ch := range ro.Changes {
 		w.Changes = append(w.Changes, pipeline.FileChange{Path: ch.Path, Kind: ch.Kind})
