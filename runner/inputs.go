@@ -11,8 +11,10 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 
@@ -66,71 +68,123 @@ func (s *Store) PinTree(what, src string, want pipeline.Tree) (string, error) {
 	return dst, nil
 }
 
-// copyVerified copies the files of src into dst, hashing each while it is
-// copied, and fails naming the first file that differs from want.
-// Snapshot files are read-only: nothing writes through them.
-func copyVerified(src, dst string, want pipeline.Tree) error {
-	seen := map[string]bool{}
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+// hashWorkers is how many files are hashed at once: hashing is bound by
+// the CPU, and a fixture's files are independent.
+func hashWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
+
+// forEachFile calls fn on each index with hashWorkers at once and returns
+// the error of the lowest index that failed, so the file an error names does
+// not depend on scheduling.
+func forEachFile(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range hashWorkers() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = fn(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
+	}
+	return nil
+}
+
+// liveEntry is one file of a live folder as walked.
+type liveEntry struct {
+	rel  string
+	host string
+	info fs.FileInfo
+}
+
+// walkLive lists the files (not folders) under dir, sorted by path.
+func walkLive(dir string) ([]liveEntry, error) {
+	var out []liveEntry
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
 			return err
 		}
-		rel = filepath.ToSlash(rel)
-		e, ok := want.Files[rel]
-		if !ok {
-			return fmt.Errorf("%s: not in the plan", rel)
-		}
-		seen[rel] = true
-		out := filepath.Join(dst, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
 			return err
 		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if e.Mode != "symlink" {
-				return fmt.Errorf("%s: a symlink, the plan says %s", rel, entryKind(e.Mode))
-			}
-			if got := digest.FromString(filepath.ToSlash(target)); got != e.Digest {
-				return fmt.Errorf("%s: symlink to %s (digest %s), the plan says %s", rel, target, got, e.Digest)
-			}
-			return os.Symlink(target, out)
-		case info.Mode().IsRegular():
-			mode := ""
-			if info.Mode()&0o111 != 0 {
-				mode = "exec"
-			}
-			if mode != e.Mode {
-				return fmt.Errorf("%s: %s, the plan says %s", rel, entryKind(mode), entryKind(e.Mode))
-			}
-			got, err := copyHashed(p, out, mode == "exec")
-			if err != nil {
-				return err
-			}
-			if got != e.Digest {
-				return fmt.Errorf("%s: digest %s, the plan says %s", rel, got, e.Digest)
-			}
-			return nil
-		default:
-			return fmt.Errorf("%s is not a regular file, folder or symlink", rel)
-		}
+		out = append(out, liveEntry{filepath.ToSlash(rel), p, info})
+		return nil
 	})
+	return out, err
+}
+
+// liveMode is the tree mode of a live file: "", "exec" or "symlink".
+func liveMode(info fs.FileInfo) (string, error) {
+	switch {
+	case info.Mode()&fs.ModeSymlink != 0:
+		return "symlink", nil
+	case info.Mode().IsRegular():
+		if info.Mode()&0o111 != 0 {
+			return "exec", nil
+		}
+		return "", nil
+	default:
+		return "", errors.New("not a regular file, folder or symlink")
+	}
+}
+
+// copyVerified copies the files of src into dst, hashing each while it is
+// copied, and fails naming the first file (by path) that differs from
+// want. Snapshot files are read-only: nothing writes through them.
+func copyVerified(src, dst string, want pipeline.Tree) error {
+	files, err := walkLive(src)
 	if err != nil {
 		return err
+	}
+	seen := map[string]bool{}
+	var regular []liveEntry
+	for _, f := range files {
+		e, ok := want.Files[f.rel]
+		if !ok {
+			return fmt.Errorf("%s: not in the plan", f.rel)
+		}
+		seen[f.rel] = true
+		mode, err := liveMode(f.info)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.rel, err)
+		}
+		if mode != e.Mode {
+			return fmt.Errorf("%s: %s, the plan says %s", f.rel, entryKind(mode), entryKind(e.Mode))
+		}
+		out := filepath.Join(dst, filepath.FromSlash(f.rel))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		if mode != "symlink" {
+			regular = append(regular, f)
+			continue
+		}
+		target, err := os.Readlink(f.host)
+		if err != nil {
+			return err
+		}
+		if got := digest.FromString(filepath.ToSlash(target)); got != e.Digest {
+			return fmt.Errorf("%s: symlink to %s (digest %s), the plan says %s", f.rel, target, got, e.Digest)
+		}
+		if err := os.Symlink(target, out); err != nil {
+			return err
+		}
 	}
 	var missing []string
 	for p := range want.Files {
@@ -142,7 +196,92 @@ func copyVerified(src, dst string, want pipeline.Tree) error {
 		slices.Sort(missing)
 		return fmt.Errorf("%s: in the plan, missing from the folder", missing[0])
 	}
-	return nil
+	return forEachFile(len(regular), func(i int) error {
+		f := regular[i]
+		e := want.Files[f.rel]
+		got, err := copyHashed(f.host, filepath.Join(dst, filepath.FromSlash(f.rel)), e.Mode == "exec")
+		if err != nil {
+			return err
+		}
+		if got != e.Digest {
+			return fmt.Errorf("%s: digest %s, the plan says %s", f.rel, got, e.Digest)
+		}
+		return nil
+	})
+}
+
+// liveChanges hashes the live folder src again and lists how it differs
+// from the plan's tree want, sorted by path. A file of another size is
+// modified without being hashed.
+func liveChanges(src string, want pipeline.Tree) ([]pipeline.TreeChange, error) {
+	files, err := walkLive(src)
+	if err != nil {
+		return nil, err
+	}
+	changed := make([]string, len(files)) // by file: "", added or modified
+	var hash []int
+	seen := map[string]bool{}
+	for i, f := range files {
+		e, ok := want.Files[f.rel]
+		seen[f.rel] = true
+		mode, merr := liveMode(f.info)
+		switch {
+		case !ok:
+			changed[i] = "added"
+		case merr != nil || mode != e.Mode:
+			changed[i] = "modified"
+		case mode == "symlink":
+			target, err := os.Readlink(f.host)
+			if err != nil || digest.FromString(filepath.ToSlash(target)) != e.Digest {
+				changed[i] = "modified"
+			}
+		case f.info.Size() != e.Size:
+			changed[i] = "modified"
+		default:
+			hash = append(hash, i)
+		}
+	}
+	err = forEachFile(len(hash), func(k int) error {
+		i := hash[k]
+		got, err := fileDigest(files[i].host)
+		if err != nil {
+			return err
+		}
+		if got != want.Files[files[i].rel].Digest {
+			changed[i] = "modified"
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []pipeline.TreeChange
+	for i, c := range changed {
+		if c != "" {
+			out = append(out, pipeline.TreeChange{Path: files[i].rel, Change: c})
+		}
+	}
+	for p := range want.Files {
+		if !seen[p] {
+			out = append(out, pipeline.TreeChange{Path: p, Change: "removed"})
+		}
+	}
+	slices.SortFunc(out, func(a, b pipeline.TreeChange) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// fileDigest is the digest of a file's bytes.
+func fileDigest(p string) (digest.Digest, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return digest.NewDigest(digest.SHA256, h), nil
 }
 
 func entryKind(mode string) string {
@@ -266,12 +405,12 @@ func (in *inputs) recheck() map[string][]string {
 	changed := map[string][]string{}
 	for _, what := range in.order {
 		t := in.trees[what]
-		now, err := pipeline.HashTree(t.src)
+		diff, err := liveChanges(t.src, t.tree)
 		if err != nil {
 			changed[what] = []string{fmt.Sprintf("%s: %v", what, err)}
 			continue
 		}
-		for _, ch := range pipeline.DiffTrees(t.tree, now) {
+		for _, ch := range diff {
 			changed[what] = append(changed[what], fmt.Sprintf("%s: %s %s", what, ch.Path, ch.Change))
 		}
 	}

@@ -128,3 +128,29 @@ func TestImageContextVerifiesTrees(t *testing.T) {
 		t.Errorf("tampered snapshot: err = %v, want %q", err, want)
 	}
 }
+
+// TestLiveChanges: the check after the rollouts names every file that was
+// added, removed or modified, same-size edits included.
+func TestLiveChanges(t *testing.T) {
+	src := inputTreeDir(t)
+	want, err := pipeline.HashTree(src)
+	mustDo(t, err)
+	if got, err := liveChanges(src, want); err != nil || len(got) != 0 {
+		t.Fatalf("unchanged folder: %v, %v", got, err)
+	}
+	mustDo(t, os.WriteFile(filepath.Join(src, "SKILL.md"), []byte("---\nname: x\n---\n# s\n"), 0o644)) // same size
+	mustDo(t, os.WriteFile(filepath.Join(src, "bin", "run.sh"), []byte("#!/bin/sh\n"), 0o755))
+	mustDo(t, os.Remove(filepath.Join(src, "README.md")))
+	mustDo(t, os.WriteFile(filepath.Join(src, "new.md"), nil, 0o644))
+	got, err := liveChanges(src, want)
+	mustDo(t, err)
+	wantChanges := []pipeline.TreeChange{{Path: "README.md", Change: "removed"}, {Path: "SKILL.md", Change: "modified"}, {Path: "bin/run.sh", Change: "modified"}, {Path: "new.md", Change: "added"}}
+	if len(got) != len(wantChanges) {
+		t.Fatalf("changes %v, want %v", got, wantChanges)
+	}
+	for i := range got {
+		if got[i] != wantChanges[i] {
+			t.Errorf("change %d: %v, want %v", i, got[i], wantChanges[i])
+		}
+	}
+}
