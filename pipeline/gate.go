@@ -527,14 +527,18 @@ func Gate(baseline, candidate GateRun, opts GateOptions) (Verdict, error) {
 	rules = append(rules, o)
 
 	o = ruleOutcome("skillSize", fail)
-	target, _ := gateTarget(b, c, opts.Target)
-	baseBytes, baseInstalls := targetBytes(b, target)
-	candBytes, candInstalls := targetBytes(c, target)
-	met, flags, detail := sizeWithin(baseInstalls, candInstalls, baseBytes, candBytes, opts.MaxRatio, opts.AllowLonger)
-	if !met {
+	if target, why := gateTarget(b, c, opts.Target); target == "" {
 		o.fail("SKILL-SIZE")
+		o.Detail = "no target skill to measure: " + why
+	} else {
+		baseBytes, baseInstalls := targetBytes(b, target)
+		candBytes, candInstalls := targetBytes(c, target)
+		met, flags, detail := sizeWithin(baseInstalls, candInstalls, baseBytes, candBytes, opts.MaxRatio, opts.AllowLonger)
+		if !met {
+			o.fail("SKILL-SIZE")
+		}
+		o.Flags, o.Detail = flags, "target "+target+": "+detail
 	}
-	o.Flags, o.Detail = flags, "target "+target+": "+detail
 	rules = append(rules, o)
 
 	return decideVerdict(nil, rules), nil

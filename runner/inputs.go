@@ -53,6 +53,9 @@ func (s *Store) PinTree(what, src string, want pipeline.Tree) (string, error) {
 		return "", fmt.Errorf("snapshot %s: %w", what, err)
 	}
 	defer os.RemoveAll(tmp) // gone once renamed into place
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("snapshot %s: %w", what, err)
+	}
 	if err := copyVerified(src, tmp, want); err != nil {
 		return "", fmt.Errorf("verify %s: %w", what, err)
 	}
