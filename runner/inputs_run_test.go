@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -210,5 +211,45 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 	_, labels, ok, err := e.ImageLabels(context.Background(), imageA)
 	if err != nil || !ok || labels[LabelCellKey] == "" {
 		t.Errorf("cell image labels %v (%v, %v)", labels, ok, err)
+	}
+}
+
+// TestCellImageBuildVerifiesSnapshot: a snapshot changed after it was
+// pinned fails the image build, naming the file, and leaves no image under
+// the cell's tag.
+func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
+	e := testEngine(t)
+	s := copySuite(t, e, "pinned")
+	store, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, arm := s.Plan.Cases[0], s.Plan.Arms[0]
+	if arm.Name != "forced" {
+		t.Fatalf("first arm %s", arm.Name)
+	}
+	in := newInputs(s.Plan, s.Dir, store)
+	if err := in.add(pc, arm); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.pin(); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(store.TreeDir(s.Plan.Skills["s"].Digest), "SKILL.md")
+	b, _ := os.ReadFile(snap)
+	b[len(b)-2] ^= 1 // same size, other bytes
+	if err := os.Chmod(snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snap, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	im := &images{engine: e, plan: s.Plan, store: store, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+	ref, _, err := im.cellImage(context.Background(), pc, arm)
+	if want := "verify " + snap + ": digest " + string(digest.FromBytes(b)) + ", the plan says " + skillFileDigest(s.Plan); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("build from a changed snapshot: %v, want %q", err, want)
+	}
+	if _, _, ok, err := e.ImageLabels(context.Background(), ref); err != nil || ok {
+		t.Errorf("an image is tagged %s after the failed build (%v)", ref, err)
 	}
 }
