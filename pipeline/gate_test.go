@@ -9,12 +9,12 @@ import (
 
 // gateSpec is one run of the paired gate's tests: a one-arm suite ("skill")
 // whose arm installs the target cl (old: 100 bytes, new: 110 bytes) and,
-// when helper is set, the companion skill helper at that revision text.
+// when style is set, the companion skill style at that revision text.
 type gateSpec struct {
 	name    string // the suite's name; "gate" when empty
 	trials  int
 	target  string // "old", "new" or "" for a no-skill arm
-	helper  string // the companion's revision text; "" for none
+	style   string // the companion's revision text; "" for none
 	cases   string // CUE cases; skilloptCases when empty
 	agent   string // CUE agent fields beside the command preset
 	judge   string // a CUE judge, when set
@@ -33,8 +33,8 @@ func (g gateSpec) plan(t *testing.T) *Plan {
 	if g.target != "" {
 		skills = append(skills, `"`+g.target+`"`)
 	}
-	if g.helper != "" {
-		skills = append(skills, `"helper"`)
+	if g.style != "" {
+		skills = append(skills, `"style"`)
 	}
 	judge := ""
 	if g.judge != "" {
@@ -54,7 +54,7 @@ schema.#Suite & {
 	skills: {
 		old:    {path: "../skills/old", name: "cl"}
 		new:    {path: "../skills/new", name: "cl"}
-		helper: {path: "../skills/helper", name: "helper"}
+		style: {path: "../skills/style", name: "style"}
 	}
 	agent: agents.command & {command: ["sh", "-c", "echo hi"]%s}
 	%s
@@ -69,7 +69,7 @@ schema.#Suite & {
 	root := writeSuite(t, map[string]string{
 		"skills/old/SKILL.md":        padTo(t, "---\nname: cl\ndescription: Old.\n---\n", 100),
 		"skills/new/SKILL.md":        padTo(t, "---\nname: cl\ndescription: New.\n---\n", 110),
-		"skills/helper/SKILL.md":     "---\nname: helper\ndescription: Helps.\n---\n" + g.helper + "\n",
+		"skills/style/SKILL.md":      "---\nname: style\ndescription: Keeps the house style.\n---\n" + g.style + "\n",
 		"suite/fixtures/repo/README": "fixture\n",
 		"suite/suite.cue":            suite,
 	})
@@ -259,7 +259,7 @@ func TestGateProtectsLowerIsBetter(t *testing.T) {
 func TestGateRefusesUnpairedRuns(t *testing.T) {
 	opts := skilloptGate(t)
 	g := grid{"train1": "PPF", "unseen1": "PPF", "adv1": "PFF"}
-	baseline := gateSpec{trials: 3, target: "old", helper: "v1"}.run(t, g, nil)
+	baseline := gateSpec{trials: 3, target: "old", style: "v1"}.run(t, g, nil)
 
 	t.Run("a held-out case edited under the same ID", func(t *testing.T) {
 		edited := strings.Replace(skilloptCases,
@@ -268,7 +268,7 @@ func TestGateRefusesUnpairedRuns(t *testing.T) {
 		if edited == skilloptCases {
 			t.Fatal("the case did not change")
 		}
-		candidate := gateSpec{trials: 3, target: "new", helper: "v1", cases: edited}.run(t, grid{"train1": "PPP", "unseen1": "PPP", "adv1": "PPF"}, nil)
+		candidate := gateSpec{trials: 3, target: "new", style: "v1", cases: edited}.run(t, grid{"train1": "PPP", "unseen1": "PPP", "adv1": "PPF"}, nil)
 		_, err := Gate(baseline, candidate, opts)
 		refused(t, err, "case unseen1: prompt, assert differ")
 		if !strings.Contains(err.Error(), "case-set digest differs: ") {
@@ -282,21 +282,21 @@ func TestGateRefusesUnpairedRuns(t *testing.T) {
 		}
 	})
 	t.Run("a companion at another revision", func(t *testing.T) {
-		candidate := gateSpec{trials: 3, target: "new", helper: "v2"}.run(t, g, nil)
+		candidate := gateSpec{trials: 3, target: "new", style: "v2"}.run(t, g, nil)
 		_, err := Gate(baseline, candidate, opts)
-		refused(t, err, "the candidate arm skill changes 2 skills (cl, helper): name the target, the others are companions that must not change")
+		refused(t, err, "the candidate arm skill changes 2 skills (cl, style): name the target, the others are companions that must not change")
 		o := opts
 		o.Target = "cl"
 		_, err = Gate(baseline, candidate, o)
-		b, c := baseline.Plan.Skills["helper"].Digest, candidate.Plan.Skills["helper"].Digest
-		refused(t, err, fmt.Sprintf("companion helper: revision %s and %s", short(b), short(c)))
+		b, c := baseline.Plan.Skills["style"].Digest, candidate.Plan.Skills["style"].Digest
+		refused(t, err, fmt.Sprintf("companion style: revision %s and %s", short(b), short(c)))
 		without := gateSpec{trials: 3, target: "new"}.run(t, g, nil)
 		_, err = Gate(baseline, without, opts)
-		refused(t, err, fmt.Sprintf("companion helper only in the baseline (revision %s)", short(b)))
+		refused(t, err, fmt.Sprintf("companion style only in the baseline (revision %s)", short(b)))
 	})
 	t.Run("suite, phase, agent, judge, trials, cases", func(t *testing.T) {
 		cases := strings.Replace(skilloptCases, "adv1:", "adv2:", 1)
-		candidate := gateSpec{name: "other", trials: 2, target: "new", helper: "v1", cases: cases,
+		candidate := gateSpec{name: "other", trials: 2, target: "new", style: "v1", cases: cases,
 			agent: `, model: "m2"`, judge: `{provider: "command", command: ["true"]}`}.run(t, grid{"train1": "PP", "unseen1": "PP", "adv2": "PP"}, nil)
 		_, err := Gate(baseline, candidate, opts)
 		refused(t, err,
@@ -310,7 +310,7 @@ func TestGateRefusesUnpairedRuns(t *testing.T) {
 		)
 	})
 	t.Run("observed identity", func(t *testing.T) {
-		candidate := gateSpec{trials: 3, target: "new", helper: "v1"}.run(t, g, nil)
+		candidate := gateSpec{trials: 3, target: "new", style: "v1"}.run(t, g, nil)
 		b, c := baseline, candidate
 		br, cr := *b.Report, *c.Report
 		br.Arms = append([]ArmReport{}, br.Arms...)
@@ -323,15 +323,15 @@ func TestGateRefusesUnpairedRuns(t *testing.T) {
 	})
 	t.Run("metric families and samples", func(t *testing.T) {
 		cases := skilloptCases + "\n\t\tmd1: {prompt: \"p\", split: \"train\", tags: [\"markdown\"], routing: {}, assert: [], rubric: []}"
-		b := gateSpec{trials: 3, target: "old", helper: "v1", cases: cases}.run(t, grid{"train1": "PPF", "unseen1": "PPF", "adv1": "PFF", "md1": "PPP"}, nil)
-		c := gateSpec{trials: 3, target: "new", helper: "v1"}.run(t, g, nil)
+		b := gateSpec{trials: 3, target: "old", style: "v1", cases: cases}.run(t, grid{"train1": "PPF", "unseen1": "PPF", "adv1": "PFF", "md1": "PPP"}, nil)
+		c := gateSpec{trials: 3, target: "new", style: "v1"}.run(t, g, nil)
 		o := opts
 		o.Pairing.CaseSet, o.Pairing.RunKeys = false, false
 		_, err := Gate(b, c, o)
 		refused(t, err, "metric markdownPreservation only in the baseline", "metric taskSuccess samples differ: 12 and 9", "metric train samples differ: 6 and 3")
 	})
 	t.Run("the target and its reference", func(t *testing.T) {
-		candidate := gateSpec{trials: 3, target: "new", helper: "v1"}.run(t, g, nil)
+		candidate := gateSpec{trials: 3, target: "new", style: "v1"}.run(t, g, nil)
 		o := opts
 		o.Reference = "references/format.md"
 		_, err := Gate(baseline, candidate, o)
@@ -340,7 +340,7 @@ func TestGateRefusesUnpairedRuns(t *testing.T) {
 		if _, err := Gate(baseline, candidate, o); err != nil {
 			t.Errorf("the target differs at SKILL.md only: %v", err)
 		}
-		o.Target = "helper"
+		o.Target = "style"
 		_, err = Gate(baseline, candidate, o)
 		refused(t, err, "companion cl: revision "+short(baseline.Plan.Skills["old"].Digest)+" and "+short(candidate.Plan.Skills["new"].Digest))
 		o.Target = "gone"
@@ -348,7 +348,7 @@ func TestGateRefusesUnpairedRuns(t *testing.T) {
 		refused(t, err, "the candidate arm skill does not install the target gone")
 	})
 	t.Run("arms", func(t *testing.T) {
-		candidate := gateSpec{trials: 3, target: "new", helper: "v1"}.run(t, g, nil)
+		candidate := gateSpec{trials: 3, target: "new", style: "v1"}.run(t, g, nil)
 		o := opts
 		o.BaselineArm = "gone"
 		if _, err := Gate(baseline, candidate, o); err == nil || !strings.Contains(err.Error(), "the baseline run has no arm gone") {
