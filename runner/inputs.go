@@ -1,20 +1,18 @@
 package runner
 
 import (
-	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/opencontainers/go-digest"
 
@@ -75,27 +73,15 @@ func (s *Store) PinTree(what, src string, want pipeline.Tree) (string, error) {
 // the CPU, and a fixture's files are independent.
 func hashWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
 
-// forEachFile calls fn on each index with hashWorkers at once and returns
-// the error of the lowest index that failed, so the file an error names does
+// forEachFile calls fn on each index, hashWorkers at once, and returns the
+// error of the lowest index that failed, so the file an error names does
 // not depend on scheduling.
 func forEachFile(n int, fn func(i int) error) error {
-	errs := make([]error, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range hashWorkers() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				errs[i] = fn(i)
-			}
-		}()
+	errs, idx := make([]error, n), make([]int, n)
+	for i := range idx {
+		idx[i] = i
 	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	forEach(context.Background(), hashWorkers(), idx, func(i int) { errs[i] = fn(i) })
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -211,80 +197,6 @@ func copyVerified(src, dst string, want pipeline.Tree) error {
 		}
 		return nil
 	})
-}
-
-// liveChanges hashes the live folder src again and lists how it differs
-// from the plan's tree want, sorted by path. A file of another size is
-// modified without being hashed.
-func liveChanges(src string, want pipeline.Tree) ([]pipeline.TreeChange, error) {
-	files, err := walkLive(src)
-	if err != nil {
-		return nil, err
-	}
-	changed := make([]string, len(files)) // by file: "", added or modified
-	var hash []int
-	seen := map[string]bool{}
-	for i, f := range files {
-		e, ok := want.Files[f.rel]
-		seen[f.rel] = true
-		mode, merr := liveMode(f.info)
-		switch {
-		case !ok:
-			changed[i] = "added"
-		case merr != nil || mode != e.Mode:
-			changed[i] = "modified"
-		case mode == "symlink":
-			target, err := os.Readlink(f.host)
-			if err != nil || digest.FromString(filepath.ToSlash(target)) != e.Digest {
-				changed[i] = "modified"
-			}
-		case f.info.Size() != e.Size:
-			changed[i] = "modified"
-		default:
-			hash = append(hash, i)
-		}
-	}
-	err = forEachFile(len(hash), func(k int) error {
-		i := hash[k]
-		got, err := fileDigest(files[i].host)
-		if err != nil {
-			return err
-		}
-		if got != want.Files[files[i].rel].Digest {
-			changed[i] = "modified"
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []pipeline.TreeChange
-	for i, c := range changed {
-		if c != "" {
-			out = append(out, pipeline.TreeChange{Path: files[i].rel, Change: c})
-		}
-	}
-	for p := range want.Files {
-		if !seen[p] {
-			out = append(out, pipeline.TreeChange{Path: p, Change: "removed"})
-		}
-	}
-	slices.SortFunc(out, func(a, b pipeline.TreeChange) int { return strings.Compare(a.Path, b.Path) })
-	return out, nil
-}
-
-// fileDigest is the digest of a file's bytes.
-func fileDigest(p string) (digest.Digest, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return digest.NewDigest(digest.SHA256, h), nil
 }
 
 func entryKind(mode string) string {
@@ -408,12 +320,12 @@ func (in *inputs) recheck() map[string][]string {
 	changed := map[string][]string{}
 	for _, what := range in.order {
 		t := in.trees[what]
-		diff, err := liveChanges(t.src, t.tree)
+		now, err := pipeline.HashTree(t.src)
 		if err != nil {
 			changed[what] = []string{fmt.Sprintf("%s: %v", what, err)}
 			continue
 		}
-		for _, ch := range diff {
+		for _, ch := range pipeline.DiffTrees(t.tree, now) {
 			changed[what] = append(changed[what], fmt.Sprintf("%s: %s %s", what, ch.Path, ch.Change))
 		}
 	}
@@ -444,50 +356,6 @@ func pinFixtures(p *pipeline.Plan, suiteDir string, store *Store, cells []pipeli
 		}
 	}
 	return in.pin()
-}
-
-// gitState is where the repository holding the suite stands: its HEAD
-// revision, and whether the suite folder or a skill or fixture of the plan
-// has changes not committed. nil outside a git repository. The run folder,
-// which may lie inside the suite, is left out.
-func gitState(p *pipeline.Plan, suiteDir, out string) *pipeline.GitRevision {
-	if suiteDir == "" {
-		return nil
-	}
-	rev, err := gitOutput(suiteDir, "rev-parse", "--verify", "HEAD")
-	if err != nil {
-		return nil
-	}
-	args := []string{"status", "--porcelain", "--untracked-files=all", "--", "."}
-	for _, sk := range p.Skills {
-		args = append(args, filepath.FromSlash(sk.Path))
-	}
-	for fx := range p.Fixtures {
-		args = append(args, filepath.FromSlash(fx))
-	}
-	if rel, err := filepath.Rel(suiteDir, out); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
-		args = append(args, ":(exclude)"+filepath.ToSlash(rel))
-	}
-	status, err := gitOutput(suiteDir, args...)
-	if err != nil {
-		return nil
-	}
-	return &pipeline.GitRevision{Revision: strings.TrimSpace(rev), Dirty: strings.TrimSpace(status) != ""}
-}
-
-func gitOutput(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return "", errors.New(msg)
-		}
-		return "", err
-	}
-	return string(out), nil
 }
 
 // ranCell is a cell rolled out by this invocation, with the status its

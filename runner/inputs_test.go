@@ -129,28 +129,28 @@ func TestImageContextVerifiesTrees(t *testing.T) {
 	}
 }
 
-// TestLiveChanges: the check after the rollouts names every file that was
-// added, removed or modified, same-size edits included.
-func TestLiveChanges(t *testing.T) {
+// TestRecheckNamesChanges: the check after the rollouts names every file
+// of a pinned tree that was added, removed or modified, same-size edits
+// included, and nothing when the folder is as the plan says.
+func TestRecheckNamesChanges(t *testing.T) {
 	src := inputTreeDir(t)
-	want, err := pipeline.HashTree(src)
+	tree, err := pipeline.HashTree(src)
 	mustDo(t, err)
-	if got, err := liveChanges(src, want); err != nil || len(got) != 0 {
-		t.Fatalf("unchanged folder: %v, %v", got, err)
+	store, err := OpenStore(t.TempDir())
+	mustDo(t, err)
+	p := &pipeline.Plan{Skills: map[string]pipeline.PlanSkill{"s": {Skill: pipeline.Skill{Path: filepath.Base(src), Name: "s"}, Tree: tree}}}
+	in := newInputs(p, filepath.Dir(src), store)
+	mustDo(t, in.add(pipeline.PlanCase{}, pipeline.PlanArm{Name: "forced", Arm: pipeline.Arm{Skills: []string{"s"}}}))
+	mustDo(t, in.pin())
+	if got := in.recheck(); len(got) != 0 {
+		t.Fatalf("unchanged folder: %v", got)
 	}
 	mustDo(t, os.WriteFile(filepath.Join(src, "SKILL.md"), []byte("---\nname: x\n---\n# s\n"), 0o644)) // same size
 	mustDo(t, os.WriteFile(filepath.Join(src, "bin", "run.sh"), []byte("#!/bin/sh\n"), 0o755))
 	mustDo(t, os.Remove(filepath.Join(src, "README.md")))
 	mustDo(t, os.WriteFile(filepath.Join(src, "new.md"), nil, 0o644))
-	got, err := liveChanges(src, want)
-	mustDo(t, err)
-	wantChanges := []pipeline.TreeChange{{Path: "README.md", Change: "removed"}, {Path: "SKILL.md", Change: "modified"}, {Path: "bin/run.sh", Change: "modified"}, {Path: "new.md", Change: "added"}}
-	if len(got) != len(wantChanges) {
-		t.Fatalf("changes %v, want %v", got, wantChanges)
-	}
-	for i := range got {
-		if got[i] != wantChanges[i] {
-			t.Errorf("change %d: %v, want %v", i, got[i], wantChanges[i])
-		}
+	want := []string{"skill s: README.md removed", "skill s: SKILL.md modified", "skill s: bin/run.sh modified", "skill s: new.md added"}
+	if got := in.recheck()["skill s"]; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("changes %q, want %q", got, want)
 	}
 }

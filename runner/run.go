@@ -268,7 +268,7 @@ func startCellRunner(ctx context.Context, p *pipeline.Plan, opts Options, out st
 		plan: p, store: store, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
 		images: &images{engine: engine, plan: p, store: store, log: opts.Log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}},
 		cases:  map[string]pipeline.PlanCase{}, arms: map[string]pipeline.PlanArm{},
-		git: gitState(p, opts.SuiteDir, out),
+		git: pipeline.SuiteGitRevision(p, opts.SuiteDir, out),
 	}
 	var key string
 	if usesGateway(p) {
