@@ -253,3 +253,48 @@ func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
 		t.Errorf("an image is tagged %s after the failed build (%v)", ref, err)
 	}
 }
+
+// TestCellImageWithoutKeyIsRebuilt: an image under a cell image's tag that
+// does not carry the cell's key (tagged by hand, or built by an older
+// skillgate from the live folder) is not trusted: the cell rebuilds it.
+func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
+	e := testEngine(t)
+	s := copySuite(t, e, "pinned")
+	store, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, arm := s.Plan.Cases[0], s.Plan.Arms[0]
+	in := newInputs(s.Plan, s.Dir, store)
+	if err := in.add(pc, arm); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.pin(); err != nil {
+		t.Fatal(err)
+	}
+	newImages := func() *images {
+		return &images{engine: e, plan: s.Plan, store: store, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+	}
+	ref, _, err := newImages().cellImage(context.Background(), pc, arm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandbox, err := e.EnsureSandbox(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.tag(context.Background(), sandbox, ref); err != nil {
+		t.Fatal(err)
+	}
+	_, again, err := newImages().cellImage(context.Background(), pc, arm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, labels, _, err := e.ImageLabels(context.Background(), ref)
+	if err != nil || again != id || labels[LabelCellKey] == "" {
+		t.Errorf("the tag %s holds %s (labels %v, %v), the cell ran %s", ref, id, labels, err, again)
+	}
+	if sandboxID, _, _ := e.ImageExists(context.Background(), sandbox); again == sandboxID {
+		t.Error("the cell ran the image tagged by hand")
+	}
+}
