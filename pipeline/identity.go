@@ -81,8 +81,9 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// installedSkills lists an arm's skills by revision, in the arm's order.
-func installedSkills(p *Plan, arm PlanArm) []InstalledSkill {
+// InstalledSkills lists an arm's skills by revision, in the arm's order:
+// what its cells install, and what their rollouts record.
+func InstalledSkills(p *Plan, arm PlanArm) []InstalledSkill {
 	out := []InstalledSkill{}
 	for _, key := range arm.Skills {
 		out = append(out, InstalledSkill{Name: p.Skills[key].Name, Key: key, Digest: p.Skills[key].Digest})

@@ -311,7 +311,7 @@ func buildArmReports(p *Plan, cells []CellResult) []ArmReport {
 		ar := ArmReport{
 			Name:        a.Name,
 			Skills:      armSkillNames(p, a),
-			Installed:   installedSkills(p, a),
+			Installed:   InstalledSkills(p, a),
 			Observed:    emptyObserved(),
 			Cells:       len(rs),
 			Statuses:    map[string]int{},

@@ -325,10 +325,7 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 	ro := &Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
 		Image: r.plan.Agent.Image, Changes: []Change{}, StartedAt: start.UTC().Round(time.Millisecond),
 		Telemetry: Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}},
-		Inputs:    pipeline.RolloutInputs{Fixture: pc.FixtureDigest, Skills: []pipeline.InstalledSkill{}, Git: r.git, Harness: pipeline.Version()}}
-	for _, k := range arm.Skills {
-		ro.Inputs.Skills = append(ro.Inputs.Skills, pipeline.InstalledSkill{Name: r.plan.Skills[k].Name, Key: k, Digest: r.plan.Skills[k].Digest})
-	}
+		Inputs:    pipeline.RolloutInputs{Fixture: pc.FixtureDigest, Skills: pipeline.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
 	staged, err := r.store.Stage()
 	if err != nil {
 		return nil, err
