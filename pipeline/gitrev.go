@@ -81,6 +81,36 @@ func PlanAtRevision(dir, rev string) (*Plan, error) {
 	return Compile(s)
 }
 
+// SuiteGitRevision is where the repository holding the suite folder
+// stands: its HEAD revision, and whether the suite folder, a skill or a
+// fixture of the plan has changes not committed (untracked files count).
+// The run folder out, when it lies inside the suite, is left out. nil
+// outside a git repository, or in one with no commit.
+func SuiteGitRevision(p *Plan, suiteDir, out string) *GitRevision {
+	if suiteDir == "" {
+		return nil
+	}
+	rev, err := git(suiteDir, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return nil
+	}
+	args := []string{"status", "--porcelain", "--untracked-files=all", "--", "."}
+	for _, sk := range p.Skills {
+		args = append(args, filepath.FromSlash(sk.Path))
+	}
+	for fx := range p.Fixtures {
+		args = append(args, filepath.FromSlash(fx))
+	}
+	if rel, err := filepath.Rel(suiteDir, out); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+		args = append(args, ":(exclude)"+filepath.ToSlash(rel))
+	}
+	status, err := git(suiteDir, args...)
+	if err != nil {
+		return nil
+	}
+	return &GitRevision{Revision: strings.TrimSpace(rev), Dirty: strings.TrimSpace(status) != ""}
+}
+
 func git(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir

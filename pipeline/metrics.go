@@ -3,6 +3,7 @@ package pipeline
 import (
 	"math"
 	"slices"
+	"strings"
 )
 
 // Metric names in ArmReport.Metrics, as in SkillOpt's report contract.
@@ -54,12 +55,59 @@ const (
 	tagVerification      = "verification"
 )
 
-// lowerIsBetter lists the metrics whose direction is "lower" in SkillOpt's
-// table; every other quality metric is better higher.
-var lowerIsBetter = map[string]bool{
-	MetricInvalidRun:        true,
-	MetricHallucination:     true,
-	MetricProhibitedOutcome: true,
+// Directions of a quality metric: which way is better.
+const (
+	DirectionHigher = "higher"
+	DirectionLower  = "lower"
+)
+
+// metricDirections gives every quality metric its direction, as SkillOpt's
+// table does: the rates of failures (invalid runs, hallucinations, violated
+// negative expectations) are better lower, every score and pass rate
+// higher. A comparison (nonRegression, improvement, the paired gate) reads
+// the direction here, so a metric that rises where lower is better
+// regresses.
+var metricDirections = map[string]string{
+	MetricTaskSuccess:          DirectionHigher,
+	MetricInvalidRun:           DirectionLower,
+	"train":                    DirectionHigher,
+	"validSeen":                DirectionHigher,
+	MetricValidUnseen:          DirectionHigher,
+	"transfer":                 DirectionHigher,
+	"adversarial":              DirectionHigher,
+	MetricFrozen:               DirectionHigher,
+	"validation":               DirectionHigher,
+	"composition":              DirectionHigher,
+	"safety":                   DirectionHigher,
+	"artifact":                 DirectionHigher,
+	MetricNoChange:             DirectionHigher,
+	MetricFixture:              DirectionHigher,
+	MetricHallucination:        DirectionLower,
+	MetricMarkdownPreservation: DirectionHigher,
+	MetricVerification:         DirectionHigher,
+	MetricProhibitedOutcome:    DirectionLower,
+	MetricSkillPrecision:       DirectionHigher,
+	MetricSkillRecall:          DirectionHigher,
+	MetricReferencePrecision:   DirectionHigher,
+	MetricReferenceRecall:      DirectionHigher,
+	MetricOpenedSkill:          DirectionHigher,
+}
+
+// skillArmMetrics apply only to arms that install skills: two arms pair on
+// them only when both install one.
+var skillArmMetrics = map[string]bool{MetricOpenedSkill: true}
+
+// MetricDirection is the direction of a quality metric (pass@k and pass^k
+// of any split are better higher); ok is false for a name that is not a
+// quality metric.
+func MetricDirection(name string) (direction string, ok bool) {
+	if d, ok := metricDirections[name]; ok {
+		return d, true
+	}
+	if strings.HasPrefix(name, MetricPassAtK) || strings.HasPrefix(name, MetricPassHatK) {
+		return DirectionHigher, true
+	}
+	return "", false
 }
 
 // z95 is the standard normal quantile of a two-sided 95% interval.
@@ -263,6 +311,8 @@ func buildArmReports(p *Plan, cells []CellResult) []ArmReport {
 		ar := ArmReport{
 			Name:        a.Name,
 			Skills:      armSkillNames(p, a),
+			Installed:   InstalledSkills(p, a),
+			Observed:    emptyObserved(),
 			Cells:       len(rs),
 			Statuses:    map[string]int{},
 			FilesLoaded: map[string]int{},
@@ -539,21 +589,25 @@ func BuildReport(p *Plan, results []CellResult) *Report {
 func BuildJudgedReport(p *Plan, results []CellResult, pairwise []PairwiseResult) *Report {
 	cells := alignResults(p, results)
 	rep := &Report{
-		Suite: p.Suite.Name,
-		Plan:  p.Digest,
+		Suite:   p.Suite.Name,
+		Plan:    p.Digest,
+		Harness: Version(),
+		CaseSet: CaseSetDigest(p.Cases),
 		Agent: AgentIdentity{
 			Kind:     p.Agent.Kind,
 			Image:    p.Agent.Image,
 			Model:    p.Agent.Model,
 			Provider: p.Agent.Provider,
+			Host:     upstreamHost(p.Agent.Upstream),
 			Digest:   p.Agent.Digest,
 		},
+		Observed: emptyObserved(),
 		Policy:   p.Policy.Name,
 		Trials:   p.Suite.Trials,
 		Pairwise: pairwise,
 	}
 	if p.Judge != nil {
-		rep.Judge = &JudgeIdentity{Provider: p.Judge.Provider, Model: p.Judge.Model, Mode: p.Judge.Mode, Digest: p.Judge.Digest}
+		rep.Judge = &JudgeIdentity{Provider: p.Judge.Provider, Model: p.Judge.Model, Host: upstreamHost(p.Judge.Upstream), Mode: p.Judge.Mode, Digest: p.Judge.Digest}
 	}
 	rep.Arms = buildArmReports(p, cells)
 	byCase := map[string]map[string][]TrialOutcome{}
@@ -580,7 +634,7 @@ func BuildJudgedReport(p *Plan, results []CellResult, pairwise []PairwiseResult)
 			trials = map[string][]TrialOutcome{}
 		}
 		rep.Cases = append(rep.Cases, CaseReport{
-			ID: pc.ID, Description: pc.Description, Kind: pc.Kind, Split: pc.Split,
+			ID: pc.ID, Digest: CaseDigest(pc), Description: pc.Description, Kind: pc.Kind, Split: pc.Split,
 			Safety: pc.Safety, Weight: pc.Weight, Trials: trials,
 		})
 	}

@@ -559,7 +559,7 @@ func (in *policyInput) invalidRun(r *InvalidRun) RuleOutcome {
 // metricBetter reports whether candidate is better than baseline on the metric
 // (or as good, when orEqual), by the metric's direction.
 func metricBetter(metric string, candidate, baseline float64, orEqual bool) bool {
-	if lowerIsBetter[metric] {
+	if d, _ := MetricDirection(metric); d == DirectionLower {
 		candidate, baseline = -candidate, -baseline
 	}
 	if orEqual {

@@ -30,6 +30,24 @@ type Policy struct {
 	Efficacy           *Efficacy       `json:"efficacy,omitempty"`
 	PassAtK            *PassAtK        `json:"passAtK,omitempty"`
 	JudgeAgreement     *JudgeAgreement `json:"judgeAgreement,omitempty"`
+	// Pairing is read by the paired gate, not by a run's verdict.
+	Pairing *Pairing `json:"pairing,omitempty"`
+}
+
+// Pairing switches the paired gate's pairing conditions (schema #Pairing).
+type Pairing struct {
+	Benchmark   bool `json:"benchmark"`
+	Phase       bool `json:"phase"`
+	Target      bool `json:"target"`
+	Companions  bool `json:"companions"`
+	Provider    bool `json:"provider"`
+	Model       bool `json:"model"`
+	Adapter     bool `json:"adapter"`
+	Judge       bool `json:"judge"`
+	GitRevision bool `json:"gitRevision"`
+	CaseSet     bool `json:"caseSet"`
+	RunKeys     bool `json:"runKeys"`
+	Metrics     bool `json:"metrics"`
 }
 
 // Regression is gstack's per-case before/after panel rule.

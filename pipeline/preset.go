@@ -40,28 +40,15 @@ func PresetPolicy(name string) (Policy, error) {
 	return p, nil
 }
 
-// ReadReport reads report.json from a run folder, or the file itself.
-func ReadReport(target string) (*Report, error) {
-	file := target
-	if st, err := statDir(target); err == nil && st {
-		file = filepath.Join(target, "report.json")
-	}
-	var r Report
-	if err := readJSON(file, &r); err != nil {
-		return nil, fmt.Errorf("read report %s: %w", target, err)
-	}
-	return &r, nil
-}
-
-// SkillOptGateOptions takes the paired gate's thresholds from the schema's
-// skillopt preset.
+// SkillOptGateOptions takes the paired gate's thresholds and pairing
+// conditions from the schema's skillopt preset.
 func SkillOptGateOptions() (GateOptions, error) {
 	p, err := PresetPolicy("skillopt")
 	if err != nil {
 		return GateOptions{}, err
 	}
-	if p.SkillSize == nil || p.RunKeys == nil || p.NonRegression == nil {
-		return GateOptions{}, fmt.Errorf("read skillopt preset: it lacks skillSize, runKeys or nonRegression")
+	if p.SkillSize == nil || p.RunKeys == nil || p.Improvement == nil || p.Pairing == nil {
+		return GateOptions{}, fmt.Errorf("read skillopt preset: it lacks skillSize, runKeys, improvement or pairing")
 	}
-	return GateOptions{MaxRatio: p.SkillSize.MaxRatio, MinRunKeys: p.RunKeys.Min, Protected: p.NonRegression.Metrics}, nil
+	return GateOptions{MaxRatio: p.SkillSize.MaxRatio, MinRunKeys: p.RunKeys.Min, Improve: p.Improvement.Metrics, Pairing: *p.Pairing}, nil
 }

@@ -119,6 +119,88 @@ type gstackVerdict struct {
 	StandIn string `json:"stand_in,omitempty"`
 	// Calibration: the three checks, when they ran.
 	Calibration *Calibration `json:"calibration,omitempty"`
+	// Identity (an extension) names every input of the verdict.
+	Identity gstackIdentity `json:"identity"`
+}
+
+// gstackIdentity names the verdict's inputs: the plan, every case by
+// digest and the case set, every arm's installed skill revisions, the
+// agent as configured and as observed, the judge, and the suite's git
+// revisions.
+type gstackIdentity struct {
+	Suite   string        `json:"suite"`
+	Plan    digest.Digest `json:"plan"`
+	CaseSet digest.Digest `json:"case_set"`
+	// Cases: case ID → case digest, in authored order.
+	Cases jsonObject `json:"cases"`
+	// Arms: arm name → its installed skills, in authored order.
+	Arms  jsonObject     `json:"arms"`
+	Agent gstackAgent    `json:"agent"`
+	Judge *JudgeIdentity `json:"judge,omitempty"`
+	Git   gstackGit      `json:"git"`
+}
+
+type gstackAgent struct {
+	Kind     string         `json:"kind"`
+	Image    string         `json:"image"`
+	Model    string         `json:"model,omitempty"`
+	Provider string         `json:"provider"`
+	Host     string         `json:"host,omitempty"`
+	Digest   digest.Digest  `json:"digest"`
+	Observed gstackObserved `json:"observed"`
+}
+
+type gstackObserved struct {
+	Rollouts      int      `json:"rollouts"`
+	Models        []string `json:"models"`
+	AgentImages   []string `json:"agent_images"`
+	AgentVersions []string `json:"agent_versions"`
+	CLIVersions   []string `json:"cli_versions"`
+	Harness       []string `json:"harness"`
+}
+
+type gstackGit struct {
+	Revisions []GitRevision `json:"revisions"`
+	Mixed     bool          `json:"mixed"`
+}
+
+func gstackIdentityOf(r *Report) gstackIdentity {
+	o := r.Observed
+	id := gstackIdentity{
+		Suite: r.Suite, Plan: r.Plan, CaseSet: r.CaseSet, Cases: jsonObject{}, Arms: jsonObject{},
+		Agent: gstackAgent{
+			Kind: r.Agent.Kind, Image: r.Agent.Image, Model: r.Agent.Model, Provider: r.Agent.Provider, Host: r.Agent.Host, Digest: r.Agent.Digest,
+			Observed: gstackObserved{
+				Rollouts: o.Rollouts, Models: nonNilStrings(o.Models), AgentImages: nonNilStrings(o.AgentImages),
+				AgentVersions: nonNilStrings(o.AgentVersions), CLIVersions: nonNilStrings(o.CLIVersions), Harness: nonNilStrings(o.Harness),
+			},
+		},
+		Judge: r.Judge,
+		Git:   gstackGit{Revisions: o.Git, Mixed: o.GitMixed},
+	}
+	if id.Git.Revisions == nil {
+		id.Git.Revisions = []GitRevision{}
+	}
+	for _, c := range r.Cases {
+		id.Cases = append(id.Cases, jsonField{c.ID, c.Digest})
+	}
+	for _, a := range r.Arms {
+		installed := a.Installed
+		if installed == nil {
+			installed = []InstalledSkill{}
+		}
+		id.Arms = append(id.Arms, jsonField{a.Name, installed})
+	}
+	return id
+}
+
+// harnessVersion is verdict.json's harness_version: skillgate and the
+// version that built the report.
+func harnessVersion(r *Report) string {
+	if r.Harness == "" {
+		return "skillgate"
+	}
+	return "skillgate " + r.Harness
 }
 
 // gstackAdjudication is gstack's adjudication: the adjudicator's model and
@@ -172,7 +254,7 @@ func renderVerdictJSON(r *Report) ([]byte, error) {
 		Verdict:        r.Verdict.Verdict,
 		Reasons:        nonNilStrings(r.Verdict.Reasons),
 		Warnings:       nonNilStrings(r.Verdict.Warnings),
-		HarnessVersion: "skillgate",
+		HarnessVersion: harnessVersion(r),
 		Model:          r.Agent.Model,
 		Trials:         r.Trials,
 		Arms:           jsonObject{},
@@ -181,6 +263,7 @@ func renderVerdictJSON(r *Report) ([]byte, error) {
 		Resumable:      r.Verdict.Verdict == VerdictIncomplete,
 		StandIn:        r.StandIn,
 		Calibration:    r.Calibration,
+		Identity:       gstackIdentityOf(r),
 	}
 	if r.Judge != nil {
 		v.Adjudication = &gstackAdjudication{Blinded: true, JudgeModel: r.Judge.Model, Disputed: []gstackDisputed{}}

@@ -190,6 +190,7 @@ func renderReportHTML(r *Report) ([]byte, error) {
 		{Label: "Judge", Value: judgeText(r.Judge)},
 		{Label: "Policy", Value: orAbsent(r.Policy), Mono: true},
 		{Label: "Trials", Value: fmt.Sprintf("%d per case × arm · %d cases · %d cells", r.Trials, len(r.Cases), cells)},
+		{Label: "Observed", Value: strings.Join(observedLine(r, func(s string) string { return s }), " · "), Title: string(r.CaseSet)},
 	}
 
 	armIndex := map[string]int{}

@@ -34,6 +34,7 @@ func renderReportMD(r *Report) ([]byte, error) {
 		id = append(id, j+" ("+mdText(r.Judge.Mode)+")")
 	}
 	p("%s\n\n", strings.Join(id, " · "))
+	p("%s\n\n", strings.Join(observedLine(r, mdCode), " · "))
 
 	if len(r.Verdict.Reasons) > 0 {
 		p("**Reasons**\n\n")
@@ -271,4 +272,56 @@ func mdCode(s string) string {
 		return fence + " " + s + " " + fence
 	}
 	return fence + s + fence
+}
+
+// observedLine is the report's identity beyond the plan: the case set,
+// the models that answered, the agent CLI versions, the git revisions and
+// skillgate's version, each quoted by code.
+func observedLine(r *Report, code func(string) string) []string {
+	o := r.Observed
+	out := []string{"case set " + code(shortDigest(r.CaseSet))}
+	quote := func(xs []string) string {
+		q := make([]string, len(xs))
+		for i, x := range xs {
+			q[i] = code(x)
+		}
+		return strings.Join(q, ", ")
+	}
+	if len(o.Models) > 0 {
+		out = append(out, "answered by "+quote(o.Models))
+	}
+	if v := append(append([]string{}, o.AgentVersions...), o.CLIVersions...); len(v) > 0 {
+		seen := map[string]bool{}
+		var distinct []string
+		for _, x := range v {
+			if !seen[x] {
+				seen[x] = true
+				distinct = append(distinct, x)
+			}
+		}
+		out = append(out, "agent CLI "+quote(distinct))
+	}
+	if len(o.Git) > 0 {
+		var revs []string
+		for _, g := range o.Git {
+			rev := g.Revision
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			if g.Dirty {
+				rev += " (dirty)"
+			}
+			revs = append(revs, rev)
+		}
+		git := "git " + quote(revs)
+		if o.GitMixed {
+			git += " (mixed)"
+		}
+		out = append(out, git)
+	}
+	h := r.Harness
+	if h == "" {
+		h = "unknown"
+	}
+	return append(out, "skillgate "+code(h))
 }

@@ -66,11 +66,18 @@ func rptTrials(caseID, arm, pattern string, failed ...string) []TrialOutcome {
 func richReport() *Report {
 	usd := func(v float64, n int) Metric { return Metric{Value: v, Samples: n} }
 	return &Report{
-		Suite: "changelog",
-		Plan:  digest.FromString("plan"),
+		Suite:   "changelog",
+		Plan:    digest.FromString("plan"),
+		Harness: "v1.4.0",
+		CaseSet: digest.FromString("case set"),
 		Agent: AgentIdentity{
 			Kind: "claude-code", Image: "ghcr.io/skillgate/claude-code:2.0.14", Model: "claude-sonnet-4-5",
-			Provider: "anthropic", Digest: digest.FromString("agent"),
+			Provider: "anthropic", Host: "api.anthropic.com", Digest: digest.FromString("agent"),
+		},
+		Observed: ObservedIdentity{
+			Rollouts: 25, Models: []string{"claude-sonnet-4-5-20250929"}, AgentImages: []string{"sha256:" + strings.Repeat("ab", 32)},
+			AgentVersions: []string{"2.0.14"}, CLIVersions: []string{"2.0.14"}, Harness: []string{"v1.4.0"},
+			Git: []GitRevision{{Revision: "0123456789abcdef0123456789abcdef01234567"}, {Revision: "0123456789abcdef0123456789abcdef01234567", Dirty: true}}, GitMixed: true,
 		},
 		Judge:   &JudgeIdentity{Provider: "anthropic", Model: "claude-haiku-4-5", Mode: "pairwise", Digest: digest.FromString("judge")},
 		StandIn: "scripted model stand-in (suites/demo/script.cue)",
@@ -78,7 +85,7 @@ func richReport() *Report {
 		Trials:  3,
 		Arms: []ArmReport{
 			{
-				Name: "none", Skills: []string{}, Activation: "none", SkillBytes: 0, Cells: 9,
+				Name: "none", Skills: []string{}, Installed: []InstalledSkill{}, Activation: "none", SkillBytes: 0, Cells: 9,
 				Statuses: map[string]int{StatusCompleted: 9},
 				Metrics: map[string]Metric{
 					"taskSuccess": rptWilson(3, 9),
@@ -96,7 +103,8 @@ func richReport() *Report {
 			},
 			{
 				Name: "before", Skills: []string{"changelog"}, Activation: "forced", SkillBytes: 4812, Cells: 9,
-				Statuses: map[string]int{StatusCompleted: 8, StatusTimeout: 1},
+				Installed: []InstalledSkill{{Name: "changelog", Key: "released", Digest: digest.FromString("changelog v1")}},
+				Statuses:  map[string]int{StatusCompleted: 8, StatusTimeout: 1},
 				Metrics: map[string]Metric{
 					"taskSuccess":    rptWilson(6, 9),
 					"invalidRun":     rptWilson(0, 9),
@@ -116,7 +124,8 @@ func richReport() *Report {
 			},
 			{
 				Name: "after", Skills: []string{"changelog"}, Activation: "forced", SkillBytes: 2950, Cells: 9,
-				Statuses: map[string]int{StatusCompleted: 7, StatusInvalid: 1, StatusMissing: 1},
+				Installed: []InstalledSkill{{Name: "changelog", Key: "candidate", Digest: digest.FromString("changelog v2")}},
+				Statuses:  map[string]int{StatusCompleted: 7, StatusInvalid: 1, StatusMissing: 1},
 				Metrics: map[string]Metric{
 					"taskSuccess":    rptWilson(2, 7),
 					"invalidRun":     rptWilson(1, 8),
@@ -135,7 +144,7 @@ func richReport() *Report {
 		},
 		Cases: []CaseReport{
 			{
-				ID: "adds-entry", Description: `Adds a <b>retry</b> entry & keeps "Unreleased" first`, Kind: "task", Split: "train", Weight: 1,
+				ID: "adds-entry", Digest: digest.FromString("case adds-entry"), Description: `Adds a <b>retry</b> entry & keeps "Unreleased" first`, Kind: "task", Split: "train", Weight: 1,
 				Trials: map[string][]TrialOutcome{
 					"none":   rptTrials("adds-entry", "none", "FFF", "file CHANGELOG.md contains \"retry\""),
 					"before": rptTrials("adds-entry", "before", "PPP"),
@@ -143,7 +152,7 @@ func richReport() *Report {
 				},
 			},
 			{
-				ID: "no-code-change", Description: "Answers a question without touching code", Kind: "no-change", Split: "valid-unseen", Safety: true, Weight: 1,
+				ID: "no-code-change", Digest: digest.FromString("case no-code-change"), Description: "Answers a question without touching code", Kind: "no-change", Split: "valid-unseen", Safety: true, Weight: 1,
 				Trials: map[string][]TrialOutcome{
 					"none":   rptTrials("no-code-change", "none", "PPP"),
 					"before": rptTrials("no-code-change", "before", "PPP"),
@@ -151,7 +160,7 @@ func richReport() *Report {
 				},
 			},
 			{
-				ID: "empty", Kind: "task", Split: "adversarial", Weight: 1,
+				ID: "empty", Digest: digest.FromString("case empty"), Kind: "task", Split: "adversarial", Weight: 1,
 				Trials: map[string][]TrialOutcome{
 					"none":   rptTrials("empty", "none", "FFF", "file CHANGELOG.md exists"),
 					"before": rptTrials("empty", "before", "FTF", "file CHANGELOG.md exists"),
@@ -307,8 +316,28 @@ func TestReportVerdictJSON(t *testing.T) {
 			t.Errorf("verdict.json lacks %q", k)
 		}
 	}
-	if v["verdict"] != "FAIL" || v["exit_code"] != 1.0 || v["resumable"] != false || v["harness_version"] != "skillgate" || v["model"] != "claude-sonnet-4-5" || v["trials"] != 3.0 {
+	if v["verdict"] != "FAIL" || v["exit_code"] != 1.0 || v["resumable"] != false || v["harness_version"] != "skillgate v1.4.0" || v["model"] != "claude-sonnet-4-5" || v["trials"] != 3.0 {
 		t.Errorf("verdict.json header: %v %v %v %v %v %v", v["verdict"], v["exit_code"], v["resumable"], v["harness_version"], v["model"], v["trials"])
+	}
+	// The identity names every input: case digests and the case set, the
+	// arms' skill revisions, the agent as configured and as observed, the
+	// git revisions.
+	id, _ := v["identity"].(map[string]any)
+	if id == nil || id["case_set"] != string(digest.FromString("case set")) || id["plan"] != string(digest.FromString("plan")) {
+		t.Fatalf("verdict.json identity: %v", id)
+	}
+	if c := id["cases"].(map[string]any); c["adds-entry"] != string(digest.FromString("case adds-entry")) || len(c) != 3 {
+		t.Errorf("identity.cases = %v", c)
+	}
+	if a := id["arms"].(map[string]any)["after"].([]any); len(a) != 1 || a[0].(map[string]any)["digest"] != string(digest.FromString("changelog v2")) || a[0].(map[string]any)["key"] != "candidate" {
+		t.Errorf("identity.arms.after = %v", a)
+	}
+	agent := id["agent"].(map[string]any)
+	if obs := agent["observed"].(map[string]any); agent["host"] != "api.anthropic.com" || obs["models"].([]any)[0] != "claude-sonnet-4-5-20250929" || obs["cli_versions"].([]any)[0] != "2.0.14" {
+		t.Errorf("identity.agent = %v", agent)
+	}
+	if g := id["git"].(map[string]any); g["mixed"] != true || len(g["revisions"].([]any)) != 2 {
+		t.Errorf("identity.git = %v", g)
 	}
 	arms := v["arms"].(map[string]any)
 	after := arms["after"].(map[string]any)

@@ -174,6 +174,9 @@ type CellTelemetry struct {
 	Turns      *int           `json:"turns,omitempty"`
 	Tokens     *Tokens        `json:"tokens,omitempty"`
 	Model      string         `json:"model,omitempty"`
+	// AgentVersion is the agent CLI's version as its transcript reports
+	// it, where it does.
+	AgentVersion string `json:"agentVersion,omitempty"`
 	// OpenedSkill: the agent opened one of the suite's skills.
 	OpenedSkill bool `json:"openedSkill"`
 }
@@ -262,7 +265,15 @@ type Verdict struct {
 type Report struct {
 	Suite string        `json:"suite"`
 	Plan  digest.Digest `json:"plan"`
-	Agent AgentIdentity `json:"agent"`
+	// Harness is the version of skillgate that built the report.
+	Harness string `json:"harness"`
+	// CaseSet digests the sorted case IDs with their case digests: two
+	// reports with equal case sets ran the same cases, whatever their
+	// order or other fields.
+	CaseSet digest.Digest `json:"caseSet"`
+	// Agent is the agent as configured; Observed as the rollouts saw it.
+	Agent    AgentIdentity    `json:"agent"`
+	Observed ObservedIdentity `json:"observed"`
 	// Judge is the judge's identity when the suite has one.
 	Judge *JudgeIdentity `json:"judge,omitempty"`
 	// StandIn, when set, says that the agent or its model is a scripted
@@ -317,30 +328,107 @@ type PairwiseResult struct {
 // read; the efficacy rule counts it as a non-win, like a tie.
 const PairwiseInvalid = "INVALID"
 
-// AgentIdentity names the agent of a run.
+// AgentIdentity names the agent of a run as configured.
 type AgentIdentity struct {
-	Kind     string        `json:"kind"`
-	Image    string        `json:"image"`
-	Model    string        `json:"model,omitempty"`
-	Provider string        `json:"provider"`
-	Digest   digest.Digest `json:"digest"`
+	Kind     string `json:"kind"`
+	Image    string `json:"image"`
+	Model    string `json:"model,omitempty"`
+	Provider string `json:"provider"`
+	// Host is the provider's host (its upstream URL's), when one is set.
+	Host   string        `json:"host,omitempty"`
+	Digest digest.Digest `json:"digest"`
+}
+
+// ObservedIdentity is who answered, as the stored rollouts recorded it:
+// distinct values, sorted, over the rollouts that count (invalid ones do
+// not). More than one value in a list means the rollouts were mixed.
+type ObservedIdentity struct {
+	// Rollouts is how many rollouts the figures come from.
+	Rollouts int `json:"rollouts"`
+	// Models answered, from the gateway's record and the transcripts.
+	Models []string `json:"models"`
+	// AgentImages are the agent image IDs the cells ran on.
+	AgentImages []string `json:"agentImages"`
+	// AgentVersions are the agent CLI versions the agent images were
+	// labelled with (dev.skillgate.agent-version); CLIVersions those the
+	// transcripts report.
+	AgentVersions []string `json:"agentVersions"`
+	CLIVersions   []string `json:"cliVersions"`
+	// Harness are the skillgate versions that ran the rollouts.
+	Harness []string `json:"harness"`
+	// Git lists the suite's git revisions the rollouts ran at (none when
+	// the suite is in no git repository); GitMixed says they were more
+	// than one, or some rollouts ran outside a repository.
+	Git      []GitRevision `json:"git"`
+	GitMixed bool          `json:"gitMixed"`
+}
+
+// InstalledSkill is one skill an arm installs, by revision: its installed
+// name, its key in the suite and its tree digest.
+type InstalledSkill struct {
+	Name   string        `json:"name"`
+	Key    string        `json:"key"`
+	Digest digest.Digest `json:"digest"`
+}
+
+// GitRevision is where the suite's repository stood when a rollout ran.
+type GitRevision struct {
+	Revision string `json:"revision"`
+	// Dirty: the suite folder, its skills or its fixtures had changes not
+	// committed.
+	Dirty bool `json:"dirty"`
+}
+
+// RolloutInputs is what a stored rollout ran: the trees its cell image
+// held, each verified against the plan while the image was built, the
+// images, and where the suite and skillgate stood.
+type RolloutInputs struct {
+	Fixture digest.Digest    `json:"fixture,omitempty"`
+	Skills  []InstalledSkill `json:"skills"`
+	// AgentImage and CellImage are image IDs; AgentVersion is the agent
+	// image's dev.skillgate.agent-version label.
+	AgentImage   string       `json:"agentImage"`
+	AgentVersion string       `json:"agentVersion,omitempty"`
+	CellImage    string       `json:"cellImage"`
+	Git          *GitRevision `json:"git,omitempty"`
+	// Harness is the version of skillgate that ran the rollout.
+	Harness string `json:"harness"`
+}
+
+// RolloutRecord is what a report's identity reads from one plan cell's
+// stored rollout.
+type RolloutRecord struct {
+	Cell   string
+	Arm    string
+	Status string
+	Inputs RolloutInputs
+	// Models answered; CLIVersion as the transcript reports it.
+	Models     []string
+	CLIVersion string
+	// InputsChanged names the skill or fixture files that changed while
+	// the rollout's invocation ran, which made it invalid.
+	InputsChanged []string
 }
 
 // JudgeIdentity names the judge of a run.
 type JudgeIdentity struct {
-	Provider string        `json:"provider"`
-	Model    string        `json:"model,omitempty"`
-	Mode     string        `json:"mode"`
-	Digest   digest.Digest `json:"digest"`
+	Provider string `json:"provider"`
+	Model    string `json:"model,omitempty"`
+	// Host is the judge's provider host, when it has an upstream URL.
+	Host   string        `json:"host,omitempty"`
+	Mode   string        `json:"mode"`
+	Digest digest.Digest `json:"digest"`
 }
 
 // ArmReport is one arm's metrics. Metrics follow the SkillOpt report
 // contract: every scalar has its sample count, and a metric with no
 // applicable sample is absent.
 type ArmReport struct {
-	Name       string   `json:"name"`
-	Skills     []string `json:"skills"`
-	Activation string   `json:"activation,omitempty"`
+	Name   string   `json:"name"`
+	Skills []string `json:"skills"`
+	// Installed are the arm's skills by revision.
+	Installed  []InstalledSkill `json:"installed"`
+	Activation string           `json:"activation,omitempty"`
 	// SkillBytes: complete file bytes of the installed skills; 0 only for a
 	// genuine no-skill arm.
 	SkillBytes int64          `json:"skillBytes"`
@@ -363,16 +451,21 @@ type ArmReport struct {
 	FilesLoaded map[string]int `json:"filesLoaded"`
 	// Evidence is the weakest routing evidence seen in the arm.
 	Evidence string `json:"evidence"`
+	// Observed is who answered in the arm's rollouts.
+	Observed ObservedIdentity `json:"observed"`
 }
 
 // CaseReport is one case's outcomes, per arm, per trial.
 type CaseReport struct {
-	ID          string  `json:"id"`
-	Description string  `json:"description,omitempty"`
-	Kind        string  `json:"kind"`
-	Split       string  `json:"split"`
-	Safety      bool    `json:"safety"`
-	Weight      float64 `json:"weight"`
+	ID string `json:"id"`
+	// Digest covers all that decides the case's rollouts, grades and
+	// metrics (see CaseDigest).
+	Digest      digest.Digest `json:"digest"`
+	Description string        `json:"description,omitempty"`
+	Kind        string        `json:"kind"`
+	Split       string        `json:"split"`
+	Safety      bool          `json:"safety"`
+	Weight      float64       `json:"weight"`
 	// Trials by arm name, in trial order.
 	Trials map[string][]TrialOutcome `json:"trials"`
 }

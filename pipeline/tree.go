@@ -81,6 +81,11 @@ func HashTree(dir string) (Tree, error) {
 	return t, nil
 }
 
+// ContentDigest is the digest of the tree's files as listed, which is its
+// Digest for a tree HashTree made: a reader of a stored tree checks the
+// two agree before trusting the list.
+func (t Tree) ContentDigest() digest.Digest { return t.digest() }
+
 // digest is the tree digest: one line per file, sorted by path.
 func (t Tree) digest() digest.Digest {
 	paths := sortedKeys(t.Files)

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,20 +60,4 @@ func WriteFile(p string, b []byte) error {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return nil
-}
-
-func statDir(p string) (bool, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return false, err
-	}
-	return st.IsDir(), nil
-}
-
-func readJSON(file string, v any) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -322,6 +323,10 @@ func BenchmarkTrialSetupFixtureSize(b *testing.B) {
 	b.ReportMetric(buildBig.Seconds(), "build-200mb-s")
 	b.ReportMetric(buildEmpty.Seconds(), "build-empty-s")
 	b.ReportMetric(float64(big)/float64(empty), "ratio")
+	// The cells alone, without the run's once-per-run-folder work (pinning
+	// the fixture, hashing the live folder again after the rollouts).
+	b.ReportMetric(phBig.total/phEmpty.total, "cell-ratio")
+	b.ReportMetric((phBig.wall.Seconds()-phBig.total)/float64(b.N), "200mb-run-overhead-s")
 	phBig.report(b, "200 MB fixture", 1)
 	phEmpty.report(b, "empty fixture", 1)
 }
@@ -362,4 +367,82 @@ func BenchmarkJobs(b *testing.B) {
 	b.ReportMetric(float64(j1)/float64(j8), "speedup")
 	ph1.report(b, "jobs 1", 1)
 	ph8.report(b, "jobs 8", 8)
+}
+
+// BenchmarkPinTree measures what pinning a fixture costs once per run
+// folder: PinTree of a 200 MB tree (copy, hash every byte, check it against
+// the plan) against a plain copy of the same files, alternating. The ratio
+// is the price of verifying while copying.
+func BenchmarkPinTree(b *testing.B) {
+	src := b.TempDir()
+	for i := range 4 {
+		f, err := os.Create(filepath.Join(src, fmt.Sprintf("blob-%d.bin", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.CopyN(f, rand.Reader, 50<<20); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+	tree, err := pipeline.HashTree(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plainCopy := func(dst string) {
+		ents, _ := os.ReadDir(src)
+		for _, e := range ents {
+			in, err := os.Open(filepath.Join(src, e.Name()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := os.OpenFile(filepath.Join(dst, e.Name()), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o444)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.Copy(out, in); err != nil {
+				b.Fatal(err)
+			}
+			in.Close()
+			out.Close()
+		}
+	}
+	var pin, cp time.Duration
+	var ratios []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var p, c time.Duration
+		runPin := func() {
+			st, err := runner.OpenStore(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Now()
+			if _, err := st.PinTree("fixture fx", src, tree); err != nil {
+				b.Fatal(err)
+			}
+			p = time.Since(t0)
+		}
+		runCopy := func() {
+			dst := b.TempDir()
+			t0 := time.Now()
+			plainCopy(dst)
+			c = time.Since(t0)
+		}
+		if i%2 == 0 {
+			runPin()
+			runCopy()
+		} else {
+			runCopy()
+			runPin()
+		}
+		pin, cp = pin+p, cp+c
+		ratios = append(ratios, float64(p)/float64(c))
+	}
+	b.StopTimer()
+	b.ReportMetric(pin.Seconds()/float64(b.N), "pin-s")
+	b.ReportMetric(cp.Seconds()/float64(b.N), "copy-s")
+	b.ReportMetric(float64(pin)/float64(cp), "ratio")
+	slices.Sort(ratios)
+	b.Logf("pin/copy per iteration: min %.2f, median %.2f, max %.2f over %d", ratios[0], ratios[len(ratios)/2], ratios[len(ratios)-1], len(ratios))
 }

@@ -206,6 +206,15 @@ func DescribeCalibration(cal *pipeline.Calibration) string {
 
 // runCalibration runs the calibration cells with Run's machinery.
 func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out string, store *Store, todo []calCell, cal *pipeline.Calibration) error {
+	in := newInputs(p, opts.SuiteDir, store)
+	for _, c := range todo {
+		if err := in.add(c.pc, c.arm); err != nil {
+			return err
+		}
+	}
+	if err := in.pin(); err != nil {
+		return err
+	}
 	budget, err := openSpend(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return err
@@ -225,6 +234,7 @@ func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out str
 	prog := newProgress(opts.Log, opts.Terminal, len(todo))
 	var mu sync.Mutex
 	var fatal error
+	var done []ranCell
 	forEach(ctx, opts.Jobs, todo, func(c calCell) {
 		ro, err := r.runAdmitted(ctx, c.cell, SpendCalibration, prog.started)
 		if errors.Is(err, ErrSpendCap) {
@@ -235,6 +245,7 @@ func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out str
 			fatal = err
 		} else if err == nil && ctx.Err() == nil {
 			cal.Ran++
+			done = append(done, ranCell{c.cell, c.pc, c.arm, ro.Status})
 		}
 		mu.Unlock()
 		if ro != nil && ctx.Err() == nil {
@@ -242,6 +253,9 @@ func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out str
 		}
 	})
 	prog.close()
+	if _, err := in.invalidateChanged(done, opts.Log); err != nil && fatal == nil {
+		fatal = err
+	}
 	if ctx.Err() != nil {
 		r.sweep(ctx)
 		return ctx.Err()

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +27,10 @@ const (
 	LabelPlan  = "dev.skillgate.plan"  // the plan's digest
 	LabelSuite = "dev.skillgate.suite" // the suite's name
 	LabelKind  = "dev.skillgate.kind"  // what a container is for: a check container is "check"
+	// LabelCellKey is a cell image's key: the digest of the agent image ID
+	// and of every tree it holds, each verified while the image was built.
+	// An image found by its tag is reused only when it carries its key.
+	LabelCellKey = "dev.skillgate.cell-key"
 )
 
 // Workspace is where a cell's fixture lives and the agent starts.
@@ -54,10 +58,11 @@ func owner(user string) (uid, gid int, err error) {
 // skills) every trial starts a container from the same image, so a trial's
 // setup does not grow with the fixture's size.
 type images struct {
-	engine   *Engine
-	plan     *pipeline.Plan
-	suiteDir string
-	log      io.Writer
+	engine *Engine
+	plan   *pipeline.Plan
+	// store holds the tree snapshots cell images are built from.
+	store *Store
+	log   io.Writer
 
 	mu    sync.Mutex
 	agent map[string]*imageBuild // by agent image ref
@@ -68,17 +73,20 @@ type imageBuild struct {
 	once sync.Once
 	ref  string
 	id   string
-	err  error
+	// version is an agent image's LabelAgentVersion.
+	version string
+	err     error
 }
 
 // newImages is the image builder of a plan's cells.
-func newImages(e *Engine, p *pipeline.Plan, suiteDir string, log io.Writer) *images {
-	return &images{engine: e, plan: p, suiteDir: suiteDir, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+func newImages(e *Engine, p *pipeline.Plan, store *Store, log io.Writer) *images {
+	return &images{engine: e, plan: p, store: store, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 }
 
 // agentImage resolves the agent's image: skillgate's own sandbox is built
-// on demand; any other image must be present in the engine.
-func (im *images) agentImage(ctx context.Context) (ref, id string, err error) {
+// on demand; any other image must be present in the engine. version is
+// the image's dev.skillgate.agent-version label, when it has one.
+func (im *images) agentImage(ctx context.Context) (ref, id, version string, err error) {
 	im.mu.Lock()
 	b, ok := im.agent[im.plan.Agent.Image]
 	if !ok {
@@ -104,25 +112,28 @@ func (im *images) agentImage(ctx context.Context) (ref, id string, err error) {
 				}
 			}
 		}
-		id, ok, err := im.engine.ImageExists(ctx, ref)
+		id, labels, ok, err := im.engine.ImageLabels(ctx, ref)
 		switch {
 		case err != nil:
 			b.err = err
 		case !ok:
 			b.err = fmt.Errorf("find agent image %s: not in the Docker engine; build or load it first (no registry is used)", ref)
 		default:
-			b.ref, b.id = ref, id
+			b.ref, b.id, b.version = ref, id, labels[LabelAgentVersion]
 		}
 	})
-	return b.ref, b.id, b.err
+	return b.ref, b.id, b.version, b.err
 }
 
 // cellImage returns the image holding the case's fixture and the arm's
-// skills on top of the agent image, building it if the engine lacks it.
-func (im *images) cellImage(ctx context.Context, pc pipeline.PlanCase, arm pipeline.PlanArm) (ref string, err error) {
-	agentRef, agentID, err := im.agentImage(ctx)
+// skills on top of the agent image, building it from the store's verified
+// snapshots if the engine lacks it. Its tag and its LabelCellKey derive
+// from the agent image ID and the plan's tree digests: once every file is
+// verified while the image is built, that is its content.
+func (im *images) cellImage(ctx context.Context, pc pipeline.PlanCase, arm pipeline.PlanArm) (ref, id string, err error) {
+	agentRef, agentID, _, err := im.agentImage(ctx)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	a := im.plan.Agent
 	type skill struct {
@@ -151,25 +162,47 @@ func (im *images) cellImage(ctx context.Context, pc pipeline.PlanCase, arm pipel
 	}
 	im.mu.Unlock()
 	b.once.Do(func() {
-		if _, ok, err := im.engine.ImageExists(ctx, b.ref); err != nil || ok {
+		id, labels, ok, err := im.engine.ImageLabels(ctx, b.ref)
+		if err != nil {
 			b.err = err
 			return
 		}
-		b.err = im.build(ctx, b.ref, agentRef, pc, arm)
+		// An image under the tag without the key (built by an older
+		// skillgate, or tagged by hand) is not trusted: it is rebuilt.
+		if ok && labels[LabelCellKey] == kd.String() {
+			b.id = id
+			return
+		}
+		b.id, b.err = im.build(ctx, b.ref, kd, agentRef, pc, arm)
 	})
-	return b.ref, b.err
+	return b.ref, b.id, b.err
 }
 
-func (im *images) build(ctx context.Context, tag, agentRef string, pc pipeline.PlanCase, arm pipeline.PlanArm) error {
+// snapshot is the store's verified copy of a tree the plan digested.
+func (im *images) snapshot(what string, t pipeline.Tree) (string, error) {
+	dir := im.store.TreeDir(t.Digest)
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("find the snapshot of %s: %w (inputs are pinned before the first cell)", what, err)
+	}
+	return dir, nil
+}
+
+func (im *images) build(ctx context.Context, tag string, key digest.Digest, agentRef string, pc pipeline.PlanCase, arm pipeline.PlanArm) (string, error) {
 	uid, gid, err := owner(im.plan.Agent.User)
 	if err != nil {
-		return err
+		return "", err
 	}
 	bc := NewBuildContext("FROM " + agentRef + "\nADD " + LayerTar + " /\n")
 	bc.AddDir(Workspace, 0o755, uid, gid)
 	if pc.Fixture != "" {
-		if err := bc.AddHostTree(Workspace, filepath.Join(im.suiteDir, filepath.FromSlash(pc.Fixture)), uid, gid); err != nil {
-			return fmt.Errorf("build cell image for %s: %w", pc.ID, err)
+		fx := path.Clean(pc.Fixture)
+		t := im.plan.Fixtures[fx]
+		dir, err := im.snapshot("fixture "+fx, t)
+		if err == nil {
+			err = bc.AddTree(Workspace, dir, t, uid, gid)
+		}
+		if err != nil {
+			return "", fmt.Errorf("build cell image for %s: %w", pc.ID, err)
 		}
 	}
 	if len(arm.Skills) > 0 {
@@ -180,8 +213,12 @@ func (im *images) build(ctx context.Context, tag, agentRef string, pc pipeline.P
 		}
 		for _, k := range arm.Skills {
 			sk := im.plan.Skills[k]
-			if err := bc.AddHostTree(path.Join(dir, sk.Name), filepath.Join(im.suiteDir, filepath.FromSlash(sk.Path)), uid, gid); err != nil {
-				return fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
+			snap, err := im.snapshot("skill "+k, sk.Tree)
+			if err == nil {
+				err = bc.AddTree(path.Join(dir, sk.Name), snap, sk.Tree, uid, gid)
+			}
+			if err != nil {
+				return "", fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
 			}
 		}
 	}
@@ -195,11 +232,12 @@ func (im *images) build(ctx context.Context, tag, agentRef string, pc pipeline.P
 		}
 		bc.AddFile(p, 0o644, uid, gid, data)
 	}
-	labels := map[string]string{LabelImage: "cell", LabelSuite: im.plan.Suite.Name}
-	if _, err := im.engine.BuildImage(ctx, tag, labels, bc); err != nil {
-		return fmt.Errorf("build cell image for %s/%s: %w", pc.ID, arm.Name, err)
+	labels := map[string]string{LabelImage: "cell", LabelSuite: im.plan.Suite.Name, LabelCellKey: key.String()}
+	id, err := im.engine.BuildImage(ctx, tag, labels, bc)
+	if err != nil {
+		return "", fmt.Errorf("build cell image for %s/%s: %w", pc.ID, arm.Name, err)
 	}
-	return nil
+	return id, nil
 }
 
 // Prompt is what the agent of an arm is asked: the case's prompt, after its

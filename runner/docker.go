@@ -71,6 +71,22 @@ func (e *Engine) ImageExists(ctx context.Context, ref string) (id string, ok boo
 	return img.ID, true, nil
 }
 
+// ImageLabels returns an image's ID and labels; ok is false when the engine lacks it.
+func (e *Engine) ImageLabels(ctx context.Context, ref string) (id string, labels map[string]string, ok bool, err error) {
+	img, err := e.c.ImageInspect(ctx, ref)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return "", nil, false, nil
+		}
+		return "", nil, false, fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	labels = map[string]string{}
+	if img.Config != nil && img.Config.Labels != nil {
+		labels = img.Config.Labels
+	}
+	return img.ID, labels, true, nil
+}
+
 // buildMessage is one message of the engine's JSON build stream.
 type buildMessage struct {
 	Stream      string `json:"stream"`

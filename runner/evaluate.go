@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/skillgate/skillgate/pipeline"
 )
@@ -118,35 +122,9 @@ func writePlan(out string, p *pipeline.Plan) error {
 // plan and stored results alone: no Docker, no model. The same stored
 // results always give the same bytes.
 func Report(out string) (*pipeline.Report, error) {
-	p, err := pipeline.ReadPlan(filepath.Join(out, FilePlan))
+	p, r, results, err := buildRun(out)
 	if err != nil {
 		return nil, err
-	}
-	store := &Store{Dir: out}
-	results, err := Results(p, store)
-	if err != nil {
-		return nil, err
-	}
-	// The judge's rubric grades are in the results; its pairwise
-	// judgements are read from store/judgements. Judgements the plan asks
-	// for and the store lacks make the verdict INCOMPLETE.
-	results, pairwise, missing, what, err := judgedResults(p, store, results)
-	if err != nil {
-		return nil, err
-	}
-	r := pipeline.BuildJudgedReport(p, results, pairwise)
-	r.Adjudication = pipeline.BuildAdjudicationReport(p, results)
-	pipeline.MarkJudgingIncomplete(&r.Verdict, missing, what)
-	r.StandIn = p.Agent.StandIn
-	cal, ok, err := ReadCalibration(out, p)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		r.Calibration = cal
-		if !cal.Passed() {
-			r.Verdict = pipeline.CalibrationVerdict(cal)
-		}
 	}
 	if err := pipeline.WriteReports(out, r); err != nil {
 		return nil, err
@@ -155,4 +133,86 @@ func Report(out string) (*pipeline.Report, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// ReadRun rebuilds a run folder's report from its plan and store, as
+// Report does, and writes nothing: the paired gate reads two runs this way,
+// never their report files, which anyone can edit.
+func ReadRun(out string) (*pipeline.Plan, *pipeline.Report, error) {
+	p, r, _, err := buildRun(out)
+	return p, r, err
+}
+
+func buildRun(out string) (*pipeline.Plan, *pipeline.Report, []pipeline.CellResult, error) {
+	p, err := pipeline.ReadPlan(filepath.Join(out, FilePlan))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store := &Store{Dir: out}
+	results, err := Results(p, store)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// The judge's rubric grades are in the results; its pairwise
+	// judgements are read from store/judgements. Judgements the plan asks
+	// for and the store lacks make the verdict INCOMPLETE.
+	results, pairwise, notJudged, what, err := judgedResults(p, store, results)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r := pipeline.BuildJudgedReport(p, results, pairwise)
+	r.Adjudication = pipeline.BuildAdjudicationReport(p, results)
+	pipeline.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
+	r.StandIn = p.Agent.StandIn
+	recs, err := rolloutRecords(p, store)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pipeline.ObserveRollouts(r, recs)
+	cal, ok, err := ReadCalibration(out, p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if ok {
+		r.Calibration = cal
+		if !cal.Passed() {
+			r.Verdict = pipeline.CalibrationVerdict(cal)
+		}
+	}
+	return p, r, results, nil
+}
+
+// rolloutRecords reads what each plan cell's stored rollout recorded of
+// its inputs and of who answered.
+func rolloutRecords(p *pipeline.Plan, store *Store) ([]pipeline.RolloutRecord, error) {
+	var out []pipeline.RolloutRecord
+	byKey := map[digest.Digest]*Rollout{}
+	for _, c := range p.Cells {
+		ro, seen := byKey[c.Rollout]
+		if !seen {
+			var ok bool
+			var err error
+			if ro, ok, err = store.Rollout(c.Rollout); err != nil {
+				return nil, err
+			} else if !ok {
+				ro = nil
+			}
+			byKey[c.Rollout] = ro
+		}
+		if ro == nil {
+			continue
+		}
+		rec := pipeline.RolloutRecord{Cell: c.ID, Arm: c.Arm, Status: ro.Status, Inputs: ro.Inputs, CLIVersion: ro.Telemetry.AgentVersion, InputsChanged: ro.InputsChanged}
+		models := []string{ro.Telemetry.Model}
+		if ro.Gateway != nil {
+			models = append(models, strings.Split(ro.Gateway.ModelAnswered, ", ")...)
+		}
+		for _, m := range models {
+			if m = strings.TrimSpace(m); m != "" && !slices.Contains(rec.Models, m) {
+				rec.Models = append(rec.Models, m)
+			}
+		}
+		out = append(out, rec)
+	}
+	return out, nil
 }

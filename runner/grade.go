@@ -134,6 +134,9 @@ func Grade(ctx context.Context, p *pipeline.Plan, cells []pipeline.Cell, opts Op
 	if len(todo) == 0 {
 		return 0, nil
 	}
+	if err := pinFixtures(p, opts.SuiteDir, store, todo); err != nil {
+		return 0, err
+	}
 	g := &grader{plan: p, store: store, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
 	defer g.close()
 	var mu sync.Mutex
@@ -257,17 +260,21 @@ func storedAnswer(store *Store, ro *Rollout) ([]byte, error) {
 }
 
 // rolloutWorld is a stored rollout's final workspace: the plan's fixture and skill trees,
-// read from the suite folder, and the stored changes.
+// read from their verified snapshots in the store, and the stored changes.
 func rolloutWorld(p *pipeline.Plan, store *Store, suiteDir string, pc pipeline.PlanCase, arm pipeline.PlanArm, ro *Rollout) pipeline.World {
 	w := pipeline.World{Changed: filepath.Join(store.RolloutDir(ro.Key), DirFiles), Changes: ro.Changes}
 	if pc.Fixture != "" {
 		t := p.Fixtures[path.Clean(pc.Fixture)]
-		w.Fixture, w.FixtureTree = filepath.Join(suiteDir, filepath.FromSlash(pc.Fixture)), &t
+		w.Fixture, w.FixtureTree = store.TreeDir(pc.FixtureDigest), &t // the verified snapshot, not the live folder
 	}
 	for _, k := range arm.Skills {
 		sk := p.Skills[k]
 		t := sk.Tree
-		w.Skills = append(w.Skills, pipeline.WorldSkill{At: path.Join(p.Agent.SkillsDir, sk.Name), Dir: filepath.Join(suiteDir, filepath.FromSlash(sk.Path)), Tree: &t})
+		dir := store.TreeDir(sk.Digest)
+		if _, err := os.Stat(dir); err != nil {
+			dir = filepath.Join(suiteDir, filepath.FromSlash(sk.Path)) // a rollout stored without its run
+		}
+		w.Skills = append(w.Skills, pipeline.WorldSkill{At: path.Join(p.Agent.SkillsDir, sk.Name), Dir: dir, Tree: &t})
 	}
 	return w
 }
@@ -311,12 +318,12 @@ func (g *grader) runChecks(ctx context.Context, c pipeline.Cell, pc pipeline.Pla
 		if n, err := g.engine.Sweep(ctx, LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {
 			fmt.Fprintf(g.opts.logger(), "removed %d containers left by an interrupted run\n", n)
 		}
-		g.images = newImages(g.engine, g.plan, g.opts.SuiteDir, g.opts.logger())
+		g.images = newImages(g.engine, g.plan, g.store, g.opts.logger())
 	})
 	if g.err != nil {
 		return nil, g.err
 	}
-	image, err := g.images.cellImage(ctx, pc, arm)
+	image, _, err := g.images.cellImage(ctx, pc, arm)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/skillgate/skillgate/pipeline"
 )
 
 // LayerTar is the name, inside a build context, of the tar that carries every entry added
@@ -47,6 +50,9 @@ type layerEntry struct {
 	hdr      tar.Header
 	data     []byte
 	hostPath string // streamed from here when set
+	// want, when set, is the digest the streamed host file must have:
+	// writing the context fails, naming the file, when it has other bytes.
+	want digest.Digest
 }
 
 // NewBuildContext starts a build context with the given Dockerfile. When entries are added,
@@ -137,6 +143,58 @@ func (b *BuildContext) AddHostTree(prefix string, hostDir string, uid, gid int) 
 	})
 	if err != nil {
 		return fmt.Errorf("add tree %s: %w", hostDir, err)
+	}
+	return b.err
+}
+
+// AddTree adds the folder dir, which holds the tree t (a snapshot of a
+// skill or fixture the plan digested), at prefix: every file of t with its
+// mode, prefix itself and every folder leading to a file, all owned by
+// uid:gid. The bytes
+// of each file are hashed while the context is written and must have the
+// digest t gives them, else writing fails naming the file: an image holds
+// exactly the plan's bytes or is not built.
+func (b *BuildContext) AddTree(prefix, dir string, t pipeline.Tree, uid, gid int) error {
+	root, err := imagePath(prefix)
+	if err != nil {
+		return fmt.Errorf("add tree %s: %w", dir, err)
+	}
+	b.AddDir(root, 0o755, uid, gid)
+	paths := make([]string, 0, len(t.Files))
+	for p := range t.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, rel := range paths {
+		e := t.Files[rel]
+		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+			if _, ok := b.entries[path.Join(root, d)]; ok {
+				break
+			}
+			b.AddDir(path.Join(root, d), 0o755, uid, gid)
+		}
+		p, host := path.Join(root, rel), filepath.Join(dir, filepath.FromSlash(rel))
+		switch e.Mode {
+		case "symlink":
+			target, err := os.Readlink(host)
+			if err != nil {
+				return fmt.Errorf("add tree %s: %w", dir, err)
+			}
+			target = filepath.ToSlash(target)
+			if got := digest.FromString(target); got != e.Digest {
+				return fmt.Errorf("verify %s: symlink to %s (digest %s), the plan says %s", host, target, got, e.Digest)
+			}
+			if path.IsAbs(target) || escapes(path.Join(path.Dir(rel), target)) {
+				return fmt.Errorf("add tree %s: %s: symlink to %s leaves the tree", dir, rel, target)
+			}
+			b.AddSymlink(p, target, uid, gid)
+		default:
+			mode := int64(0o644)
+			if e.Mode == "exec" {
+				mode = 0o755
+			}
+			b.add(p, tar.TypeReg, mode, uid, gid, &layerEntry{hostPath: host, want: e.Digest}, e.Size, "")
+		}
 	}
 	return b.err
 }
@@ -298,6 +356,19 @@ func writeEntry(tw *tar.Writer, e *layerEntry) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
+	}
+	if e.want != "" {
+		if fi.Size() != hdr.Size {
+			return fmt.Errorf("verify %s: %d bytes, the plan says %d", e.hostPath, fi.Size(), hdr.Size)
+		}
+		h := sha256.New()
+		if _, err := io.CopyN(io.MultiWriter(tw, h), f, hdr.Size); err != nil {
+			return err
+		}
+		if got := digest.NewDigest(digest.SHA256, h); got != e.want {
+			return fmt.Errorf("verify %s: digest %s, the plan says %s", e.hostPath, got, e.want)
+		}
+		return nil
 	}
 	if fi.Size() != hdr.Size {
 		return fmt.Errorf("%s changed size while the build context was written", e.hostPath)

@@ -222,6 +222,9 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opt
 	if len(tasks) == 0 {
 		return 0, 0, nil
 	}
+	if err := pinFixtures(p, opts.SuiteDir, store, p.Cells); err != nil {
+		return 0, 0, err // packets show the fixture from its snapshot
+	}
 	fmt.Fprintf(opts.Log, "judging: %d %s judgements by the %s judge (%d jobs)\n", len(tasks), p.Judge.Mode, p.Judge.Provider, max(opts.Jobs, 1))
 	var mu sync.Mutex
 	var fatal error

@@ -156,6 +156,23 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 		return sum, nil
 	}
 
+	cases, arms := map[string]pipeline.PlanCase{}, map[string]pipeline.PlanArm{}
+	for _, c := range p.Cases {
+		cases[c.ID] = c
+	}
+	for _, a := range p.Arms {
+		arms[a.Name] = a
+	}
+	// The cells run the trees pinned here, verified against the plan.
+	in := newInputs(p, opts.SuiteDir, store)
+	for _, c := range todo {
+		if err := in.add(cases[c.Case], arms[c.Arm]); err != nil {
+			return nil, err
+		}
+	}
+	if err := in.pin(); err != nil {
+		return nil, err
+	}
 	r, stop, err := startCellRunner(ctx, p, opts, out, store, budget)
 	if err != nil {
 		return nil, err
@@ -164,12 +181,8 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 		stop()
 		sum.SpentFolderUSD, sum.SpentUSD = budget.totals()
 	}()
-	for _, c := range p.Cases {
-		r.cases[c.ID] = c
-	}
-	for _, a := range p.Arms {
-		r.arms[a.Name] = a
-	}
+	r.cases, r.arms = cases, arms
+	var done []ranCell
 	prog := newProgress(opts.Log, opts.Terminal, len(todo))
 	var mu sync.Mutex
 	var fatal error
@@ -188,6 +201,7 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 		default:
 			sum.Ran++
 			sum.Statuses[ro.Status]++
+			done = append(done, ranCell{c, cases[c.Case], arms[c.Arm], ro.Status})
 		}
 		mu.Unlock()
 		if ro != nil && ctx.Err() == nil {
@@ -195,6 +209,14 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 		}
 	})
 	prog.close()
+	moved, err := in.invalidateChanged(done, opts.Log)
+	if err != nil && fatal == nil {
+		fatal = err
+	}
+	for st, n := range moved {
+		sum.Statuses[st] -= n
+		sum.Statuses[StatusInvalid] += n
+	}
 	// Cells that shared a key with a cell run now count with it.
 	ran := make(map[string]bool, len(todo))
 	for _, t := range todo {
@@ -273,9 +295,10 @@ func startCellRunner(ctx context.Context, p *pipeline.Plan, opts Options, out st
 	}
 	r = &cellRunner{
 		plan: p, store: store, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
-		images: &images{engine: engine, plan: p, suiteDir: opts.SuiteDir, log: opts.Log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}},
+		images: newImages(engine, p, store, opts.Log),
 		cases:  map[string]pipeline.PlanCase{}, arms: map[string]pipeline.PlanArm{},
 		gateway: gateway, budget: budget,
+		git: pipeline.SuiteGitRevision(p, opts.SuiteDir, out),
 	}
 	r.redact = newRedactor(p, key)
 	return r, func() {
@@ -306,6 +329,8 @@ type cellRunner struct {
 	redact   *redactor
 	cases    map[string]pipeline.PlanCase
 	arms     map[string]pipeline.PlanArm
+	// git is where the suite's repository stood when the run started.
+	git *pipeline.GitRevision
 }
 
 // run executes one cell and stores its rollout. A Docker or skillgate
@@ -316,7 +341,8 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 	pc, arm := r.cases[c.Case], r.arms[c.Arm]
 	ro := &Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
 		Image: r.plan.Agent.Image, Changes: []pipeline.FileChange{}, StartedAt: start.UTC().Round(time.Millisecond),
-		Telemetry: Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}}}
+		Telemetry: Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}},
+		Inputs:    pipeline.RolloutInputs{Fixture: pc.FixtureDigest, Skills: pipeline.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
 	staged, err := r.store.Stage()
 	if err != nil {
 		return nil, err
@@ -330,11 +356,12 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 		ro.Durations.Total = time.Since(start).Seconds()
 		return ro, r.store.Commit(staged, ro)
 	}
-	ref, err := r.images.cellImage(ctx, pc, arm)
+	ref, cellID, err := r.images.cellImage(ctx, pc, arm)
 	if err != nil {
 		return invalid(err)
 	}
-	_, ro.ImageID, _ = r.images.agentImage(ctx)
+	_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.agentImage(ctx)
+	ro.Inputs.AgentImage, ro.Inputs.CellImage = ro.ImageID, cellID
 	ro.Durations.Image = time.Since(start).Seconds()
 	col, err := r.collector(pc, arm, filepath.Join(staged, DirFiles))
 	if err != nil {

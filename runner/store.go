@@ -50,6 +50,14 @@ type Rollout struct {
 
 	Image   string `json:"image"`
 	ImageID string `json:"imageID,omitempty"`
+	// Inputs are what the cell ran: its fixture and skill trees (verified
+	// against the plan as its image was built), the images, the suite's git
+	// revision and skillgate's version.
+	Inputs pipeline.RolloutInputs `json:"inputs"`
+	// InputsChanged names the skill or fixture files that changed while
+	// the invocation that ran the cell was running: the rollout is then
+	// invalid, and the next run reruns it.
+	InputsChanged []string `json:"inputsChanged,omitempty"`
 
 	// Answer is the agent's final answer (also stored as answer.txt).
 	Answer     string     `json:"answer"`
@@ -96,6 +104,7 @@ const (
 	// DirFiles holds the contents of the changed files, one file per digest (its hex).
 	DirFiles      = "files"
 	storeRollouts = "store/rollouts"
+	storeTrees    = "store/trees"
 	storeTmp      = "store/tmp"
 )
 
@@ -145,6 +154,32 @@ func (s *Store) Rollout(key digest.Digest) (r *Rollout, ok bool, err error) {
 		return nil, false, fmt.Errorf("read rollout %s: %w", key, err)
 	}
 	return r, true, nil
+}
+
+// TreeDir is the folder holding the snapshot of the skill or fixture tree
+// with that digest: its files, verified against the plan when they were
+// copied (see PinTree). Cells are built, graded and judged from it, never
+// from the live suite folder.
+func (s *Store) TreeDir(tree digest.Digest) string {
+	return filepath.Join(s.Dir, storeTrees, tree.Encoded())
+}
+
+// Invalidate re-stores the valid rollout under key as invalid, for the
+// reason given, naming the changed input files; the next run reruns it.
+func (s *Store) Invalidate(key digest.Digest, reason string, changed []string) error {
+	r, ok, err := s.Rollout(key)
+	if err != nil || !ok {
+		return err
+	}
+	r.Status, r.Error, r.InputsChanged = StatusInvalid, reason, changed
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err == nil {
+		err = s.putFile(filepath.Join(s.RolloutDir(key), FileRollout), append(b, '\n'))
+	}
+	if err != nil {
+		return fmt.Errorf("invalidate rollout %s: %w", r.Cell, err)
+	}
+	return nil
 }
 
 // Stage makes a temporary folder for a rollout being collected.

@@ -20,6 +20,8 @@ type claudeEvent struct {
 	Type    string `json:"type"`
 	Subtype string `json:"subtype"`
 	Model   string `json:"model"` // init
+	// Version is the CLI's own version (init).
+	Version string `json:"claude_code_version"`
 	Message *struct {
 		ID      string        `json:"id"`
 		Model   string        `json:"model"`
@@ -86,6 +88,7 @@ func parseClaude(stdout, _ []byte) (string, Telemetry) {
 	var (
 		result    *claudeEvent
 		model     string
+		version   string   // the CLI's, as its init event says
 		lastMsg   string   // id of the last assistant message with text
 		lastText  []string // its text blocks
 		toolCalls int
@@ -102,6 +105,9 @@ func parseClaude(stdout, _ []byte) (string, Telemetry) {
 		case "system":
 			if ev.Subtype == "init" && ev.Model != "" && model == "" {
 				model = ev.Model
+			}
+			if ev.Subtype == "init" && ev.Version != "" {
+				version = ev.Version
 			}
 		case "result":
 			result = &ev
@@ -151,7 +157,7 @@ func parseClaude(stdout, _ []byte) (string, Telemetry) {
 			model = slices.Sorted(maps.Keys(result.ModelUsage))[0]
 		}
 	}
-	t.Model = model
+	t.Model, t.AgentVersion = model, version
 	return answer, t
 }
 

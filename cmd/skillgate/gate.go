@@ -8,26 +8,42 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/runner"
 )
 
 func gateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "gate",
-		Usage:     "paired gate of a candidate report against a baseline report",
+		Usage:     "paired gate of a candidate run against a baseline run",
 		ArgsUsage: "BASELINE CANDIDATE",
-		Description: `Compares two runs (run folders or report.json files) the way SkillOpt's
-paired candidate gate does. It refuses reports that do not pair (case set,
-trials, agent, model or judge differ) and says which. Then: no invalid run,
-task success and valid-unseen score do not regress, at least one strict
-improvement (unless --allow-equal), protected metrics do not regress, enough
-run keys per case, and candidate skill bytes within the bound when both
-install a skill (else sizeComparable=false). Thresholds come from the
-skillopt preset in the schema.
+		Description: `Compares one arm of two run folders the way SkillOpt's paired candidate gate
+does. Each side is rebuilt from its plan.json and its store, exactly as
+"skillgate report" rebuilds it, and nothing is written: the gate never reads
+a report.json, since an edited file is not evidence.
 
-Exit 0 pass, 1 fail, 2 error or reports that do not pair.`,
+It refuses two runs that do not pair, naming every difference on its own
+line: benchmark (suite name), phase (the splits the arm covers), the target
+skill (and, with --reference, the one file it may change), companion skills
+by name and revision, agent provider and host, the models that actually
+answered, the adapter (agent kind, image, configuration, CLI version), the
+judge, the git revision, the case set (each case whose digest differs, with
+the fields that differ), run keys and count, and metric families with their
+sample counts. Which conditions apply is policy data (#Pairing in the
+skillopt preset).
+
+Then: no invalid run, no paired metric regresses by its direction (a rate
+of failures such as hallucination or prohibitedOutcome regresses when it
+rises), at least one strict improvement (unless --allow-equal), enough run
+keys per case, and the target skill's bytes within the bound when both
+install it (else sizeComparable=false). Thresholds come from the skillopt
+preset in the schema.
+
+Exit 0 pass, 1 fail, 2 error or runs that do not pair.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "baseline-arm", Usage: "the baseline report's `ARM` (default: its only arm)"},
-			&cli.StringFlag{Name: "candidate-arm", Usage: "the candidate report's `ARM` (default: its only arm)"},
+			&cli.StringFlag{Name: "baseline-arm", Usage: "the baseline run's `ARM` (default: its only arm)"},
+			&cli.StringFlag{Name: "candidate-arm", Usage: "the candidate run's `ARM` (default: its only arm)"},
+			&cli.StringFlag{Name: "target", Usage: "the target skill `NAME`, when the candidate arm changes more than one skill"},
+			&cli.StringFlag{Name: "reference", Usage: "the one file `PATH` of the target skill the candidate may change (SkillOpt's selected reference)"},
 			&cli.BoolFlag{Name: "allow-equal", Usage: "pass without a strict improvement"},
 			&cli.BoolFlag{Name: "allow-single-run", Usage: "accept a single run key per case (smoke and debug only)"},
 			&cli.BoolFlag{Name: "allow-longer", Usage: "drop the skill size bound"},
@@ -35,23 +51,32 @@ Exit 0 pass, 1 fail, 2 error or reports that do not pair.`,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
-				return exit(2, fmt.Errorf("gate needs BASELINE and CANDIDATE"))
+				return exit(2, fmt.Errorf("gate needs the run folders BASELINE and CANDIDATE"))
 			}
-			base, err := pipeline.ReadReport(c.Args().Get(0))
-			if err != nil {
-				return exit(2, err)
-			}
-			cand, err := pipeline.ReadReport(c.Args().Get(1))
-			if err != nil {
-				return exit(2, err)
+			var runs [2]pipeline.GateRun
+			for i, role := range []string{"baseline", "candidate"} {
+				dir := c.Args().Get(i)
+				st, err := os.Stat(dir)
+				if err != nil {
+					return exit(2, fmt.Errorf("read %s run: %w", role, err))
+				}
+				if !st.IsDir() {
+					return exit(2, fmt.Errorf("read %s run %s: a file, not a run folder: the gate rebuilds each run from its plan.json and store, never from a report file, since an edited report is not evidence", role, dir))
+				}
+				p, r, err := runner.ReadRun(dir)
+				if err != nil {
+					return exit(2, fmt.Errorf("read %s run %s: %w", role, dir, err))
+				}
+				runs[i] = pipeline.GateRun{Plan: p, Report: r}
 			}
 			opts, err := pipeline.SkillOptGateOptions()
 			if err != nil {
 				return exit(2, err)
 			}
 			opts.BaselineArm, opts.CandidateArm = c.String("baseline-arm"), c.String("candidate-arm")
+			opts.Target, opts.Reference = c.String("target"), c.String("reference")
 			opts.AllowEqual, opts.AllowSingleRun, opts.AllowLonger = c.Bool("allow-equal"), c.Bool("allow-single-run"), c.Bool("allow-longer")
-			v, err := pipeline.Gate(base, cand, opts)
+			v, err := pipeline.Gate(runs[0], runs[1], opts)
 			if err != nil {
 				return exit(2, err)
 			}

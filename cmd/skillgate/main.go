@@ -30,12 +30,15 @@ func (e *exitError) Error() string {
 func exit(code int, err error) error { return &exitError{code: code, err: err} }
 
 func newApp() *cli.App {
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print skillgate's version"}
+	cli.VersionPrinter = printVersion
 	app := &cli.App{
 		Name:  "skillgate",
 		Usage: "prove that an agent skill helps, with evidence",
 		Description: `skillgate compiles suites written in CUE into a content-addressed run plan,
 runs every cell (case × arm × trial) in a network-less Docker container,
 grades the results, and gives a verdict from a gate policy written as data.`,
+		Version:              pipeline.Version(),
 		HideHelpCommand:      true,
 		EnableBashCompletion: true,
 		Commands: []*cli.Command{
@@ -51,6 +54,7 @@ grades the results, and gives a verdict from a gate policy written as data.`,
 			auditCommand(),
 			gcCommand(),
 			imageCommand(),
+			versionCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   usageError,
