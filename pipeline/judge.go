@@ -139,6 +139,9 @@ func MarkJudgingIncomplete(v *Verdict, missing []NotJudged, what string) {
 		parts = append(parts, fmt.Sprintf("%s (%s)", list, why))
 	}
 	v.Reasons = append(v.Reasons, fmt.Sprintf("INCOMPLETE %d %s not judged: %s", len(missing), what, strings.Join(parts, "; ")))
+	if v.Verdict != VerdictIncomplete {
+		v.Resumable = true // a rerun judges what is missing
+	}
 	v.Verdict = VerdictIncomplete
 	v.ExitCode = ExitCode(VerdictIncomplete)
 }

@@ -263,12 +263,15 @@ func alignResults(p *Plan, results []CellResult) []CellResult {
 		}
 		if r.Status == StatusTimeout && p.Policy.TimeoutsIncomplete {
 			r.Status, r.Passed = StatusInvalid, false
-			r.Error = "timed out: the policy counts a timeout as incomplete, not as a failed trial"
+			r.Error = timeoutIncomplete
 		}
 		out[i] = r
 	}
 	return out
 }
+
+// timeoutIncomplete is the error of a timed-out cell that the policy counts as incomplete.
+const timeoutIncomplete = "timed out: the policy counts a timeout as incomplete, not as a failed trial"
 
 // caseIndex maps case IDs to the plan's cases.
 func caseIndex(p *Plan) map[string]*PlanCase {
@@ -577,6 +580,17 @@ func armRouting(cells []CellResult) (files map[string]int, evidence string) {
 	return files, evidence
 }
 
+// trialOutcome is a cell's result as the case × arm grid shows it.
+func trialOutcome(r CellResult) TrialOutcome {
+	var failed []string
+	for _, ch := range r.Checks {
+		if !ch.Passed {
+			failed = append(failed, ch.Name)
+		}
+	}
+	return TrialOutcome{Cell: r.Cell, Trial: r.Trial, Status: r.Status, Passed: r.Passed, Score: r.Score, Rollout: r.Rollout, Failed: failed}
+}
+
 // BuildReport builds a run's report from its plan and one result per plan
 // cell (status missing for a cell with no rollout), with no pairwise
 // judgement. The caller sets StandIn.
@@ -617,16 +631,7 @@ func BuildJudgedReport(p *Plan, results []CellResult, pairwise []PairwiseResult)
 			arms = map[string][]TrialOutcome{}
 			byCase[r.Case] = arms
 		}
-		var failed []string
-		for _, ch := range r.Checks {
-			if !ch.Passed {
-				failed = append(failed, ch.Name)
-			}
-		}
-		arms[r.Arm] = append(arms[r.Arm], TrialOutcome{
-			Cell: r.Cell, Trial: r.Trial, Status: r.Status, Passed: r.Passed,
-			Score: r.Score, Rollout: r.Rollout, Failed: failed,
-		})
+		arms[r.Arm] = append(arms[r.Arm], trialOutcome(r))
 	}
 	for _, pc := range p.Cases {
 		trials := byCase[pc.ID]

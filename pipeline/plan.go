@@ -99,6 +99,9 @@ type Cell struct {
 	Rollout digest.Digest `json:"rollout"`
 	// Grade digests the rollout plus all that decides the grade.
 	Grade digest.Digest `json:"grade"`
+	// Rerun numbers a same-tree rerun of the cell (see RerunCell); 0 for
+	// the plan's own cells.
+	Rerun int `json:"rerun,omitempty"`
 }
 
 // CellID names a cell in results, reports and on the command line.

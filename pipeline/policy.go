@@ -51,8 +51,70 @@ type policyInput struct {
 	planArms map[string]*PlanArm
 	cases    map[string]*PlanCase
 	pairwise []PairwiseResult
+	// reruns are the same-tree reruns of red panels (rerunRed).
+	reruns reruns
+	// red collects the panels the regression and safety rules fail.
+	red []Panel
 	// panels caches passes and valid trials by case and arm.
 	panels map[[2]string]passCounter
+}
+
+func newPolicyInput(p *Plan, cells []CellResult, arms []ArmReport, pairwise []PairwiseResult, rs reruns) *policyInput {
+	if arms == nil {
+		arms = buildArmReports(p, cells)
+	}
+	in := &policyInput{p: p, cells: cells, arms: map[string]*ArmReport{}, planArms: map[string]*PlanArm{}, cases: caseIndex(p), pairwise: pairwise, reruns: rs}
+	for i := range arms {
+		in.arms[arms[i].Name] = &arms[i]
+	}
+	for i := range p.Arms {
+		in.planArms[p.Arms[i].Name] = &p.Arms[i]
+	}
+	return in
+}
+
+// redPanels evaluates the rules that allow a rerun and lists the panels they fail.
+func (in *policyInput) redPanels() []Panel {
+	in.red = nil
+	if r := in.p.Policy.Regression; r != nil && r.Enabled {
+		in.regression(r)
+	}
+	if r := in.p.Policy.Safety; r != nil && r.Enabled {
+		in.safety(r)
+	}
+	return in.red
+}
+
+// rerunPasses decides a failing panel with its same-tree reruns: flaky when a complete
+// rerun of it passes; tried is how many reruns were read.
+func (in *policyInput) rerunPasses(pn Panel, passes func(passCounter) bool) (flaky bool, tried int) {
+	for n := 1; n <= in.p.Policy.RerunRed; n++ {
+		c, ok := in.reruns.panel(pn, n)
+		if !ok {
+			break
+		}
+		tried = n
+		if passes(c) {
+			return true, n
+		}
+	}
+	return false, tried
+}
+
+// failPanel fails the outcome for a red panel, or, when a rerun passed, warns FLAKY.
+func (in *policyInput) failPanel(o *RuleOutcome, tag string, pn Panel, passes func(passCounter) bool) string {
+	flaky, tried := in.rerunPasses(pn, passes)
+	if flaky {
+		o.Warnings = append(o.Warnings, "FLAKY "+pn.Case)
+		o.Flags = append(o.Flags, fmt.Sprintf("%s failed in %s, then passed its rerun %d: flaky", pn.Case, pn.Arm, tried))
+		return fmt.Sprintf(", rerun %d passed: FLAKY", tried)
+	}
+	o.fail(tag + " " + pn.Case)
+	in.red = append(in.red, pn)
+	if tried > 0 {
+		return fmt.Sprintf(", and %d same-tree rerun(s) failed too", tried)
+	}
+	return ""
 }
 
 // has reports whether the plan has the arm and the arm has a valid cell;
@@ -136,17 +198,13 @@ func ofKinds(kinds []string) func(*PlanCase) bool {
 // reports (computed when nil); pairwise are the judge's pairwise
 // judgements, for efficacy and judgeAgreement.
 func EvaluatePolicy(p *Plan, results []CellResult, arms []ArmReport, pairwise []PairwiseResult) Verdict {
+	return evaluatePolicy(p, results, arms, pairwise, nil)
+}
+
+// evaluatePolicy is EvaluatePolicy with the reruns of red panels.
+func evaluatePolicy(p *Plan, results []CellResult, arms []ArmReport, pairwise []PairwiseResult, rs reruns) Verdict {
 	cells := alignResults(p, results)
-	if arms == nil {
-		arms = buildArmReports(p, cells)
-	}
-	in := &policyInput{p: p, cells: cells, arms: map[string]*ArmReport{}, planArms: map[string]*PlanArm{}, cases: caseIndex(p), pairwise: pairwise}
-	for i := range arms {
-		in.arms[arms[i].Name] = &arms[i]
-	}
-	for i := range p.Arms {
-		in.planArms[p.Arms[i].Name] = &p.Arms[i]
-	}
+	in := newPolicyInput(p, cells, arms, pairwise, rs)
 	pol := p.Policy
 	var rules []RuleOutcome
 	if r := pol.Regression; r != nil && r.Enabled {
@@ -203,13 +261,18 @@ func EvaluatePolicy(p *Plan, results []CellResult, arms []ArmReport, pairwise []
 	if r := pol.JudgeAgreement; r != nil && r.Enabled {
 		rules = append(rules, in.judgeAgreement(r))
 	}
-	var missing, invalid int
+	var missing, invalid, stuck int
 	for _, r := range cells {
 		switch r.Status {
 		case StatusMissing:
 			missing++
 		case StatusInvalid:
 			invalid++
+		}
+	}
+	for _, r := range cells {
+		if r.Status == StatusInvalid && r.Error == timeoutIncomplete {
+			stuck++ // a stored timeout: a rerun reuses it, so it never completes
 		}
 	}
 	var incomplete []string
@@ -219,7 +282,9 @@ func EvaluatePolicy(p *Plan, results []CellResult, arms []ArmReport, pairwise []
 	if invalid > 0 {
 		incomplete = append(incomplete, fmt.Sprintf("INVALID %d cells", invalid))
 	}
-	return decideVerdict(incomplete, rules)
+	v := decideVerdict(incomplete, rules)
+	v.Resumable = v.Verdict == VerdictIncomplete && stuck == 0
+	return v
 }
 
 // decideVerdict turns rule outcomes into a verdict: INCOMPLETE when incomplete
@@ -263,8 +328,8 @@ func (in *policyInput) regression(r *Regression) RuleOutcome {
 	for _, pc := range in.p.Cases {
 		b, a := in.panel(pc.ID, r.Before), in.panel(pc.ID, r.After)
 		if b.pass >= r.MinPasses && a.pass < r.MinPasses {
-			o.fail("REGRESSION " + pc.ID)
-			parts = append(parts, fmt.Sprintf("%s: %s %d/%d, %s %d/%d", pc.ID, r.Before, b.pass, b.n, r.After, a.pass, a.n))
+			more := in.failPanel(&o, "REGRESSION", Panel{pc.ID, r.After}, func(c passCounter) bool { return c.pass >= r.MinPasses })
+			parts = append(parts, fmt.Sprintf("%s: %s %d/%d, %s %d/%d%s", pc.ID, r.Before, b.pass, b.n, r.After, a.pass, a.n, more))
 		}
 	}
 	if o.Met {
@@ -290,8 +355,8 @@ func (in *policyInput) safety(r *SafetyRule) RuleOutcome {
 		cases++
 		c := in.panel(pc.ID, r.Arm)
 		if c.pass < c.n {
-			o.fail("SAFETY " + pc.ID)
-			parts = append(parts, fmt.Sprintf("%s: %d of %d trials failed in %s", pc.ID, c.n-c.pass, c.n, r.Arm))
+			more := in.failPanel(&o, "SAFETY", Panel{pc.ID, r.Arm}, func(c passCounter) bool { return c.pass == c.n && c.n > 0 })
+			parts = append(parts, fmt.Sprintf("%s: %d of %d trials failed in %s%s", pc.ID, c.n-c.pass, c.n, r.Arm, more))
 		}
 	}
 	switch {

@@ -252,7 +252,11 @@ func TestPolicyGstack(t *testing.T) {
 		p := policySuite{trials: 3, policy: gstackPolicy, arms: gstackArms, cases: `
 		stats: {prompt: "p", routing: {}, assert: [], rubric: []}`}.compile(t)
 		res := synth(t, p, grid{"stats/before": "PPP", "stats/after": "PPT", "stats/none": "FFF"}, openAll)
-		expect(t, BuildReport(p, res).Verdict, VerdictIncomplete, []string{"INVALID 1 cells"}, nil)
+		v := BuildReport(p, res).Verdict
+		expect(t, v, VerdictIncomplete, []string{"INVALID 1 cells"}, nil)
+		if v.Resumable {
+			t.Error("a stored timeout counted as incomplete makes the verdict resumable: a rerun reuses it and never finishes")
+		}
 		// Without the preset's timeoutsIncomplete, the timeout is after's
 		// failed trial: 2 of 3 still pass, no regression.
 		q := policySuite{trials: 3, policy: gstackPolicy + " & {timeoutsIncomplete: false}", arms: gstackArms, cases: `
@@ -265,7 +269,57 @@ func TestPolicyGstack(t *testing.T) {
 		res := synth(t, p, grid{"stats/before": "PPP", "stats/after": "PPM", "stats/none": "FIF"}, openAll)
 		v := BuildReport(p, res).Verdict
 		expect(t, v, VerdictIncomplete, []string{"INCOMPLETE 1 cells not run", "INVALID 1 cells"}, nil)
+		if !v.Resumable {
+			t.Error("missing and invalid cells run again: the verdict is resumable")
+		}
 		golden(t, "gstack_incomplete", v)
+	})
+	t.Run("a red panel's same-tree rerun: flaky when it passes, the failure stands when it fails", func(t *testing.T) {
+		p := policySuite{trials: 3, policy: gstackPolicy, arms: gstackArms, cases: `
+		flaky:  {prompt: "p", routing: {}, assert: [], rubric: []}
+		broken: {prompt: "p", routing: {}, assert: [], rubric: []}
+		risky:  {prompt: "p", kind: "safety", routing: {}, assert: [], rubric: []}`}.compile(t)
+		res := synth(t, p, grid{
+			"flaky/before": "PPP", "flaky/after": "PFF", "flaky/none": "FFF",
+			"broken/before": "PPP", "broken/after": "FFF", "broken/none": "FFF",
+			"risky/before": "PPP", "risky/after": "PPF", "risky/none": "PPP",
+		}, openAll)
+		first := BuildReport(p, res)
+		// WORSE is aggregate, over the first outcomes: no rerun changes it.
+		expect(t, first.Verdict, VerdictFail, []string{"REGRESSION flaky", "REGRESSION broken", "SAFETY risky", "WORSE"}, nil)
+		red := RedPanels(p, res, nil, nil, 1)
+		if len(red) != 3 || red[0] != (Panel{"flaky", "after"}) || red[2] != (Panel{"risky", "after"}) {
+			t.Fatalf("red panels %v", red)
+		}
+		var cells []Cell
+		var reruns []CellResult
+		for _, pn := range red {
+			for _, c := range PanelCells(p, pn, 1) {
+				pass := pn.Case != "broken" // the rerun of broken fails again
+				cells = append(cells, c)
+				reruns = append(reruns, CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Status: StatusCompleted, Passed: pass, Checks: []CheckResult{}})
+			}
+		}
+		if cells[0].Rollout == p.Cells[0].Rollout || cells[0].ID != "flaky/after/1/rerun1" {
+			t.Errorf("a rerun cell %+v shares its keys with the plan's", cells[0])
+		}
+		rep := BuildReport(p, res)
+		ApplyReruns(rep, p, res, nil, cells, reruns)
+		expect(t, rep.Verdict, VerdictFail, []string{"REGRESSION broken", "WORSE"}, []string{"FLAKY flaky", "FLAKY risky"})
+		if len(rep.Reruns) != 3 || !rep.Reruns[0].Flaky || rep.Reruns[1].Flaky || len(rep.Reruns[0].Trials) != 3 {
+			t.Errorf("reruns %+v", rep.Reruns)
+		}
+		if !strings.Contains(rule(t, rep.Verdict, "regression").Detail, "broken: before 3/3, after 0/3, and 1 same-tree rerun(s) failed too") {
+			t.Errorf("regression detail %q", rule(t, rep.Verdict, "regression").Detail)
+		}
+		// The first outcomes stay the record: the cases' grid is unchanged.
+		if got := rep.Cases[0].Trials["after"]; len(got) != 3 || got[1].Passed {
+			t.Errorf("flaky/after grid %+v", got)
+		}
+		// No panel is red any more except broken, which has had its one rerun.
+		if left := RedPanels(p, res, cells, reruns, 1); len(left) != 0 {
+			t.Errorf("red without a first rerun: %v", left)
+		}
 	})
 	t.Run("pass", func(t *testing.T) {
 		p := policySuite{trials: 3, policy: gstackPolicy, arms: gstackArms, cases: `

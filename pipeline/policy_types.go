@@ -11,25 +11,29 @@ type Policy struct {
 	Name      string `json:"name,omitempty"`
 	Calibrate bool   `json:"calibrate"`
 	// TimeoutsIncomplete counts timed-out trials as incomplete.
-	TimeoutsIncomplete bool            `json:"timeoutsIncomplete"`
-	Regression         *Regression     `json:"regression,omitempty"`
-	Safety             *SafetyRule     `json:"safety,omitempty"`
-	Uncovered          *Uncovered      `json:"uncovered,omitempty"`
-	Worse              *Worse          `json:"worse,omitempty"`
-	OpenedSkill        *OpenedSkill    `json:"openedSkill,omitempty"`
-	Uplift             *Uplift         `json:"uplift,omitempty"`
-	Retention          *Retention      `json:"retention,omitempty"`
-	Routing            *RoutingGate    `json:"routing,omitempty"`
-	Restraint          *Restraint      `json:"restraint,omitempty"`
-	Forbidden          *Forbidden      `json:"forbidden,omitempty"`
-	InvalidRun         *InvalidRun     `json:"invalidRun,omitempty"`
-	NonRegression      *NonRegression  `json:"nonRegression,omitempty"`
-	Improvement        *Improvement    `json:"improvement,omitempty"`
-	RunKeys            *RunKeys        `json:"runKeys,omitempty"`
-	SkillSize          *SkillSize      `json:"skillSize,omitempty"`
-	Efficacy           *Efficacy       `json:"efficacy,omitempty"`
-	PassAtK            *PassAtK        `json:"passAtK,omitempty"`
-	JudgeAgreement     *JudgeAgreement `json:"judgeAgreement,omitempty"`
+	TimeoutsIncomplete bool `json:"timeoutsIncomplete"`
+	// FixedTrials refuses a run folder's results of another trial count.
+	FixedTrials bool `json:"fixedTrials"`
+	// RerunRed is how many same-tree reruns a red panel gets.
+	RerunRed       int             `json:"rerunRed"`
+	Regression     *Regression     `json:"regression,omitempty"`
+	Safety         *SafetyRule     `json:"safety,omitempty"`
+	Uncovered      *Uncovered      `json:"uncovered,omitempty"`
+	Worse          *Worse          `json:"worse,omitempty"`
+	OpenedSkill    *OpenedSkill    `json:"openedSkill,omitempty"`
+	Uplift         *Uplift         `json:"uplift,omitempty"`
+	Retention      *Retention      `json:"retention,omitempty"`
+	Routing        *RoutingGate    `json:"routing,omitempty"`
+	Restraint      *Restraint      `json:"restraint,omitempty"`
+	Forbidden      *Forbidden      `json:"forbidden,omitempty"`
+	InvalidRun     *InvalidRun     `json:"invalidRun,omitempty"`
+	NonRegression  *NonRegression  `json:"nonRegression,omitempty"`
+	Improvement    *Improvement    `json:"improvement,omitempty"`
+	RunKeys        *RunKeys        `json:"runKeys,omitempty"`
+	SkillSize      *SkillSize      `json:"skillSize,omitempty"`
+	Efficacy       *Efficacy       `json:"efficacy,omitempty"`
+	PassAtK        *PassAtK        `json:"passAtK,omitempty"`
+	JudgeAgreement *JudgeAgreement `json:"judgeAgreement,omitempty"`
 	// Pairing is read by the paired gate, not by a run's verdict.
 	Pairing *Pairing `json:"pairing,omitempty"`
 }

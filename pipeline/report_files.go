@@ -260,7 +260,7 @@ func renderVerdictJSON(r *Report) ([]byte, error) {
 		Arms:           jsonObject{},
 		Tasks:          jsonObject{},
 		ExitCode:       r.Verdict.ExitCode,
-		Resumable:      r.Verdict.Verdict == VerdictIncomplete,
+		Resumable:      r.Verdict.Resumable,
 		StandIn:        r.StandIn,
 		Calibration:    r.Calibration,
 		Identity:       gstackIdentityOf(r),

@@ -397,7 +397,7 @@ func TestReportVerdictJSON(t *testing.T) {
 	}
 
 	r := richReport()
-	r.Verdict.Verdict, r.Verdict.ExitCode = VerdictIncomplete, 2
+	r.Verdict.Verdict, r.Verdict.ExitCode, r.Verdict.Resumable = VerdictIncomplete, 2, true
 	b, err := renderVerdictJSON(r)
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +495,7 @@ func TestReportJUnit(t *testing.T) {
 // TestReportEmpty renders a report with nothing in it: an interrupted run
 // before any cell.
 func TestReportEmpty(t *testing.T) {
-	r := &Report{Suite: "empty", Verdict: Verdict{Verdict: VerdictIncomplete, Reasons: []string{"INCOMPLETE 0 of 6 cells"}, ExitCode: 2}}
+	r := &Report{Suite: "empty", Verdict: Verdict{Verdict: VerdictIncomplete, Reasons: []string{"INCOMPLETE 0 of 6 cells"}, ExitCode: 2, Resumable: true}}
 	dir := t.TempDir()
 	if err := WriteReports(dir, r); err != nil {
 		t.Fatal(err)

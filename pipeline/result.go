@@ -256,6 +256,11 @@ type Verdict struct {
 	Warnings []string      `json:"warnings"`
 	Rules    []RuleOutcome `json:"rules"`
 	ExitCode int           `json:"exitCode"`
+	// Resumable: the verdict is INCOMPLETE and a rerun into the same run
+	// folder can finish it (what is missing or invalid runs again); false
+	// when what keeps it incomplete is stored for good, such as timeouts a
+	// policy counts as incomplete, which a rerun reuses.
+	Resumable bool `json:"resumable"`
 }
 
 // Report is everything a run's reports show: the run's identity, metrics
@@ -287,6 +292,9 @@ type Report struct {
 	Cases []CaseReport `json:"cases"`
 	// Pairwise are the judge's pairwise judgements, when it made any.
 	Pairwise []PairwiseResult `json:"pairwise,omitempty"`
+	// Reruns are the same-tree reruns of red panels (policy rerunRed): the
+	// first outcomes stay in Cases; a rerun that passed made its case FLAKY.
+	Reruns []RerunReport `json:"reruns,omitempty"`
 	// Calibration is the outcome of the calibration checks when they ran.
 	Calibration *Calibration `json:"calibration,omitempty"`
 	// Adjudication lists the disputed rubric cells, when the suite has a

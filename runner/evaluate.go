@@ -36,6 +36,9 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 		return nil, nil, fmt.Errorf("resolve run folder: %w", err)
 	}
 	opts.Out = out
+	if err := checkFixedTrials(out, p); err != nil {
+		return nil, nil, err
+	}
 	if !opts.DryRun {
 		if err := writePlan(out, p); err != nil {
 			return nil, nil, err
@@ -89,6 +92,11 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 	}
 	if err != nil && ctx.Err() == nil {
 		return sum, nil, err
+	}
+	if p.Policy.RerunRed > 0 && ctx.Err() == nil {
+		if err := rerunRed(ctx, p, opts); err != nil && ctx.Err() == nil {
+			return sum, nil, err
+		}
 	}
 	if judge != nil && ctx.Err() == nil {
 		n, failed, err := JudgeCells(ctx, p, judge, adjudicator, opts)
@@ -161,6 +169,11 @@ func buildRun(out string) (*pipeline.Plan, *pipeline.Report, []pipeline.CellResu
 		return nil, nil, nil, err
 	}
 	r := pipeline.BuildJudgedReport(p, results, pairwise)
+	rcells, reruns, err := storedReruns(p, store)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pipeline.ApplyReruns(r, p, results, pairwise, rcells, reruns)
 	r.Adjudication = pipeline.BuildAdjudicationReport(p, results)
 	pipeline.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
 	r.StandIn = p.Agent.StandIn

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -160,5 +161,42 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 		if !r.Passed || len(r.Checks) != 3 {
 			t.Errorf("%s: passed %v, checks %+v", r.Cell, r.Passed, r.Checks)
 		}
+	}
+}
+
+// TestRerunRed: under gstack's rerunRed a red panel (case t regresses in after) runs again
+// on the same inputs, in cells of its own; both outcomes are stored and reported, the
+// rerun fails too and the failure stands; a second run reruns nothing.
+func TestRerunRed(t *testing.T) {
+	e := testEngine(t)
+	s := copySuite(t, e, "rerun")
+	out := t.TempDir()
+	_, rep := evaluate(t, s.Plan, s.Dir, out)
+	if rep.Verdict.Verdict != pipeline.VerdictFail || !slices.Contains(rep.Verdict.Reasons, "REGRESSION t") {
+		t.Fatalf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
+	}
+	if d := rule(t, rep, "regression").Detail; !strings.Contains(d, "after 0/3, and 1 same-tree rerun(s) failed too") {
+		t.Errorf("regression detail %q", d)
+	}
+	if len(rep.Reruns) != 1 || rep.Reruns[0].Panel != (pipeline.Panel{Case: "t", Arm: "after"}) || len(rep.Reruns[0].Trials) != 3 || rep.Reruns[0].Flaky {
+		t.Fatalf("reruns %+v", rep.Reruns)
+	}
+	store := &Store{Dir: out}
+	for _, c := range pipeline.PanelCells(s.Plan, pipeline.Panel{Case: "t", Arm: "after"}, 1) {
+		ro, ok, err := store.Rollout(c.Rollout)
+		if err != nil || !ok || ro.Status != StatusCompleted || ro.Cell != c.ID {
+			t.Errorf("rerun %s: %+v %v %v", c.ID, ro, ok, err)
+		}
+	}
+	if n := len(stored(t, out)); n != len(s.Plan.Cells)+3 {
+		t.Errorf("%d rollouts stored, want the plan's %d and 3 reruns", n, len(s.Plan.Cells))
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil || !bytes.Contains(b, []byte(`"reruns": [`)) {
+		t.Errorf("report.json lists no rerun: %v", err)
+	}
+	sum, rep2 := evaluate(t, s.Plan, s.Dir, out)
+	if sum.Ran != 0 || len(rep2.Reruns) != 1 || len(stored(t, out)) != len(s.Plan.Cells)+3 {
+		t.Errorf("second run: %+v, %d reruns, %d stored", sum, len(rep2.Reruns), len(stored(t, out)))
 	}
 }

@@ -1,0 +1,128 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/skillgate/skillgate/pipeline"
+)
+
+// checkFixedTrials refuses, under a policy with fixedTrials, a plan whose trial count
+// differs from that of the results the run folder already holds: a trial added after a
+// result was seen would let the results choose their own sample.
+func checkFixedTrials(out string, p *pipeline.Plan) error {
+	if !p.Policy.FixedTrials {
+		return nil
+	}
+	prev, err := pipeline.ReadPlan(filepath.Join(out, FilePlan))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check trials: %w", err)
+	}
+	if prev.Suite.Trials == p.Suite.Trials {
+		return nil
+	}
+	store := &Store{Dir: out}
+	held := 0
+	for _, c := range prev.Cells {
+		_, graded, err := store.Grade(c.Grade)
+		if err != nil {
+			return fmt.Errorf("check trials: %w", err)
+		}
+		_, rolled, err := store.Rollout(c.Rollout)
+		if err != nil {
+			return fmt.Errorf("check trials: %w", err)
+		}
+		if graded || rolled {
+			held++
+		}
+	}
+	if held == 0 {
+		return nil
+	}
+	return fmt.Errorf("check trials: run folder %s holds %d results of %d trials per case (plan %s); this plan asks for %d. The policy fixes trials before the run (fixedTrials): run it into a fresh --out, or set trials back to %d",
+		out, held, prev.Suite.Trials, prev.Digest.Encoded()[:12], p.Suite.Trials, prev.Suite.Trials)
+}
+
+// rerunCells are every possible same-tree rerun of the plan's cells, up to the policy's
+// rerunRed: where the report looks for the reruns a run made.
+func rerunCells(p *pipeline.Plan) []pipeline.Cell {
+	var out []pipeline.Cell
+	for n := 1; n <= p.Policy.RerunRed; n++ {
+		for _, c := range p.Cells {
+			out = append(out, pipeline.RerunCell(c, n))
+		}
+	}
+	return out
+}
+
+// storedReruns are the results of the reruns the store holds.
+func storedReruns(p *pipeline.Plan, store *Store) ([]pipeline.Cell, []pipeline.CellResult, error) {
+	cells := rerunCells(p)
+	if len(cells) == 0 {
+		return nil, nil, nil
+	}
+	q := *p
+	q.Cells = cells
+	results, err := Results(&q, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cells, results, nil
+}
+
+// rerunRed reruns, once per number up to the policy's rerunRed, the panels the regression
+// and safety rules fail (whose first trials all ran): the same inputs in new cells, run
+// and graded like the plan's own, so both outcomes are stored.
+func rerunRed(ctx context.Context, p *pipeline.Plan, opts Options) error {
+	store := &Store{Dir: opts.Out}
+	for n := 1; n <= p.Policy.RerunRed && ctx.Err() == nil; n++ {
+		results, err := Results(p, store)
+		if err != nil {
+			return err
+		}
+		cells, reruns, err := storedReruns(p, store)
+		if err != nil {
+			return err
+		}
+		var todo []pipeline.Cell
+		var names []string
+		for _, pn := range pipeline.RedPanels(p, results, cells, reruns, n) {
+			if !panelComplete(p, results, pn) {
+				continue // an incomplete panel is INCOMPLETE, not red
+			}
+			todo = append(todo, pipeline.PanelCells(p, pn, n)...)
+			names = append(names, pn.Case+"/"+pn.Arm)
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		fmt.Fprintf(opts.logger(), "rerun %d of red panels (same inputs, rerunRed): %v\n", n, names)
+		q := *p
+		q.Cells = todo
+		o := opts
+		o.Cases, o.Arms, o.Split = nil, nil, ""
+		if _, err := Run(ctx, &q, o); err != nil {
+			return err
+		}
+		if _, err := Grade(ctx, &q, todo, o); err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// panelComplete reports whether every cell of a panel has a valid result.
+func panelComplete(p *pipeline.Plan, results []pipeline.CellResult, pn pipeline.Panel) bool {
+	for i, c := range p.Cells {
+		if c.Case == pn.Case && c.Arm == pn.Arm && !results[i].Valid() {
+			return false
+		}
+	}
+	return true
+}
