@@ -2,11 +2,13 @@ package pipeline
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -98,11 +100,20 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 	if !v.LookupPath(pathArms).Exists() || !v.LookupPath(pathCases).Exists() {
 		return nil // CUE reports what is missing
 	}
-	if len(s.Arms) == 0 {
+	// Counted in CUE: an arm or case that did not decode is CUE's to report.
+	if len(fieldOrder(v.LookupPath(pathArms))) == 0 {
 		c.add([]cue.Selector{str("arms")}, "a suite needs at least one arm")
 	}
-	if len(s.Cases) == 0 {
+	if len(fieldOrder(v.LookupPath(pathCases))) == 0 {
 		c.add([]cue.Selector{str("cases")}, "a suite needs at least one case")
+	}
+	// A skill that did not decode still exists: what names it is not wrong,
+	// and the names skills install as are then not all known.
+	undecoded := map[string]bool{}
+	for _, key := range fieldOrder(v.LookupPath(pathSkills)) {
+		if _, ok := s.Skills[key]; !ok {
+			undecoded[key] = true
+		}
 	}
 	names := map[string]bool{}
 	for _, key := range sortedKeys(s.Skills) {
@@ -124,6 +135,9 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 		for i, key := range arm.Skills {
 			sel := []cue.Selector{str("arms"), str(name), str("skills"), cue.Index(i)}
 			sk, ok := s.Skills[key]
+			if !ok && undecoded[key] {
+				continue
+			}
 			if !ok {
 				c.add(sel, "arm %s names skill %q, which the suite does not define", name, key)
 				continue
@@ -133,6 +147,9 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 			}
 			seen[sk.Name] = key
 		}
+	}
+	if len(undecoded) > 0 {
+		names = nil // every name passes: the set is not known
 	}
 	for _, id := range sortedKeys(s.Cases) {
 		checkCase(c, s, id, names)
@@ -144,7 +161,89 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 			}
 		}
 	}
+	checkScript(c, s.Agent.Script, str("agent"))
+	if s.Judge != nil {
+		checkScript(c, s.Judge.Script, str("judge"))
+		if a := s.Judge.Adjudication.Judge; a != nil {
+			checkScript(c, a.Script, str("judge"), str("adjudication"), str("judge"))
+		}
+	}
 	return c.errs
+}
+
+// checkScript compiles a scripted model's promptMatches expressions as the
+// scripted model will, so a bad one fails vet rather than the run.
+func checkScript(c *checker, sc *Script, owner ...cue.Selector) {
+	if sc == nil {
+		return
+	}
+	for i, r := range sc.Rules {
+		if r.When == nil || r.When.PromptMatches == nil {
+			continue
+		}
+		if err := compileRE2(*r.When.PromptMatches); err != nil {
+			sel := append(append([]cue.Selector{}, owner...), str("script"), str("rules"), cue.Index(i), str("when"), str("promptMatches"))
+			c.add(sel, "%v", err)
+		}
+	}
+}
+
+// compileRE2 compiles a regular expression as skillgate matches it, and
+// says what went wrong in the terms of RE2, the syntax of Go's regexp.
+func compileRE2(re string) error {
+	_, err := regexp.Compile(re)
+	if err == nil {
+		return nil
+	}
+	why := err.Error()
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		why = se.Code.String()
+		if se.Expr != "" && se.Expr != re {
+			why += " at `" + se.Expr + "`"
+		}
+	}
+	for _, look := range []string{"(?=", "(?!", "(?<=", "(?<!"} {
+		if strings.Contains(re, look) {
+			return fmt.Errorf("invalid regular expression %q: it uses lookaround (%s...), which RE2, the syntax of Go's regexp that skillgate reads, does not have", re, look)
+		}
+	}
+	return fmt.Errorf("invalid regular expression %q: %s (RE2 syntax, as Go's regexp reads it: no lookaround, no backreferences)", re, why)
+}
+
+// checkGlob refuses an allowed-writes glob that can never match a changed
+// file's path (relative, slash-separated, clean), and says what to write.
+func checkGlob(g string) error {
+	if _, err := path.Match(g, ""); err != nil {
+		return fmt.Errorf("invalid glob %q: %v", g, err)
+	}
+	switch {
+	case strings.Trim(g, "/") == "":
+		return fmt.Errorf("glob %q matches no file: name the files the agent may write, such as \"CHANGELOG.md\" or \"docs/**\" for a folder, or leave writes out to allow any change", g)
+	case strings.HasSuffix(g, "/"):
+		dir := strings.TrimRight(g, "/")
+		return fmt.Errorf("glob %q matches no file: a trailing slash matches no file path; write %q for everything in the folder", g, cleanGlob(dir)+"/**")
+	case strings.HasPrefix(g, "/"):
+		return fmt.Errorf("glob %q matches no file: paths are relative to the workspace; write %q", g, cleanGlob(g))
+	}
+	for _, el := range strings.Split(g, "/") {
+		switch el {
+		case "":
+			return fmt.Errorf("glob %q matches no file: it has an empty path element (//); write %q", g, cleanGlob(g))
+		case ".", "..":
+			return fmt.Errorf("glob %q matches no file: paths are clean, without %s elements; write %q", g, el, cleanGlob(g))
+		}
+	}
+	return nil
+}
+
+// cleanGlob is g made relative and clean.
+func cleanGlob(g string) string {
+	c := strings.TrimPrefix(path.Clean("/"+g), "/")
+	if c == "" {
+		return "**"
+	}
+	return c
 }
 
 func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
@@ -170,7 +269,7 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
 	}
 	for field, list := range map[string][]string{"required": cs.Routing.Skills.Required, "forbidden": cs.Routing.Skills.Forbidden} {
 		for i, n := range list {
-			if !skillNames[n] {
+			if skillNames != nil && !skillNames[n] {
 				c.add(at(str("routing"), str("skills"), str(field), cue.Index(i)), "routing names skill %q, which no skill of the suite installs", n)
 			}
 		}
@@ -190,8 +289,8 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
 	}
 	if cs.Writes != nil {
 		for i, w := range *cs.Writes {
-			if _, err := path.Match(w, ""); err != nil {
-				c.add(at(str("writes"), cue.Index(i)), "invalid glob %q: %v", w, err)
+			if err := checkGlob(w); err != nil {
+				c.add(at(str("writes"), cue.Index(i)), "%v", err)
 			}
 		}
 	}

@@ -169,7 +169,7 @@ func TestSuiteErrors(t *testing.T) {
 		}, []string{`judge.adjudication.cases.1: judge.adjudication.cases names case "nope", which the suite does not define`, "suite/suite.cue:"}},
 		{"wrong enum", func(t *testing.T) map[string]string {
 			return edit(t, "suite/cases.cue", `split:   "validation"`, `split:   "tran"`)
-		}, []string{`cases.a.split: conflicting values "train" and "tran"`, "suite/cases.cue:9:"}},
+		}, []string{`cases.a.split: "tran" is not one of train, valid-seen, valid-unseen, transfer, adversarial, test-frozen, validation:`, "suite/cases.cue:9:12"}},
 		{"missing prompt", func(t *testing.T) map[string]string {
 			return edit(t, "suite/cases.cue", `prompt:  "Add an entry."`, ``)
 		}, []string{"cases.a.prompt: incomplete value"}},

@@ -86,10 +86,9 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 	if err != nil {
 		return sum, nil, err
 	}
-	n, err := Grade(ctx, p, cells, opts)
-	if n > 0 {
-		fmt.Fprintf(opts.Log, "graded %d cells\n", n)
-	}
+	ph := startPhase(opts, phaseGrading)
+	n, err := Grade(ctx, p, cells, ph.logTo(opts))
+	ph.end(n, "graded %d cells")
 	if err != nil && ctx.Err() == nil {
 		return sum, nil, err
 	}
@@ -99,10 +98,9 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 		}
 	}
 	if judge != nil && ctx.Err() == nil {
-		n, failed, err := JudgeCells(ctx, p, judge, adjudicator, opts)
-		if n > 0 {
-			fmt.Fprintf(opts.Log, "judged %d\n", n)
-		}
+		ph := startPhase(opts, phaseJudging)
+		n, failed, err := JudgeCells(ctx, p, judge, adjudicator, ph.logTo(opts))
+		ph.end(n, "judged %d")
 		if failed > 0 {
 			fmt.Fprintf(opts.Log, "%d judge calls failed: their cells are not judged, the verdict is INCOMPLETE; run again to ask again\n", failed)
 		}

@@ -184,6 +184,7 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 	r.cases, r.arms = cases, arms
 	var done []ranCell
 	prog := newProgress(opts.Log, opts.Terminal, len(todo))
+	r.prepareImages(ctx, todo, opts.Jobs, prog)
 	var mu sync.Mutex
 	var fatal error
 	forEach(ctx, opts.Jobs, todo, func(c pipeline.Cell) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -54,4 +55,71 @@ func flagsFirst(app *cli.App, args []string) []string {
 		}
 	}
 	return append(append(out, flags...), rest...)
+}
+
+// dashed is a flag name as typed: --name, or -n for one letter.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// closest is the candidate nearest to typo, for a "did you mean": one it
+// starts, else one within an edit or two (a swap of neighbours is one),
+// else "".
+func closest(typo string, candidates []string) string {
+	if len(typo) < 2 {
+		return "" // a letter is too short to guess from
+	}
+	candidates = slices.DeleteFunc(slices.Clone(candidates), func(c string) bool { return len(c) < 2 })
+	if len(typo) >= 3 {
+		var starts []string
+		for _, c := range candidates {
+			if strings.HasPrefix(c, typo) {
+				starts = append(starts, c)
+			}
+		}
+		if len(starts) == 1 {
+			return starts[0]
+		}
+	}
+	best, bestD := "", 0
+	limit := 1
+	if len(typo) >= 5 {
+		limit = 2
+	}
+	for _, c := range candidates {
+		if d := editDistance(typo, c); d <= limit && (best == "" || d < bestD) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and swaps of neighbours each count one.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }

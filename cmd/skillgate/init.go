@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -12,24 +14,54 @@ import (
 func initCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "init",
-		Usage:     "scaffold a new suite that passes vet at once",
+		Usage:     "scaffold a suite whose first run passes, offline",
 		ArgsUsage: "[DIR]",
-		Description: `Writes a suite into DIR (default: the current folder): suite.cue, one case in
-cases.cue, a fixture folder, a skill stub, and the vendored schema under
-cue.mod for plain cue and editors. Refuses a folder that already holds CUE
-files.`,
+		Description: `Writes a suite into DIR (default: the current folder) whose first
+"skillgate run DIR" passes its policy offline, in seconds: suite.cue, a task
+case and a no-change control in cases.cue, a fixture, a .gitignore for run
+folders, and the vendored schema under cue.mod for plain cue and editors.
+
+Its agent is a labelled stand-in (a shell script, no model) that opens the
+skill when the prompt names it, so the advisory policy's rules pass honestly;
+suite.cue says how to put a real agent in its place.
+
+With --skill PATH the suite evaluates your own skill folder where it is (read
+from its SKILL.md front matter; never copied); without, it gets a stub skill
+in DIR/skills/example. Refuses a folder that already holds CUE files, a stub
+beside a skill the folder holds, and a --skill folder without a valid SKILL.md.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "skill", Usage: "evaluate the skill folder `PATH` (with its SKILL.md) instead of a stub"},
+		},
 		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				return exit(2, fmt.Errorf("init takes one suite folder, got %d arguments", c.NArg()))
+			}
 			dir := c.Args().First()
 			if dir == "" {
 				dir = "."
 			}
-			files, err := pipeline.Scaffold(dir)
+			res, err := pipeline.Scaffold(dir, pipeline.ScaffoldOptions{Skill: c.String("skill"), RunDir: "."})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "wrote suite %s in %s (%d files); next: skillgate vet %s && skillgate plan %s\n",
-				pipeline.SuiteName(dir), dir, len(files), dir, dir)
+			skill := "a stub skill in " + res.SkillPath
+			if c.String("skill") != "" {
+				skill = fmt.Sprintf("the skill %s at %s", res.Skill, res.SkillPath)
+			}
+			fmt.Fprintf(os.Stderr, "wrote suite %s in %s: %s, a stand-in agent (no model), a task case and a no-change control; git ignores its run folders (.skillgate/)\n",
+				res.Suite, dir, skill)
+			fmt.Fprintf(os.Stderr, "next: skillgate run %s\n", shellQuote(dir))
 			return nil
 		},
 	}
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./-]+$`)
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

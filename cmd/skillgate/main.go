@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -56,12 +57,9 @@ grades the results, and gives a verdict from a gate policy written as data.`,
 			imageCommand(),
 			versionCommand(),
 		},
-		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError:   usageError,
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(os.Stderr, "skillgate: unknown command %q; see skillgate --help\n", name)
-			os.Exit(2)
-		},
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    usageError,
+		CommandNotFound: commandNotFound,
 	}
 	for _, cmd := range app.Commands {
 		cmd.HideHelpCommand = true
@@ -82,13 +80,61 @@ func shortLived(*cli.Context) error {
 }
 
 // usageError reports a command-line mistake in one line on stderr, exit 2,
-// without printing the help to stdout, which is for data.
+// without printing the help to stdout, which is for data. An unknown flag
+// is named as the user wrote it, with the closest one the command has.
 func usageError(c *cli.Context, err error, _ bool) error {
-	name := "skillgate"
-	if c.Command != nil && c.Command.Name != "" {
-		name += " " + c.Command.Name
+	name, flags := commandOf(c)
+	if typo, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+		var names []string
+		for _, f := range flags {
+			names = append(names, f.Names()...)
+		}
+		if near := closest(typo, names); near != "" {
+			return exit(2, fmt.Errorf("%s: unknown flag %s; did you mean %s?", name, dashed(typo), dashed(near)))
+		}
+		return exit(2, fmt.Errorf("%s: unknown flag %s (see %s --help)", name, dashed(typo), name))
 	}
 	return exit(2, fmt.Errorf("%s: %w (see %s --help)", name, err, name))
+}
+
+// commandOf is the command a context runs, as the user types it, and its
+// flags: the app's own at the top level, whose context names the app.
+func commandOf(c *cli.Context) (string, []cli.Flag) {
+	name := "skillgate"
+	if c.Command == nil || c.Command.Name == "" || c.App != nil && c.Command.Name == c.App.Name {
+		if c.App != nil {
+			return name, c.App.Flags
+		}
+		return name, nil
+	}
+	for _, p := range c.Lineage() {
+		if p.Command != nil && p.Command.Name != "" && p.Command != c.Command && (c.App == nil || p.Command.Name != c.App.Name) {
+			name += " " + p.Command.Name
+		}
+	}
+	return name + " " + c.Command.Name, c.Command.Flags
+}
+
+// commandNotFound reports an unknown command or subcommand, with the
+// closest one there is, and exits 2.
+func commandNotFound(c *cli.Context, typo string) {
+	name, _ := commandOf(c)
+	cmds := c.App.Commands
+	if name != "skillgate" && c.Command != nil {
+		cmds = c.Command.Subcommands
+	}
+	var names []string
+	for _, cmd := range cmds {
+		if !cmd.Hidden {
+			names = append(names, cmd.Names()...)
+		}
+	}
+	if near := closest(typo, names); near != "" {
+		fmt.Fprintf(os.Stderr, "%s: unknown command %q; did you mean %s?\n", name, typo, near)
+	} else {
+		fmt.Fprintf(os.Stderr, "%s: unknown command %q (see %s --help)\n", name, typo, name)
+	}
+	os.Exit(2)
 }
 
 func main() { os.Exit(run(os.Args)) }
