@@ -1,46 +1,14 @@
-// Package pipeline is skillgate's pure core: it loads and vets suites,
-// compiles them into plans, diffs plans, grades cells from their stored
-// workspaces, builds the judge's blinded packets and reads its replies,
-// computes metrics, evaluates policies into verdicts and renders reports.
-// Nothing in it starts a container or calls a model; the runner does, and
-// hands it the stored results.
+// Package pipeline holds skillgate's pure stages, one package each, in the
+// order a run goes through them:
 //
-// # Blinding
+//	suite    load and vet a suite (CUE), the Go mirror of the schema, vendoring, scaffolds
+//	plan     compile a suite into its content-addressed plan, trees, keys, diffs, git revisions
+//	grade    grade a cell from its stored rollout, the judge's packets and replies, the audit
+//	verdict  metrics, the policy's rules, reruns, identity, the paired gate: a verdict
+//	report   render a verdict's report in every format
 //
-// A judge sees a packet: the task (the case's own prompt and seed, never
-// an arm's forced prompt), the case's criteria, the fixture's text files,
-// each attempt's final diff and final answer and, for a rubric, the
-// deterministic checks' names and details. It never holds the arm, the
-// skills, their contents, the routing expectations, whether the cell
-// passed, or its cell ID: a rubric packet names its attempt by an opaque
-// candidate ID (a short digest of the grade key).
-//
-// What every arm shares is never changed: the prompt, the seed, the
-// rubric, the fixture's files (paths and contents), the changed files'
-// paths, and the checks' names, which are the suite's own text. Only what
-// the agent produced is blinded (the final answer, the added lines of the
-// diff, the checks' output), and in it only what differs between arms and
-// could reveal one is replaced by "[redacted]":
-//
-//   - the forced-prompt template's lines around {{prompt}}, with any names
-//     where {{skills}} stands (a line of fewer than two words is left out);
-//   - skill paths: a skills folder (the agent's skillsDir, .claude/skills,
-//     .agents/skills, .codex/skills, $CODEX_HOME/skills), alone or followed
-//     by an installed name, and NAME/ENTRY for an installed skill's
-//     top-level file or folder (NAME/SKILL.md, NAME/references/...), each
-//     as the whole path it starts or ends (/workspace/.claude/skills/NAME/
-//     SKILL.md), and the SKILLGATE_SKILLS_DIR variable;
-//   - the installed names of the arms' skills, as whole words in any case.
-//
-// A suite key is never redacted: the agent only ever sees the name a skill
-// is installed as, which is the key unless the suite names it otherwise.
-// A name, path or template line that the shared task text also holds (the
-// demo's skill is named changelog and its prompts ask for a changelog
-// entry; a fixture file alpha.txt holds the word alpha) is part of the
-// task's vocabulary: such a path or line is left as it is, and such a name
-// is redacted only in skill context, where the word skill or skills stands
-// next to it (`the changelog skill`, `skill: changelog`, `Skill(changelog)`,
-// `a skill named changelog`) or inside a skill path. An agent quoting its
-// skill's contents is not scrubbed: that text is the evidence a skill
-// changed the work.
+// Each stage imports only the stages above it, so the compiler keeps the
+// order. Nothing here starts a container or calls a model: package runner
+// does, and hands the stages what it stored. This package holds what every
+// stage shares: skillgate's version and atomic file writes.
 package pipeline

@@ -10,7 +10,8 @@ import (
 	"path"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // The gateway as the agent sees it: a forwarder inside the cell listens
@@ -22,11 +23,11 @@ const (
 )
 
 // usesGateway reports whether the agent reaches a model.
-func usesGateway(p *pipeline.Plan) bool { return p.Agent.Provider != "none" }
+func usesGateway(p *plan.Plan) bool { return p.Agent.Provider != "none" }
 
 // adapterFiles are files an agent kind needs in its cell image, such as
 // Codex's config.toml; they enter the cell image's key.
-func adapterFiles(p *pipeline.Plan) map[string][]byte {
+func adapterFiles(p *plan.Plan) map[string][]byte {
 	if p.Agent.Kind != "codex" {
 		return nil
 	}
@@ -53,7 +54,7 @@ enabled = false
 
 // adapterEnv is what an agent kind needs to reach its model through the
 // gateway with the cell's dummy key.
-func adapterEnv(p *pipeline.Plan, token string) []string {
+func adapterEnv(p *plan.Plan, token string) []string {
 	switch p.Agent.Kind {
 	case "claude-code":
 		env := []string{"ANTHROPIC_BASE_URL=" + cellModelURL, "ANTHROPIC_API_KEY=" + token, "HOME=" + agentHome}
@@ -70,7 +71,7 @@ func adapterEnv(p *pipeline.Plan, token string) []string {
 
 // startGateway starts the run's gateway and puts the forwarder beside its
 // socket. The real credential is read from the host here and nowhere else.
-func startGateway(p *pipeline.Plan) (*Gateway, string, error) {
+func startGateway(p *plan.Plan) (*Gateway, string, error) {
 	key := ""
 	if p.Agent.Provider != "scripted" {
 		if p.Agent.CredentialEnv == "" {
@@ -102,7 +103,7 @@ func startGateway(p *pipeline.Plan) (*Gateway, string, error) {
 }
 
 // gatewayLimits reads limits.retry and limits.stall.
-func gatewayLimits(l pipeline.Limits) (RetryPolicy, time.Duration, error) {
+func gatewayLimits(l suite.Limits) (RetryPolicy, time.Duration, error) {
 	parse := func(name, v string) (time.Duration, error) {
 		if v == "" {
 			return 0, fmt.Errorf("read limits.%s: unset (a plan of an older skillgate? compile it again)", name)
@@ -131,7 +132,7 @@ func gatewayLimits(l pipeline.Limits) (RetryPolicy, time.Duration, error) {
 // preflight checks the real provider's key and reachability before any cell, and
 // says what to fix when it fails: the credential variable for a refused key, the
 // upstream for a provider out of reach.
-func preflight(ctx context.Context, g *Gateway, p *pipeline.Plan, log io.Writer) error {
+func preflight(ctx context.Context, g *Gateway, p *plan.Plan, log io.Writer) error {
 	note, err := g.Preflight(ctx)
 	var pe *PreflightError
 	switch {
@@ -157,7 +158,7 @@ func preflight(ctx context.Context, g *Gateway, p *pipeline.Plan, log io.Writer)
 // redactor removes secrets from everything stored.
 type redactor struct{ secrets [][]byte }
 
-func newRedactor(p *pipeline.Plan, extra ...string) *redactor {
+func newRedactor(p *plan.Plan, extra ...string) *redactor {
 	r := &redactor{}
 	for _, name := range p.Suite.RedactEnv {
 		extra = append(extra, os.Getenv(name))

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
 )
 
 // These tests run the real agent CLIs (their skillgate images, built from npm when
@@ -57,7 +57,7 @@ func TestCodexEndToEnd(t *testing.T) {
 		}
 		switch c.Arm {
 		case "forced":
-			if skills["s"] != pipeline.EvidenceInferred {
+			if skills["s"] != grade.EvidenceInferred {
 				t.Errorf("%s: skills %v, want s inferred\n%s", c.ID, tel.Skills, stdout)
 			}
 			// The answer quotes what the command printed: the installed SKILL.md.

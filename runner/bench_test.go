@@ -20,7 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+
 	"github.com/skillgate/skillgate/runner"
 )
 
@@ -37,7 +39,7 @@ type benchSuite struct {
 
 // writeSuite writes s into a fresh repository folder and returns the suite
 // folder and its compiled plan.
-func writeSuite(tb testing.TB, s benchSuite) (string, *pipeline.Plan) {
+func writeSuite(tb testing.TB, s benchSuite) (string, *plan.Plan) {
 	tb.Helper()
 	dir := tb.TempDir()
 	must := func(err error) {
@@ -79,9 +81,9 @@ schema.#Suite & {
 }
 `, s.name, strings.Join(cmd, ", "), s.trials)
 	must(os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(src), 0o644))
-	p, err := pipeline.CompileDir(dir)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		tb.Fatal(pipeline.PrintError(err, dir))
+		tb.Fatal(suite.PrintError(err, dir))
 	}
 	if len(p.Cells) != s.trials {
 		tb.Fatalf("plan has %d cells, want %d", len(p.Cells), s.trials)
@@ -115,7 +117,7 @@ func needDocker(b *testing.B, suite string) {
 
 // runPlan runs the whole plan into a fresh run folder and returns its wall
 // time and the run folder. Every cell must complete.
-func runPlan(b *testing.B, dir string, p *pipeline.Plan, jobs int) (time.Duration, string) {
+func runPlan(b *testing.B, dir string, p *plan.Plan, jobs int) (time.Duration, string) {
 	b.Helper()
 	out := b.TempDir()
 	t0 := time.Now()
@@ -131,7 +133,7 @@ func runPlan(b *testing.B, dir string, p *pipeline.Plan, jobs int) (time.Duratio
 }
 
 // rollouts reads the stored rollouts of every cell of p in out.
-func rollouts(b *testing.B, p *pipeline.Plan, out string) []*runner.Rollout {
+func rollouts(b *testing.B, p *plan.Plan, out string) []*runner.Rollout {
 	b.Helper()
 	st, err := runner.OpenStore(out)
 	if err != nil {
@@ -151,7 +153,7 @@ func rollouts(b *testing.B, p *pipeline.Plan, out string) []*runner.Rollout {
 // warmUp runs the plan once in its own run folder, so the cell image is
 // built, and returns the image build time (the largest Image phase of its
 // cells) and the cell image's reference.
-func warmUp(b *testing.B, dir string, p *pipeline.Plan, jobs int) (build time.Duration, image string) {
+func warmUp(b *testing.B, dir string, p *plan.Plan, jobs int) (build time.Duration, image string) {
 	b.Helper()
 	_, out := runPlan(b, dir, p, jobs)
 	var img float64
@@ -385,7 +387,7 @@ func BenchmarkPinTree(b *testing.B) {
 		}
 		f.Close()
 	}
-	tree, err := pipeline.HashTree(src)
+	tree, err := plan.HashTree(src)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
+
 	"github.com/opencontainers/go-digest"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -43,9 +48,9 @@ var ErrCalibrationIncomplete = errors.New("calibration incomplete")
 // workspace, run in one arm, and how its answer is checked.
 type calCell struct {
 	check string
-	arm   pipeline.PlanArm
-	pc    pipeline.PlanCase
-	cell  pipeline.Cell
+	arm   plan.PlanArm
+	pc    plan.PlanCase
+	cell  plan.Cell
 	// asked describes the question, for the check's detail.
 	asked string
 	grade func(answer string) (passed bool, why string)
@@ -70,7 +75,7 @@ type calCell struct {
 // pipeline.CalibrationVerdict. The error wraps ErrCalibrationIncomplete
 // when a calibration cell could not give an answer. With opts.DryRun
 // nothing starts and the result is nil.
-func Calibrate(ctx context.Context, p *pipeline.Plan, opts Options) (*pipeline.Calibration, error) {
+func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibration, error) {
 	if opts.Jobs < 1 {
 		opts.Jobs = 1
 	}
@@ -86,7 +91,7 @@ func Calibrate(ctx context.Context, p *pipeline.Plan, opts Options) (*pipeline.C
 		return nil, err
 	}
 	defer unlock()
-	cal := &pipeline.Calibration{Checks: []pipeline.CalibrationCheck{}}
+	cal := &verdict.Calibration{Checks: []verdict.CalibrationCheck{}}
 	var todo []calCell
 	for _, c := range cells {
 		ro, ok, err := store.Rollout(c.cell.Rollout)
@@ -110,7 +115,7 @@ func Calibrate(ctx context.Context, p *pipeline.Plan, opts Options) (*pipeline.C
 	}
 	var incomplete []string
 	for _, c := range cells {
-		ch := pipeline.CalibrationCheck{Arm: c.arm.Name, Check: c.check, Cell: c.cell.ID, Rollout: c.cell.Rollout, Status: pipeline.StatusMissing}
+		ch := verdict.CalibrationCheck{Arm: c.arm.Name, Check: c.check, Cell: c.cell.ID, Rollout: c.cell.Rollout, Status: grade.StatusMissing}
 		ro, ok, err := store.Rollout(c.cell.Rollout)
 		if err != nil {
 			return nil, err
@@ -134,9 +139,9 @@ func Calibrate(ctx context.Context, p *pipeline.Plan, opts Options) (*pipeline.C
 		cal.Checks = append(cal.Checks, ch)
 		var kind **bool
 		switch c.check {
-		case pipeline.CalibrationSkill:
+		case verdict.CalibrationSkill:
 			kind = &cal.Skill
-		case pipeline.CalibrationNone:
+		case verdict.CalibrationNone:
 			kind = &cal.None
 		default:
 			kind = &cal.Shell
@@ -152,7 +157,7 @@ func Calibrate(ctx context.Context, p *pipeline.Plan, opts Options) (*pipeline.C
 	}
 	b, err := json.MarshalIndent(struct {
 		Plan digest.Digest `json:"plan"`
-		*pipeline.Calibration
+		*verdict.Calibration
 	}{p.Digest, cal}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("write calibration: %w", err)
@@ -165,7 +170,7 @@ func Calibrate(ctx context.Context, p *pipeline.Plan, opts Options) (*pipeline.C
 
 // ReadCalibration reads the calibration recorded in the run folder for
 // plan p; ok is false when there is none, or it was made for another plan.
-func ReadCalibration(out string, p *pipeline.Plan) (cal *pipeline.Calibration, ok bool, err error) {
+func ReadCalibration(out string, p *plan.Plan) (cal *verdict.Calibration, ok bool, err error) {
 	b, err := os.ReadFile(filepath.Join(out, FileCalibration))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
@@ -175,7 +180,7 @@ func ReadCalibration(out string, p *pipeline.Plan) (cal *pipeline.Calibration, o
 	}
 	var rec struct {
 		Plan digest.Digest `json:"plan"`
-		pipeline.Calibration
+		verdict.Calibration
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return nil, false, fmt.Errorf("read calibration: %w", err)
@@ -187,7 +192,7 @@ func ReadCalibration(out string, p *pipeline.Plan) (cal *pipeline.Calibration, o
 }
 
 // DescribeCalibration renders a calibration for people.
-func DescribeCalibration(cal *pipeline.Calibration) string {
+func DescribeCalibration(cal *verdict.Calibration) string {
 	var b strings.Builder
 	state := "passed"
 	if !cal.Passed() {
@@ -205,7 +210,7 @@ func DescribeCalibration(cal *pipeline.Calibration) string {
 }
 
 // runCalibration runs the calibration cells with Run's machinery.
-func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out string, store *Store, todo []calCell, cal *pipeline.Calibration) error {
+func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string, store *Store, todo []calCell, cal *verdict.Calibration) error {
 	in := newInputs(p, opts.SuiteDir, store)
 	for _, c := range todo {
 		if err := in.add(c.pc, c.arm); err != nil {
@@ -266,15 +271,15 @@ func runCalibration(ctx context.Context, p *pipeline.Plan, opts Options, out str
 // calibrationCells are the calibration cells of p's arms (only those
 // named, when any are), in authored order: skill or none, then shell
 // where it runs.
-func calibrationCells(p *pipeline.Plan, suiteDir string, only []string) ([]calCell, error) {
-	var arms []pipeline.PlanArm
+func calibrationCells(p *plan.Plan, suiteDir string, only []string) ([]calCell, error) {
+	var arms []plan.PlanArm
 	for _, a := range p.Arms {
 		if len(only) == 0 || slices.Contains(only, a.Name) {
 			arms = append(arms, a)
 		}
 	}
 	for _, name := range only {
-		if !slices.ContainsFunc(p.Arms, func(a pipeline.PlanArm) bool { return a.Name == name }) {
+		if !slices.ContainsFunc(p.Arms, func(a plan.PlanArm) bool { return a.Name == name }) {
 			return nil, fmt.Errorf("calibrate: the plan has no arm %q", name)
 		}
 	}
@@ -316,7 +321,7 @@ func calibrationCells(p *pipeline.Plan, suiteDir string, only []string) ([]calCe
 
 // newCalCell makes the calibration cell asking prompt in arm; its key
 // digests everything that decides what the agent does, like a plan cell's.
-func newCalCell(p *pipeline.Plan, check string, arm pipeline.PlanArm, prompt string) calCell {
+func newCalCell(p *plan.Plan, check string, arm plan.PlanArm, prompt string) calCell {
 	id := "calibrate:" + check
 	kb, _ := json.Marshal(struct {
 		Calibration string        `json:"calibration"`
@@ -328,16 +333,16 @@ func newCalCell(p *pipeline.Plan, check string, arm pipeline.PlanArm, prompt str
 	}{calibrationVersion, p.Agent.Digest, p.Limits.Digest, arm.Digest, check, prompt})
 	return calCell{
 		check: check, arm: arm,
-		pc:   pipeline.PlanCase{Case: pipeline.Case{ID: id, Prompt: prompt, Kind: "calibration", Tags: []string{}, Assert: []pipeline.Assertion{}, Rubric: []string{}}},
-		cell: pipeline.Cell{ID: pipeline.CellID(id, arm.Name, 1), Case: id, Arm: arm.Name, Trial: 1, Rollout: digest.FromBytes(kb)},
+		pc:   plan.PlanCase{Case: suite.Case{ID: id, Prompt: prompt, Kind: "calibration", Tags: []string{}, Assert: []suite.Assertion{}, Rubric: []string{}}},
+		cell: plan.Cell{ID: plan.CellID(id, arm.Name, 1), Case: id, Arm: arm.Name, Trial: 1, Rollout: digest.FromBytes(kb)},
 	}
 }
 
-func shellCheck(p *pipeline.Plan, arm pipeline.PlanArm) calCell {
+func shellCheck(p *plan.Plan, arm plan.PlanArm) calCell {
 	nonce := digest.FromString(calibrationVersion + " " + p.Agent.Digest.String() + " " + arm.Digest.String()).Encoded()[:12]
 	want := "skillgate-calibration-" + nonce
 	cmd := "echo " + want
-	c := newCalCell(p, pipeline.CalibrationShell, arm, calibrationPreamble+
+	c := newCalCell(p, verdict.CalibrationShell, arm, calibrationPreamble+
 		"Run this shell command with your shell tool: `"+cmd+"`\n"+
 		"Then reply with the output it printed, exactly.")
 	c.asked = fmt.Sprintf("asked to run %q", cmd)
@@ -350,13 +355,13 @@ func shellCheck(p *pipeline.Plan, arm pipeline.PlanArm) calCell {
 	return c
 }
 
-func noneCheck(p *pipeline.Plan, arm pipeline.PlanArm, names []string) calCell {
+func noneCheck(p *plan.Plan, arm plan.PlanArm, names []string) calCell {
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = fmt.Sprintf("%q", n)
 	}
 	list := strings.Join(quoted, " or ")
-	c := newCalCell(p, pipeline.CalibrationNone, arm, calibrationPreamble+
+	c := newCalCell(p, verdict.CalibrationNone, arm, calibrationPreamble+
 		"Is a skill named "+list+" available to you in this session? Look only at the skills you have been given; do not install, create or search for skills.\n"+
 		"Reply with exactly one word: "+calibrationYes+" if such a skill is available, "+calibrationNo+" if none is.")
 	c.asked = "asked whether a skill named " + list + " is available"
@@ -383,7 +388,7 @@ type skillCopy struct {
 	lines          []string
 }
 
-func readSkillCopy(p *pipeline.Plan, suiteDir, arm, key string) (skillCopy, error) {
+func readSkillCopy(p *plan.Plan, suiteDir, arm, key string) (skillCopy, error) {
 	sk, ok := p.Skills[key]
 	if !ok {
 		return skillCopy{}, fmt.Errorf("calibrate: arm %s installs unknown skill %s", arm, key)
@@ -398,7 +403,7 @@ func readSkillCopy(p *pipeline.Plan, suiteDir, arm, key string) (skillCopy, erro
 // skillCheck asks the arm's agent to quote a line of one of its skills'
 // SKILL.md: the first skill whose copy holds a line no differing copy of
 // the same name (in any arm) holds, else the arm's first skill.
-func skillCheck(p *pipeline.Plan, suiteDir string, arm pipeline.PlanArm) (calCell, error) {
+func skillCheck(p *plan.Plan, suiteDir string, arm plan.PlanArm) (calCell, error) {
 	var others []skillCopy
 	for _, a := range p.Arms {
 		for _, k := range a.Skills {
@@ -444,7 +449,7 @@ func skillCheck(p *pipeline.Plan, suiteDir string, arm pipeline.PlanArm) (calCel
 		return calCell{}, fmt.Errorf("calibrate: arm %s: no SKILL.md of its skills holds a line to quote", arm.Name)
 	}
 	name, line, prefix := chosen.copy.name, chosen.line, chosen.prefix
-	c := newCalCell(p, pipeline.CalibrationSkill, arm, calibrationPreamble+
+	c := newCalCell(p, verdict.CalibrationSkill, arm, calibrationPreamble+
 		fmt.Sprintf("Open the SKILL.md file of your skill named %q and find the line that starts with %q.\n", name, prefix)+
 		"Reply with that whole line, exactly as it is written in the file. If you cannot read the file, say so; do not guess.")
 	c.asked = fmt.Sprintf("asked to quote the line of skill %s's SKILL.md starting with %q", name, prefix)

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // calibrationSuite copies testdata/calibrate/NAME into a fresh repository
@@ -18,7 +19,7 @@ func calibrationSuite(t *testing.T, e *Engine, name string) runSuite {
 	return copyTestdataSuite(t, e, filepath.Join("calibrate", name))
 }
 
-func calibrate(t *testing.T, s runSuite, out string) *pipeline.Calibration {
+func calibrate(t *testing.T, s runSuite, out string) *verdict.Calibration {
 	t.Helper()
 	var log bytes.Buffer
 	cal, err := Calibrate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 4, Log: &log})
@@ -30,7 +31,7 @@ func calibrate(t *testing.T, s runSuite, out string) *pipeline.Calibration {
 	return cal
 }
 
-func checkOf(t *testing.T, cal *pipeline.Calibration, arm, check string) pipeline.CalibrationCheck {
+func checkOf(t *testing.T, cal *verdict.Calibration, arm, check string) verdict.CalibrationCheck {
 	t.Helper()
 	for _, c := range cal.Checks {
 		if c.Arm == arm && c.Check == check {
@@ -38,7 +39,7 @@ func checkOf(t *testing.T, cal *pipeline.Calibration, arm, check string) pipelin
 		}
 	}
 	t.Fatalf("no %s check in arm %s: %+v", check, arm, cal.Checks)
-	return pipeline.CalibrationCheck{}
+	return verdict.CalibrationCheck{}
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
@@ -75,7 +76,7 @@ func TestCalibratePasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range results {
-		if r.Status != pipeline.StatusMissing {
+		if r.Status != grade.StatusMissing {
 			t.Errorf("plan cell %s is %s after calibration alone", r.Cell, r.Status)
 		}
 	}
@@ -127,7 +128,7 @@ func TestCalibrateStaleCopyFails(t *testing.T) {
 	if got := cal.Reasons(); !reflect.DeepEqual(got, []string{"CALIBRATION skill after"}) {
 		t.Errorf("reasons %v", got)
 	}
-	if v := pipeline.CalibrationVerdict(cal); v.Verdict != pipeline.VerdictCalibration || v.ExitCode != 3 {
+	if v := verdict.CalibrationVerdict(cal); v.Verdict != verdict.VerdictCalibration || v.ExitCode != 3 {
 		t.Errorf("verdict %+v", v)
 	}
 }
@@ -209,7 +210,7 @@ func TestCalibrateEchoAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cells {
-		if passed, why := c.grade(c.pc.Prompt); c.check != pipeline.CalibrationShell && passed {
+		if passed, why := c.grade(c.pc.Prompt); c.check != verdict.CalibrationShell && passed {
 			t.Errorf("%s check in %s passes an echo of its prompt: %s", c.check, c.arm.Name, why)
 		}
 	}

@@ -13,9 +13,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // Labels skillgate puts on what it creates.
@@ -59,7 +60,7 @@ func owner(user string) (uid, gid int, err error) {
 // setup does not grow with the fixture's size.
 type images struct {
 	engine *Engine
-	plan   *pipeline.Plan
+	plan   *plan.Plan
 	// store holds the tree snapshots cell images are built from.
 	store *Store
 	log   io.Writer
@@ -79,7 +80,7 @@ type imageBuild struct {
 }
 
 // newImages is the image builder of a plan's cells.
-func newImages(e *Engine, p *pipeline.Plan, store *Store, log io.Writer) *images {
+func newImages(e *Engine, p *plan.Plan, store *Store, log io.Writer) *images {
 	return &images{engine: e, plan: p, store: store, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 }
 
@@ -130,7 +131,7 @@ func (im *images) agentImage(ctx context.Context) (ref, id, version string, err 
 // snapshots if the engine lacks it. Its tag and its LabelCellKey derive
 // from the agent image ID and the plan's tree digests: once every file is
 // verified while the image is built, that is its content.
-func (im *images) cellImage(ctx context.Context, pc pipeline.PlanCase, arm pipeline.PlanArm) (ref, id string, err error) {
+func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.PlanArm) (ref, id string, err error) {
 	agentRef, agentID, _, err := im.agentImage(ctx)
 	if err != nil {
 		return "", "", err
@@ -179,7 +180,7 @@ func (im *images) cellImage(ctx context.Context, pc pipeline.PlanCase, arm pipel
 }
 
 // snapshot is the store's verified copy of a tree the plan digested.
-func (im *images) snapshot(what string, t pipeline.Tree) (string, error) {
+func (im *images) snapshot(what string, t plan.Tree) (string, error) {
 	dir := im.store.TreeDir(t.Digest)
 	if _, err := os.Stat(dir); err != nil {
 		return "", fmt.Errorf("find the snapshot of %s: %w (inputs are pinned before the first cell)", what, err)
@@ -187,7 +188,7 @@ func (im *images) snapshot(what string, t pipeline.Tree) (string, error) {
 	return dir, nil
 }
 
-func (im *images) build(ctx context.Context, tag string, key digest.Digest, agentRef string, pc pipeline.PlanCase, arm pipeline.PlanArm) (string, error) {
+func (im *images) build(ctx context.Context, tag string, key digest.Digest, agentRef string, pc plan.PlanCase, arm plan.PlanArm) (string, error) {
 	uid, gid, err := owner(im.plan.Agent.User)
 	if err != nil {
 		return "", err
@@ -243,7 +244,7 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 // Prompt is what the agent of an arm is asked: the case's prompt, after its
 // seed conversation (the agent's seedPrompt template), wrapped by the
 // agent's forced-prompt template when the arm forces its skills.
-func Prompt(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm) string {
+func Prompt(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) string {
 	prompt := pc.Prompt
 	if len(pc.Seed) > 0 {
 		var turns []string
@@ -282,12 +283,12 @@ type cellInput struct {
 	inline bool
 }
 
-func newCellInput(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm) (cellInput, error) {
+func newCellInput(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) (cellInput, error) {
 	in := cellInput{prompt: Prompt(p, pc, arm)}
 	if len(pc.Seed) > 0 {
 		in.seed, _ = json.Marshal(pc.Seed)
 	}
-	max, err := pipeline.ParseBytes(p.Limits.PromptArg)
+	max, err := suite.ParseBytes(p.Limits.PromptArg)
 	if err != nil {
 		return in, fmt.Errorf("read limits.promptArg: %w", err)
 	}
@@ -305,7 +306,7 @@ func (in cellInput) files() []SpecFile {
 }
 
 // cellEnv is the agent's whole environment: nothing of the host's.
-func cellEnv(p *pipeline.Plan, arm pipeline.PlanArm, in cellInput) []string {
+func cellEnv(p *plan.Plan, arm plan.PlanArm, in cellInput) []string {
 	env := []string{"SKILLGATE_PROMPT_FILE=" + PromptFile}
 	if in.inline {
 		env = append(env, "SKILLGATE_PROMPT="+in.prompt)
@@ -332,7 +333,7 @@ const PromptArg = "{{prompt}}"
 // command line goes to the agent's standard input instead, as the CLI reads it there:
 // Claude Code takes stdin when no prompt argument is given, Codex when the argument is "-".
 // It returns the standard input to give, or nil.
-func cellCommand(p *pipeline.Plan, in cellInput) ([]string, []byte, error) {
+func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, error) {
 	out := make([]string, 0, len(p.Agent.Command))
 	var stdin []byte
 	for _, a := range p.Agent.Command {

@@ -12,17 +12,17 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/skillgate/skillgate/pipeline/grade"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"golang.org/x/sys/unix"
 )
 
 // Types of WorkspaceEntry, as the stored changes name them.
 const (
-	entryFile    = pipeline.TypeFile
-	entryDir     = pipeline.TypeDir
-	entrySymlink = pipeline.TypeSymlink
-	entryOther   = pipeline.TypeOther
+	entryFile    = grade.TypeFile
+	entryDir     = grade.TypeDir
+	entrySymlink = grade.TypeSymlink
+	entryOther   = grade.TypeOther
 )
 
 // WorkspaceEntry is one path below a finished container's CollectPrefix as the container

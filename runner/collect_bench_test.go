@@ -10,7 +10,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+
 	"github.com/skillgate/skillgate/runner"
 )
 
@@ -80,9 +82,9 @@ func BenchmarkCollect(b *testing.B) {
 	}
 	must(os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(collectSuite), 0o644))
 	bin := buildBenchCLI(b)
-	p, err := pipeline.CompileDir(dir)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		b.Fatal(pipeline.PrintError(err, dir))
+		b.Fatal(suite.PrintError(err, dir))
 	}
 	b.Setenv("SKILLGATE_BENCH_SECRET", "sk-bench-"+nonce())
 	// The cell image is built once, outside the figures.
@@ -122,7 +124,7 @@ func BenchmarkCollect(b *testing.B) {
 
 // collectCase runs one case of the collection suite in a fresh run folder and returns its
 // collect phase in seconds and the process's peak RSS in MiB.
-func collectCase(b *testing.B, bin, dir string, p *pipeline.Plan, id string) (float64, float64, error) {
+func collectCase(b *testing.B, bin, dir string, p *plan.Plan, id string) (float64, float64, error) {
 	b.Helper()
 	out := b.TempDir()
 	cmd := exec.Command(bin, "run", dir, "--out", out, "--case", id, "--jobs", "1")
@@ -135,7 +137,7 @@ func collectCase(b *testing.B, bin, dir string, p *pipeline.Plan, id string) (fl
 	if !ok {
 		return 0, 0, fmt.Errorf("no rusage")
 	}
-	var cell pipeline.Cell
+	var cell plan.Cell
 	for _, c := range p.Cells {
 		if c.Case == id {
 			cell = c

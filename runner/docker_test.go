@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/plan"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // dockerTestLabel is the label key of everything the tests create; its value is random
@@ -97,10 +97,10 @@ func testAgentImage(t *testing.T, e *Engine, labels map[string]string) string {
 }
 
 // testFixture is the initial workspace of testAgentImage.
-func testFixture() map[string]pipeline.TreeEntry {
-	files := map[string]pipeline.TreeEntry{}
+func testFixture() map[string]plan.TreeEntry {
+	files := map[string]plan.TreeEntry{}
 	for p, body := range map[string]string{"keep.txt": "old\n", "gone.txt": "doomed\n", "sub/deep.txt": "deep\n"} {
-		files[p] = pipeline.TreeEntry{Digest: digest.FromString(body), Size: int64(len(body))}
+		files[p] = plan.TreeEntry{Digest: digest.FromString(body), Size: int64(len(body))}
 	}
 	return files
 }

@@ -9,6 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/report"
+	"github.com/skillgate/skillgate/pipeline/verdict"
+
 	"github.com/opencontainers/go-digest"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -27,7 +32,7 @@ const FilePlan = "plan.json"
 // interrupted) count as missing, so a partial run is INCOMPLETE, never a
 // pass; so do cells whose judge call failed, which the verdict names with
 // the judge's error.
-func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *pipeline.Report, error) {
+func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdict.Report, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -120,22 +125,22 @@ func Evaluate(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, *p
 }
 
 // writePlan writes the plan the run folder's reports describe, atomically.
-func writePlan(out string, p *pipeline.Plan) error {
+func writePlan(out string, p *plan.Plan) error {
 	return pipeline.WriteFile(filepath.Join(out, FilePlan), p.Encode())
 }
 
 // Report rebuilds the verdict and every report of a run folder from its
 // plan and stored results alone: no Docker, no model. The same stored
 // results always give the same bytes.
-func Report(out string) (*pipeline.Report, error) {
+func Report(out string) (*verdict.Report, error) {
 	p, r, results, err := buildRun(out)
 	if err != nil {
 		return nil, err
 	}
-	if err := pipeline.WriteReports(out, r); err != nil {
+	if err := report.WriteReports(out, r); err != nil {
 		return nil, err
 	}
-	if err := pipeline.WriteAuditQueue(out, pipeline.AuditQueue(p, results, p.Suite.Seed)); err != nil {
+	if err := grade.WriteAuditQueue(out, grade.AuditQueue(p, results, p.Suite.Seed)); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -144,13 +149,13 @@ func Report(out string) (*pipeline.Report, error) {
 // ReadRun rebuilds a run folder's report from its plan and store, as
 // Report does, and writes nothing: the paired gate reads two runs this way,
 // never their report files, which anyone can edit.
-func ReadRun(out string) (*pipeline.Plan, *pipeline.Report, error) {
+func ReadRun(out string) (*plan.Plan, *verdict.Report, error) {
 	p, r, _, err := buildRun(out)
 	return p, r, err
 }
 
-func buildRun(out string) (*pipeline.Plan, *pipeline.Report, []pipeline.CellResult, error) {
-	p, err := pipeline.ReadPlan(filepath.Join(out, FilePlan))
+func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, error) {
+	p, err := plan.ReadPlan(filepath.Join(out, FilePlan))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -166,20 +171,20 @@ func buildRun(out string) (*pipeline.Plan, *pipeline.Report, []pipeline.CellResu
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	r := pipeline.BuildJudgedReport(p, results, pairwise)
+	r := verdict.BuildJudgedReport(p, results, pairwise)
 	rcells, reruns, err := storedReruns(p, store)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pipeline.ApplyReruns(r, p, results, pairwise, rcells, reruns)
-	r.Adjudication = pipeline.BuildAdjudicationReport(p, results)
-	pipeline.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
+	verdict.ApplyReruns(r, p, results, pairwise, rcells, reruns)
+	r.Adjudication = grade.BuildAdjudicationReport(p, results)
+	verdict.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
 	r.StandIn = p.Agent.StandIn
 	recs, err := rolloutRecords(p, store)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pipeline.ObserveRollouts(r, recs)
+	verdict.ObserveRollouts(r, recs)
 	cal, ok, err := ReadCalibration(out, p)
 	if err != nil {
 		return nil, nil, nil, err
@@ -187,7 +192,7 @@ func buildRun(out string) (*pipeline.Plan, *pipeline.Report, []pipeline.CellResu
 	if ok {
 		r.Calibration = cal
 		if !cal.Passed() {
-			r.Verdict = pipeline.CalibrationVerdict(cal)
+			r.Verdict = verdict.CalibrationVerdict(cal)
 		}
 	}
 	return p, r, results, nil
@@ -195,8 +200,8 @@ func buildRun(out string) (*pipeline.Plan, *pipeline.Report, []pipeline.CellResu
 
 // rolloutRecords reads what each plan cell's stored rollout recorded of
 // its inputs and of who answered.
-func rolloutRecords(p *pipeline.Plan, store *Store) ([]pipeline.RolloutRecord, error) {
-	var out []pipeline.RolloutRecord
+func rolloutRecords(p *plan.Plan, store *Store) ([]verdict.RolloutRecord, error) {
+	var out []verdict.RolloutRecord
 	byKey := map[digest.Digest]*Rollout{}
 	for _, c := range p.Cells {
 		ro, seen := byKey[c.Rollout]
@@ -213,7 +218,7 @@ func rolloutRecords(p *pipeline.Plan, store *Store) ([]pipeline.RolloutRecord, e
 		if ro == nil {
 			continue
 		}
-		rec := pipeline.RolloutRecord{Cell: c.ID, Arm: c.Arm, Status: ro.Status, Inputs: ro.Inputs, CLIVersion: ro.Telemetry.AgentVersion, InputsChanged: ro.InputsChanged}
+		rec := verdict.RolloutRecord{Cell: c.ID, Arm: c.Arm, Status: ro.Status, Inputs: ro.Inputs, CLIVersion: ro.Telemetry.AgentVersion, InputsChanged: ro.InputsChanged}
 		models := []string{ro.Telemetry.Model}
 		if ro.Gateway != nil {
 			models = append(models, strings.Split(ro.Gateway.ModelAnswered, ", ")...)

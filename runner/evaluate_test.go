@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // TestDemoEndToEnd runs the demo suite for real (the real Claude Code CLI,
@@ -17,9 +20,9 @@ import (
 // byte.
 func TestDemoEndToEnd(t *testing.T) {
 	testEngine(t)
-	p, err := pipeline.CompileDir("../suites/demo")
+	p, err := plan.CompileDir("../suites/demo")
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, ".."))
+		t.Fatal(suite.PrintError(err, ".."))
 	}
 	suiteDir, _ := filepath.Abs("../suites/demo")
 	out := t.TempDir()
@@ -33,7 +36,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	// The stand-in model misses the skill on the release-notes prompt in
 	// the automatic arm and writes a second file there: a forbidden write.
-	if r.Verdict.Verdict != pipeline.VerdictFail || strings.Join(r.Verdict.Reasons, ",") != "FORBIDDEN automatic" {
+	if r.Verdict.Verdict != verdict.VerdictFail || strings.Join(r.Verdict.Reasons, ",") != "FORBIDDEN automatic" {
 		t.Errorf("verdict %s %v", r.Verdict.Verdict, r.Verdict.Reasons)
 	}
 	if r.StandIn == "" {
@@ -48,7 +51,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	rate := map[string]float64{}
 	for _, a := range r.Arms {
-		rate[a.Name] = a.Metrics[pipeline.MetricTaskSuccess].Value
+		rate[a.Name] = a.Metrics[verdict.MetricTaskSuccess].Value
 	}
 	if !(rate["none"] < rate["automatic"] && rate["automatic"] < rate["forced"]) {
 		t.Errorf("pass rates %v: want none < automatic < forced", rate)
@@ -81,11 +84,11 @@ func TestDemoEndToEnd(t *testing.T) {
 				}
 				switch arm {
 				case "forced":
-					if skills["changelog"] != pipeline.EvidenceObserved || tel.Tokens == nil || tel.Turns == nil {
+					if skills["changelog"] != grade.EvidenceObserved || tel.Tokens == nil || tel.Turns == nil {
 						t.Errorf("%s: skills %v, tokens %v, turns %v: want changelog observed, tokens and turns", tr.Cell, tel.Skills, tel.Tokens, tel.Turns)
 					}
 				case "none":
-					for _, e := range append(append([]pipeline.RoutingEvent{}, tel.Skills...), tel.References...) {
+					for _, e := range append(append([]grade.RoutingEvent{}, tel.Skills...), tel.References...) {
 						if strings.HasPrefix(e.Name, "changelog") {
 							t.Errorf("%s: a none-arm cell lists %s (%s)", tr.Cell, e.Name, e.Evidence)
 						}
@@ -121,9 +124,9 @@ func TestDemoEndToEnd(t *testing.T) {
 			continue
 		}
 		judgedForced++
-		var judged []pipeline.CheckResult
+		var judged []grade.CheckResult
 		for _, ch := range res.Checks {
-			if ch.Kind == pipeline.CheckJudge {
+			if ch.Kind == grade.CheckJudge {
 				judged = append(judged, ch)
 			}
 		}
@@ -180,7 +183,7 @@ func TestRegradeWithoutAgent(t *testing.T) {
 		t.Fatal("suite.cue did not change")
 	}
 	os.WriteFile(file, []byte(edited), 0o644)
-	p2, err := pipeline.CompileDir(s.Dir)
+	p2, err := plan.CompileDir(s.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,9 +210,9 @@ func TestRegradeWithoutAgent(t *testing.T) {
 // checks through the real Claude Code CLI, and nothing else runs.
 func TestDemoCalibration(t *testing.T) {
 	testEngine(t)
-	p, err := pipeline.CompileDir("../suites/demo")
+	p, err := plan.CompileDir("../suites/demo")
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, ".."))
+		t.Fatal(suite.PrintError(err, ".."))
 	}
 	suiteDir, _ := filepath.Abs("../suites/demo")
 	out := t.TempDir()
@@ -222,7 +225,7 @@ func TestDemoCalibration(t *testing.T) {
 	if err != nil || !ok || !cal.Passed() || len(cal.Checks) != 4 {
 		t.Fatalf("calibration %+v %v %v\n%s", cal, ok, err, log.String())
 	}
-	if rs, _ := Results(p, &Store{Dir: out}); rs[0].Status != pipeline.StatusMissing {
+	if rs, _ := Results(p, &Store{Dir: out}); rs[0].Status != grade.StatusMissing {
 		t.Errorf("a plan cell ran during calibration: %+v", rs[0])
 	}
 }
@@ -240,7 +243,7 @@ func TestRelativeRunFolder(t *testing.T) {
 		t.Fatal("suite.cue did not change")
 	}
 	os.WriteFile(file, []byte(edited), 0o644)
-	p, err := pipeline.CompileDir(s.Dir)
+	p, err := plan.CompileDir(s.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +277,7 @@ func TestSkillChangeRerunsOnlyItsArms(t *testing.T) {
 	skill := filepath.Join(s.Dir, "skill", "SKILL.md")
 	b, _ := os.ReadFile(skill)
 	os.WriteFile(skill, append(b, []byte("\nOne more rule.\n")...), 0o644)
-	p, err := pipeline.CompileDir(s.Dir)
+	p, err := plan.CompileDir(s.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

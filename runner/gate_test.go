@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/report"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // TestGateReadsRunFolders runs a baseline and two candidates for real and
@@ -53,7 +55,7 @@ func TestGateReadsRunFolders(t *testing.T) {
 	}
 	c := s
 	var err error
-	if c.Plan, err = pipeline.CompileDir(s.Dir); err != nil {
+	if c.Plan, err = plan.CompileDir(s.Dir); err != nil {
 		t.Fatal(err)
 	}
 	evaluate(c, cand)
@@ -69,25 +71,25 @@ func TestGateReadsRunFolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := s
-	if d.Plan, err = pipeline.CompileDir(s.Dir); err != nil {
+	if d.Plan, err = plan.CompileDir(s.Dir); err != nil {
 		t.Fatal(err)
 	}
 	evaluate(d, edited)
 
-	read := func(out string) pipeline.GateRun {
+	read := func(out string) verdict.GateRun {
 		t.Helper()
 		p, r, err := ReadRun(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return pipeline.GateRun{Plan: p, Report: r}
+		return verdict.GateRun{Plan: p, Report: r}
 	}
-	opts, err := pipeline.SkillOptGateOptions()
+	opts, err := verdict.SkillOptGateOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.AllowEqual = true
-	_, err = pipeline.Gate(read(base), read(edited), opts)
+	_, err = verdict.Gate(read(base), read(edited), opts)
 	if err == nil || !strings.Contains(err.Error(), "\n\tcase unseen1: prompt, assert differ") {
 		t.Errorf("gate of an edited held-out case: %v", err)
 	}
@@ -95,7 +97,7 @@ func TestGateReadsRunFolders(t *testing.T) {
 	bs, cs := read(base), read(cand)
 	for _, side := range []struct {
 		name  string
-		run   pipeline.GateRun
+		run   verdict.GateRun
 		dirty bool
 	}{{"baseline", bs, false}, {"candidate", cs, true}} {
 		o := side.run.Report.Observed
@@ -103,17 +105,17 @@ func TestGateReadsRunFolders(t *testing.T) {
 			t.Errorf("%s observed %+v, want one revision, dirty %v", side.name, o, side.dirty)
 		}
 	}
-	want, err := pipeline.Gate(bs, cs, opts)
+	want, err := verdict.Gate(bs, cs, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A forged report.json: the gate reads the store, so nothing changes,
 	// and nothing is written into the run folders.
-	forged := filepath.Join(cand, pipeline.FileReportJSON)
+	forged := filepath.Join(cand, report.FileReportJSON)
 	if err := os.WriteFile(forged, []byte(`{"suite": "runtest-gate", "arms": [{"name": "skill", "skillBytes": 1, "metrics": {"taskSuccess": {"value": 1, "samples": 6}}}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := pipeline.Gate(read(base), read(cand), opts)
+	got, err := verdict.Gate(read(base), read(cand), opts)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("after a forged report.json: %+v, %v; before: %+v", got, err, want)
 	}

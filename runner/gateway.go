@@ -23,7 +23,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // GatewaySocket is the name of the gateway's socket in its folder. The folder is mounted
@@ -47,9 +48,9 @@ type GatewayConfig struct {
 	// never logged, never stored, never given to a cell.
 	APIKey string
 	// Script is what the scripted provider answers.
-	Script *pipeline.Script
+	Script *suite.Script
 	// Prices turn token counts into USD; nil means no USD figures.
-	Prices *pipeline.Prices
+	Prices *suite.Prices
 	// Retry is how transient provider errors are retried (limits.retry).
 	Retry RetryPolicy
 	// Stall cuts a try of an exchange after this long without a byte from the
@@ -71,7 +72,7 @@ type CellUsage struct {
 	// Tokens are summed over the responses that reported usage; nil if none did. Input
 	// counts uncached input tokens for both providers (OpenAI's cached tokens are moved to
 	// CacheRead), so prices apply alike.
-	Tokens *pipeline.Tokens `json:"tokens,omitempty"`
+	Tokens *grade.Tokens `json:"tokens,omitempty"`
 	// LatencySeconds sums the time from each request's arrival to the end of its response.
 	LatencySeconds float64 `json:"latencySeconds"`
 	// USD is the cost of Tokens at the configured per-token prices; nil without such
@@ -130,7 +131,7 @@ type gatewayCell struct {
 	requests int
 	asked    []string
 	answered []string
-	tokens   *pipeline.Tokens
+	tokens   *grade.Tokens
 	latency  time.Duration
 	calls    int // scripted replies given, for deterministic ids
 
@@ -468,7 +469,7 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 	c.answered = appendDistinct(c.answered, model)
 	if tokens != nil {
 		if c.tokens == nil {
-			c.tokens = &pipeline.Tokens{}
+			c.tokens = &grade.Tokens{}
 		}
 		c.tokens.Input += tokens.Input
 		c.tokens.Output += tokens.Output

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // claudeStandInSuite writes a one-cell suite whose agent is the real Claude Code CLI
@@ -50,16 +52,16 @@ schema.#Suite & {
 `,
 	})
 	dir := filepath.Join(root, "s")
-	p, err := pipeline.CompileDir(dir)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, root))
+		t.Fatal(suite.PrintError(err, root))
 	}
 	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
 	return runSuite{Dir: dir, Plan: p}
 }
 
 // evaluateLogged runs Evaluate into out and returns what it logged.
-func evaluateLogged(t *testing.T, s runSuite, out string) (*Summary, *pipeline.Report, string, error) {
+func evaluateLogged(t *testing.T, s runSuite, out string) (*Summary, *verdict.Report, string, error) {
 	t.Helper()
 	var log bytes.Buffer
 	sum, rep, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 1, Log: &log})
@@ -107,7 +109,7 @@ func TestClaudeCodeBadKey(t *testing.T) {
 	if !ok || ro.Status != StatusInvalid || ro.Error != wantErr || sum.Statuses[StatusInvalid] != 1 {
 		t.Fatalf("rollout %+v, summary %+v\nwant error %q\n%s", ro, sum, wantErr, readStored(t, out, c, FileStdout))
 	}
-	if rep.Verdict.Verdict != pipeline.VerdictIncomplete || rep.Verdict.ExitCode != 2 {
+	if rep.Verdict.Verdict != verdict.VerdictIncomplete || rep.Verdict.ExitCode != 2 {
 		t.Errorf("verdict %s (exit %d) %v", rep.Verdict.Verdict, rep.Verdict.ExitCode, rep.Verdict.Reasons)
 	}
 	if ro.Gateway == nil || len(ro.Gateway.Faults) == 0 || ro.Gateway.Faults[0].Status != 401 || ro.Gateway.Faults[0].Retries != 0 {
@@ -127,7 +129,7 @@ func TestClaudeCodeBadKey(t *testing.T) {
 	if !sum.Complete() || sum.Ran != 1 || ro.Status != StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
 		t.Fatalf("rerun: summary %+v, rollout %s %q\n%s", sum, ro.Status, ro.Answer, readStored(t, out, c, FileStdout))
 	}
-	if rep.Verdict.Verdict != pipeline.VerdictPass {
+	if rep.Verdict.Verdict != verdict.VerdictPass {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
 	t.Logf("the stand-in served %v", up.served)
@@ -177,7 +179,7 @@ func TestClaudeCodeRateLimited(t *testing.T) {
 	}
 	ro, _, _ = (&Store{Dir: out}).Rollout(c.Rollout)
 	want := "provider: HTTP 429 rate_limit_error: Number of request tokens has exceeded your per-minute rate limit (from " + up.URL + "/v1/messages, after 2 retries)"
-	if ro.Status != StatusInvalid || ro.Error != want || rep.Verdict.Verdict != pipeline.VerdictIncomplete {
+	if ro.Status != StatusInvalid || ro.Error != want || rep.Verdict.Verdict != verdict.VerdictIncomplete {
 		t.Errorf("rollout %s %q, verdict %s\nwant %q\n%s", ro.Status, ro.Error, rep.Verdict.Verdict, want, readStored(t, out, c, FileStdout))
 	}
 	os.RemoveAll(out)

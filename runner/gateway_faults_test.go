@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // gwFaultsGateway starts a gateway for family in front of the stand-in.
@@ -305,7 +306,7 @@ func TestGatewayPreflight(t *testing.T) {
 
 	up := newStandIn(t, false)
 	g, _ := gwFaultsGateway(t, up, "anthropic", 2, 5*time.Second)
-	plan := &pipeline.Plan{Agent: pipeline.PlanAgent{Agent: pipeline.Agent{Provider: "anthropic", Upstream: up.URL, CredentialEnv: "SKILLGATE_TEST_KEY"}}}
+	plan := &plan.Plan{Agent: plan.PlanAgent{Agent: suite.Agent{Provider: "anthropic", Upstream: up.URL, CredentialEnv: "SKILLGATE_TEST_KEY"}}}
 	var log strings.Builder
 	up.failModels(&standInFault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"})
 	err := preflight(ctx, g, plan, &log)

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
 )
 
 // observingWriter passes a response through unchanged while its observer reads it.
@@ -59,7 +59,7 @@ type usageObserver struct {
 
 	status int
 	model  string
-	tokens *pipeline.Tokens
+	tokens *grade.Tokens
 	// done: the stream's last event came (message_stop, response.completed, [DONE]).
 	done bool
 	// streamErr is an error event in a stream whose status was 200.
@@ -251,7 +251,7 @@ func (u *usageObserver) apply(w *wireUsage, fresh bool) {
 		return
 	}
 	if u.tokens == nil || fresh {
-		u.tokens = &pipeline.Tokens{}
+		u.tokens = &grade.Tokens{}
 	}
 	t := u.tokens
 	set := func(dst *int64, src *int64) {
@@ -289,7 +289,7 @@ func (u *usageObserver) apply(w *wireUsage, fresh bool) {
 }
 
 // result returns the answering model and the reported tokens (nil if none).
-func (u *usageObserver) result() (string, *pipeline.Tokens) {
+func (u *usageObserver) result() (string, *grade.Tokens) {
 	switch u.mode {
 	case observeSSE:
 		if !u.broken && len(u.data) > 0 { // a last event without its blank line

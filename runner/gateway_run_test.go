@@ -14,12 +14,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // gatewaySuite writes a suite whose command agent calls its model through
 // the gateway with wget, then prints its environment.
-func gatewaySuite(t *testing.T, agent string, cases int) (string, *pipeline.Plan) {
+func gatewaySuite(t *testing.T, agent string, cases int) (string, *plan.Plan) {
 	t.Helper()
 	root := t.TempDir()
 	os.Mkdir(filepath.Join(root, ".git"), 0o755)
@@ -30,7 +31,7 @@ func gatewaySuite(t *testing.T, agent string, cases int) (string, *pipeline.Plan
 	for i := 0; i < cases; i++ {
 		cs.WriteString("\t\t\"c" + string(rune('a'+i)) + "\": {prompt: \"p" + string(rune('a'+i)) + "\"}\n")
 	}
-	suite := `package s
+	src := `package s
 
 import (
 	"skillgate.dev/schema"
@@ -53,10 +54,10 @@ schema.#Suite & {
 	policy: policies.advisory
 }
 `
-	os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(suite), 0o644)
-	p, err := pipeline.CompileDir(dir)
+	os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(src), 0o644)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, root))
+		t.Fatal(suite.PrintError(err, root))
 	}
 	return dir, p
 }

@@ -20,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // gwUnixClient talks HTTP to a gateway socket, as the forwarder lets a cell do.
@@ -139,7 +140,7 @@ func TestGatewayForwardsAnthropic(t *testing.T) {
 	seen := &gwUpstreamSeen{}
 	firstRead := make(chan struct{})
 	up := gwSlowUpstream(t, seen, firstRead)
-	prices := &pipeline.Prices{InputPerMTok: gwPtr(3.0), OutputPerMTok: gwPtr(15.0), CacheReadPerMTok: gwPtr(0.3), CacheWritePerMTok: gwPtr(3.75)}
+	prices := &suite.Prices{InputPerMTok: gwPtr(3.0), OutputPerMTok: gwPtr(15.0), CacheReadPerMTok: gwPtr(0.3), CacheWritePerMTok: gwPtr(3.75)}
 	g := gwStart(t, GatewayConfig{Provider: "anthropic", Upstream: up.URL + "/base/", APIKey: realKey, Prices: prices})
 
 	fi, err := os.Stat(g.Socket())
@@ -213,14 +214,14 @@ func TestGatewayForwardsAnthropic(t *testing.T) {
 	}
 
 	// What the gateway recorded, per cell.
-	one := pipeline.Tokens{Input: 1200, Output: 345, CacheRead: 5000, CacheWrite: 300}
+	one := grade.Tokens{Input: 1200, Output: 345, CacheRead: 5000, CacheWrite: 300}
 	usd := func(n int64) float64 {
 		return float64(n) * (1200*3.0 + 345*15.0 + 5000*0.3 + 300*3.75) / 1e6
 	}
 	ua, ub := g.Usage("cell-a"), g.Usage("cell-b")
 	t.Logf("cell a: %+v tokens %+v usd %v", ua, *ua.Tokens, *ua.USD)
 	if ua.Requests != 2 || ua.ModelAsked != "claude-sonnet-4-5" || ua.ModelAnswered != "claude-sonnet-4-5-20250929" ||
-		ua.Tokens == nil || *ua.Tokens != (pipeline.Tokens{Input: 2400, Output: 690, CacheRead: 10000, CacheWrite: 600}) ||
+		ua.Tokens == nil || *ua.Tokens != (grade.Tokens{Input: 2400, Output: 690, CacheRead: 10000, CacheWrite: 600}) ||
 		ua.USD == nil || math.Abs(*ua.USD-usd(2)) > 1e-9 || ua.LatencySeconds <= 0.05 {
 		t.Errorf("cell a usage %+v", ua)
 	}
@@ -308,7 +309,7 @@ func TestGatewayForwardsOpenAI(t *testing.T) {
 	}
 	u := g.Usage("codex-cell")
 	if u.Requests != 1 || u.ModelAsked != "gpt-5.1-codex" || u.ModelAnswered != "gpt-5.1-codex-2025" ||
-		u.Tokens == nil || *u.Tokens != (pipeline.Tokens{Input: 600, Output: 50, CacheRead: 400}) || u.USD != nil {
+		u.Tokens == nil || *u.Tokens != (grade.Tokens{Input: 600, Output: 50, CacheRead: 400}) || u.USD != nil {
 		t.Errorf("usage %+v (tokens %v)", u, u.Tokens)
 	}
 	if g.Spent() != 0 {
@@ -323,7 +324,7 @@ func TestGatewayRefusesBadConfig(t *testing.T) {
 		{Dir: dir, Provider: "anthropic", Upstream: "https://api.anthropic.com"},
 		{Dir: dir, Provider: "openai", Upstream: "api.openai.com", APIKey: "k"},
 		{Dir: dir, Provider: "scripted"},
-		{Dir: dir, Provider: "scripted", Script: &pipeline.Script{Rules: []pipeline.ScriptRule{{Reply: []pipeline.ScriptBlock{{}}}}}},
+		{Dir: dir, Provider: "scripted", Script: &suite.Script{Rules: []suite.ScriptRule{{Reply: []suite.ScriptBlock{{}}}}}},
 		{Dir: "/tmp/" + strings.Repeat("x", 120), Provider: "scripted", Script: gwTestScript()},
 	} {
 		if g, err := StartGateway(cfg); err == nil {
@@ -570,9 +571,9 @@ func TestGatewayForwarderContainer(t *testing.T) {
 }
 
 // gwTestScript is a small script for gateway tests.
-func gwTestScript() *pipeline.Script {
-	return &pipeline.Script{Model: "scripted-test", Rules: []pipeline.ScriptRule{
-		{When: &pipeline.ScriptWhen{Contains: gwPtr("SCENARIO:container")}, Reply: []pipeline.ScriptBlock{{Text: gwPtr("hello from the scripted model")}}, Usage: pipeline.ScriptUsage{Input: 11, Output: 3}},
-		{When: &pipeline.ScriptWhen{Contains: gwPtr("never present")}, Reply: []pipeline.ScriptBlock{{Text: gwPtr("x")}}},
+func gwTestScript() *suite.Script {
+	return &suite.Script{Model: "scripted-test", Rules: []suite.ScriptRule{
+		{When: &suite.ScriptWhen{Contains: gwPtr("SCENARIO:container")}, Reply: []suite.ScriptBlock{{Text: gwPtr("hello from the scripted model")}}, Usage: suite.ScriptUsage{Input: 11, Output: 3}},
+		{When: &suite.ScriptWhen{Contains: gwPtr("never present")}, Reply: []suite.ScriptBlock{{Text: gwPtr("x")}}},
 	}}
 }

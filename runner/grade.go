@@ -15,9 +15,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 const storeGrades = "store/grades"
@@ -28,7 +30,7 @@ func (s *Store) GradePath(key digest.Digest) string {
 }
 
 // Grade reads the cell result stored under a grade key.
-func (s *Store) Grade(key digest.Digest) (*pipeline.CellResult, bool, error) {
+func (s *Store) Grade(key digest.Digest) (*grade.CellResult, bool, error) {
 	b, err := os.ReadFile(s.GradePath(key))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -36,7 +38,7 @@ func (s *Store) Grade(key digest.Digest) (*pipeline.CellResult, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("read grade %s: %w", key, err)
 	}
-	var r pipeline.CellResult
+	var r grade.CellResult
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, false, fmt.Errorf("read grade %s: %w", key, err)
 	}
@@ -44,7 +46,7 @@ func (s *Store) Grade(key digest.Digest) (*pipeline.CellResult, bool, error) {
 }
 
 // putGrade stores a cell result under its grade key, atomically.
-func (s *Store) putGrade(r pipeline.CellResult) error {
+func (s *Store) putGrade(r grade.CellResult) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err == nil {
 		err = s.putFile(s.GradePath(r.Grade), append(b, '\n'))
@@ -58,8 +60,8 @@ func (s *Store) putGrade(r pipeline.CellResult) error {
 // Results returns one CellResult per plan cell from the store alone: a
 // stored grade, else an invalid rollout, else missing. It needs no Docker
 // and no model.
-func Results(p *pipeline.Plan, store *Store) ([]pipeline.CellResult, error) {
-	out := make([]pipeline.CellResult, len(p.Cells))
+func Results(p *plan.Plan, store *Store) ([]grade.CellResult, error) {
+	out := make([]grade.CellResult, len(p.Cells))
 	for i, c := range p.Cells {
 		r, err := storedResult(store, c)
 		if err != nil {
@@ -70,8 +72,8 @@ func Results(p *pipeline.Plan, store *Store) ([]pipeline.CellResult, error) {
 	return out, nil
 }
 
-func storedResult(store *Store, c pipeline.Cell) (pipeline.CellResult, error) {
-	base := pipeline.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade, Status: pipeline.StatusMissing, Checks: []pipeline.CheckResult{}}
+func storedResult(store *Store, c plan.Cell) (grade.CellResult, error) {
+	base := grade.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade, Status: grade.StatusMissing, Checks: []grade.CheckResult{}}
 	if g, ok, err := store.Grade(c.Grade); err != nil || ok {
 		if ok {
 			// A grade is shared by cells with equal keys: name this one.
@@ -97,21 +99,21 @@ func storedResult(store *Store, c pipeline.Cell) (pipeline.CellResult, error) {
 // agent. A cell that cannot be graded because Docker or skillgate failed is stored as an
 // invalid grade with the reason, which the next run retries: grading never stops the
 // verdict.
-func Grade(ctx context.Context, p *pipeline.Plan, cells []pipeline.Cell, opts Options) (graded int, err error) {
+func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (graded int, err error) {
 	out, store, unlock, err := openRunFolder(opts.Out)
 	if err != nil {
 		return 0, err
 	}
 	defer unlock()
-	cases := map[string]pipeline.PlanCase{}
+	cases := map[string]plan.PlanCase{}
 	for _, c := range p.Cases {
 		cases[c.ID] = c
 	}
-	arms := map[string]pipeline.PlanArm{}
+	arms := map[string]plan.PlanArm{}
 	for _, a := range p.Arms {
 		arms[a.Name] = a
 	}
-	var todo []pipeline.Cell
+	var todo []plan.Cell
 	seen := map[digest.Digest]bool{}
 	for _, c := range cells {
 		if seen[c.Grade] {
@@ -140,7 +142,7 @@ func Grade(ctx context.Context, p *pipeline.Plan, cells []pipeline.Cell, opts Op
 	g := &grader{plan: p, store: store, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
 	defer g.close()
 	var mu sync.Mutex
-	forEach(ctx, opts.Jobs, todo, func(c pipeline.Cell) {
+	forEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
 		err := g.grade(ctx, c)
 		if ctx.Err() != nil {
 			return
@@ -152,8 +154,8 @@ func Grade(ctx context.Context, p *pipeline.Plan, cells []pipeline.Cell, opts Op
 			return
 		}
 		fmt.Fprintf(opts.logger(), "grade %s: %v (the cell is invalid until a run grades it)\n", c.ID, err)
-		r := pipeline.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade,
-			Status: StatusInvalid, Error: "grade: " + g.redact().string(err.Error()), Checks: []pipeline.CheckResult{}}
+		r := grade.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade,
+			Status: StatusInvalid, Error: "grade: " + g.redact().string(err.Error()), Checks: []grade.CheckResult{}}
 		if perr := store.putGrade(r); perr != nil {
 			fmt.Fprintf(opts.logger(), "store grade %s: %v\n", c.ID, perr)
 		}
@@ -175,11 +177,11 @@ func (o Options) logger() io.Writer {
 // grader grades cells, starting a Docker engine only if a case has run:
 // assertions.
 type grader struct {
-	plan  *pipeline.Plan
+	plan  *plan.Plan
 	store *Store
 	opts  Options
-	cases map[string]pipeline.PlanCase
-	arms  map[string]pipeline.PlanArm
+	cases map[string]plan.PlanCase
+	arms  map[string]plan.PlanArm
 	out   string
 	runID string
 
@@ -211,7 +213,7 @@ func (g *grader) sweep(ctx context.Context) {
 	g.engine.Sweep(sctx, LabelRun+"="+g.runID)
 }
 
-func (g *grader) grade(ctx context.Context, c pipeline.Cell) error {
+func (g *grader) grade(ctx context.Context, c plan.Cell) error {
 	pc, arm := g.cases[c.Case], g.arms[c.Arm]
 	ro, ok, err := g.store.Rollout(c.Rollout)
 	if err != nil {
@@ -224,7 +226,7 @@ func (g *grader) grade(ctx context.Context, c pipeline.Cell) error {
 	if err != nil {
 		return err
 	}
-	in := pipeline.GradeInput{
+	in := grade.GradeInput{
 		Status: ro.Status, Error: ro.Error, Answer: string(answer),
 		World:        rolloutWorld(g.plan, g.store, g.opts.SuiteDir, pc, arm, ro),
 		Telemetry:    ro.Telemetry,
@@ -240,7 +242,7 @@ func (g *grader) grade(ctx context.Context, c pipeline.Cell) error {
 	if in.RunChecks, err = g.runChecks(ctx, c, pc, arm, ro, in.World, answer); err != nil {
 		return err
 	}
-	r, err := pipeline.GradeCell(g.plan, pc, c, in)
+	r, err := grade.GradeCell(g.plan, pc, c, in)
 	if err != nil {
 		return err
 	}
@@ -261,8 +263,8 @@ func storedAnswer(store *Store, ro *Rollout) ([]byte, error) {
 
 // rolloutWorld is a stored rollout's final workspace: the plan's fixture and skill trees,
 // read from their verified snapshots in the store, and the stored changes.
-func rolloutWorld(p *pipeline.Plan, store *Store, suiteDir string, pc pipeline.PlanCase, arm pipeline.PlanArm, ro *Rollout) pipeline.World {
-	w := pipeline.World{Changed: filepath.Join(store.RolloutDir(ro.Key), DirFiles), Changes: ro.Changes}
+func rolloutWorld(p *plan.Plan, store *Store, suiteDir string, pc plan.PlanCase, arm plan.PlanArm, ro *Rollout) grade.World {
+	w := grade.World{Changed: filepath.Join(store.RolloutDir(ro.Key), DirFiles), Changes: ro.Changes}
 	if pc.Fixture != "" {
 		t := p.Fixtures[path.Clean(pc.Fixture)]
 		w.Fixture, w.FixtureTree = store.TreeDir(pc.FixtureDigest), &t // the verified snapshot, not the live folder
@@ -274,7 +276,7 @@ func rolloutWorld(p *pipeline.Plan, store *Store, suiteDir string, pc pipeline.P
 		if _, err := os.Stat(dir); err != nil {
 			dir = filepath.Join(suiteDir, filepath.FromSlash(sk.Path)) // a rollout stored without its run
 		}
-		w.Skills = append(w.Skills, pipeline.WorldSkill{At: path.Join(p.Agent.SkillsDir, sk.Name), Dir: dir, Tree: &t})
+		w.Skills = append(w.Skills, grade.WorldSkill{At: path.Join(p.Agent.SkillsDir, sk.Name), Dir: dir, Tree: &t})
 	}
 	return w
 }
@@ -295,18 +297,18 @@ const checkOutputCap = 64 << 10
 // as the agent gave it. Each check is its own process, whose exit code the engine reports,
 // so no output can forge a result; a check past its timeout ends the container, and the
 // checks after it start in a fresh one.
-func (g *grader) runChecks(ctx context.Context, c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.PlanArm, ro *Rollout, w pipeline.World, answer []byte) ([]pipeline.CheckResult, error) {
-	var runs []pipeline.Assertion
+func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, ro *Rollout, w grade.World, answer []byte) ([]grade.CheckResult, error) {
+	var runs []suite.Assertion
 	for _, a := range pc.Assert {
 		if a.Run != nil {
 			runs = append(runs, a)
 		}
 	}
-	out := make([]pipeline.CheckResult, len(runs))
+	out := make([]grade.CheckResult, len(runs))
 	if len(runs) == 0 || ro.Status != StatusCompleted {
 		// An agent that did not complete fails anyway; its checks are not run.
 		for i, a := range runs {
-			out[i] = pipeline.CheckResult{Name: runName(a), Kind: pipeline.CheckRun, Detail: "not run: the agent did not complete"}
+			out[i] = grade.CheckResult{Name: runName(a), Kind: grade.CheckRun, Detail: "not run: the agent did not complete"}
 		}
 		return out, nil
 	}
@@ -332,7 +334,7 @@ func (g *grader) runChecks(ctx context.Context, c pipeline.Cell, pc pipeline.Pla
 		return nil, err
 	}
 	lim := g.plan.Limits
-	mem, err := pipeline.ParseBytes(lim.CheckMemory)
+	mem, err := suite.ParseBytes(lim.CheckMemory)
 	if err != nil {
 		return nil, fmt.Errorf("read limits.checkMemory: %w", err)
 	}
@@ -404,8 +406,8 @@ func startCheckSession(ctx context.Context, e *Engine, spec SessionSpec, world c
 }
 
 // checkResult reads one check's outcome.
-func checkResult(a pipeline.Assertion, res *ExecOutcome, timeout time.Duration) pipeline.CheckResult {
-	ch := pipeline.CheckResult{Name: runName(a), Kind: pipeline.CheckRun, Passed: !res.TimedOut && res.ExitCode == 0}
+func checkResult(a suite.Assertion, res *ExecOutcome, timeout time.Duration) grade.CheckResult {
+	ch := grade.CheckResult{Name: runName(a), Kind: grade.CheckRun, Passed: !res.TimedOut && res.ExitCode == 0}
 	if ch.Passed {
 		return ch
 	}
@@ -423,7 +425,7 @@ func checkResult(a pipeline.Assertion, res *ExecOutcome, timeout time.Duration) 
 	return ch
 }
 
-func runName(a pipeline.Assertion) string {
+func runName(a suite.Assertion) string {
 	if a.Name != "" {
 		return a.Name
 	}
@@ -446,7 +448,7 @@ type checkWorldTars struct {
 }
 
 // checkWorld builds the archives of a cell's final state from its stored changes.
-func checkWorld(p *pipeline.Plan, w pipeline.World, answer []byte) (checkWorldTars, error) {
+func checkWorld(p *plan.Plan, w grade.World, answer []byte) (checkWorldTars, error) {
 	uid, gid, err := owner(p.Agent.User)
 	if err != nil {
 		return checkWorldTars{}, err
@@ -454,7 +456,7 @@ func checkWorld(p *pipeline.Plan, w pipeline.World, answer []byte) (checkWorldTa
 	var out checkWorldTars
 	var del bytes.Buffer
 	for _, ch := range w.Changes {
-		if ch.Kind == pipeline.ChangeDeleted {
+		if ch.Kind == grade.ChangeDeleted {
 			del.WriteString(ch.Path)
 			del.WriteByte(0)
 		}
@@ -470,7 +472,7 @@ func checkWorld(p *pipeline.Plan, w pipeline.World, answer []byte) (checkWorldTa
 	changed := NewBuildContext("")
 	n := 0
 	for _, ch := range w.Changes {
-		if ch.Kind == pipeline.ChangeDeleted || ch.Cut != "" {
+		if ch.Kind == grade.ChangeDeleted || ch.Cut != "" {
 			continue
 		}
 		rel := path.Join(strings.TrimPrefix(Workspace, "/"), ch.Path)
@@ -478,11 +480,11 @@ func checkWorld(p *pipeline.Plan, w pipeline.World, answer []byte) (checkWorldTa
 			changed.AddDir(path.Join(strings.TrimPrefix(Workspace, "/"), d), 0o755, uid, gid)
 		}
 		switch ch.Type {
-		case pipeline.TypeDir:
+		case grade.TypeDir:
 			changed.AddDir(rel, 0o755, uid, gid)
-		case pipeline.TypeSymlink:
+		case grade.TypeSymlink:
 			changed.AddSymlink(rel, ch.Target, uid, gid)
-		case pipeline.TypeOther:
+		case grade.TypeOther:
 			continue // a FIFO or device: not reproduced
 		default:
 			mode := int64(0o644)

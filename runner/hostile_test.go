@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // TestHostileAgent runs an agent that attacks its own grading from inside real cells
@@ -34,15 +36,15 @@ func TestHostileAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	by := map[string]pipeline.CellResult{}
+	by := map[string]grade.CellResult{}
 	for _, r := range results {
 		by[r.Cell] = r
 		if r.Status != StatusCompleted {
 			t.Errorf("%s: status %s (%s), want completed: every shape of workspace is gradeable", r.Cell, r.Status, r.Error)
 		}
 	}
-	checks := func(id string) map[string]pipeline.CheckResult {
-		m := map[string]pipeline.CheckResult{}
+	checks := func(id string) map[string]grade.CheckResult {
+		m := map[string]grade.CheckResult{}
 		for _, ch := range by[id].Checks {
 			m[ch.Name] = ch
 		}
@@ -172,17 +174,17 @@ func TestRerunRed(t *testing.T) {
 	s := copySuite(t, e, "rerun")
 	out := t.TempDir()
 	_, rep := evaluate(t, s.Plan, s.Dir, out)
-	if rep.Verdict.Verdict != pipeline.VerdictFail || !slices.Contains(rep.Verdict.Reasons, "REGRESSION t") {
+	if rep.Verdict.Verdict != verdict.VerdictFail || !slices.Contains(rep.Verdict.Reasons, "REGRESSION t") {
 		t.Fatalf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
 	if d := rule(t, rep, "regression").Detail; !strings.Contains(d, "after 0/3, and 1 same-tree rerun(s) failed too") {
 		t.Errorf("regression detail %q", d)
 	}
-	if len(rep.Reruns) != 1 || rep.Reruns[0].Panel != (pipeline.Panel{Case: "t", Arm: "after"}) || len(rep.Reruns[0].Trials) != 3 || rep.Reruns[0].Flaky {
+	if len(rep.Reruns) != 1 || rep.Reruns[0].Panel != (plan.Panel{Case: "t", Arm: "after"}) || len(rep.Reruns[0].Trials) != 3 || rep.Reruns[0].Flaky {
 		t.Fatalf("reruns %+v", rep.Reruns)
 	}
 	store := &Store{Dir: out}
-	for _, c := range pipeline.PanelCells(s.Plan, pipeline.Panel{Case: "t", Arm: "after"}, 1) {
+	for _, c := range plan.PanelCells(s.Plan, plan.Panel{Case: "t", Arm: "after"}, 1) {
 		ro, ok, err := store.Rollout(c.Rollout)
 		if err != nil || !ok || ro.Status != StatusCompleted || ro.Cell != c.ID {
 			t.Errorf("rerun %s: %+v %v %v", c.ID, ro, ok, err)

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/plan"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // LayerTar is the name, inside a build context, of the tar that carries every entry added
@@ -154,7 +154,7 @@ func (b *BuildContext) AddHostTree(prefix string, hostDir string, uid, gid int) 
 // of each file are hashed while the context is written and must have the
 // digest t gives them, else writing fails naming the file: an image holds
 // exactly the plan's bytes or is not built.
-func (b *BuildContext) AddTree(prefix, dir string, t pipeline.Tree, uid, gid int) error {
+func (b *BuildContext) AddTree(prefix, dir string, t plan.Tree, uid, gid int) error {
 	root, err := imagePath(prefix)
 	if err != nil {
 		return fmt.Errorf("add tree %s: %w", dir, err)

@@ -14,9 +14,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/plan"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // A cell runs exactly the bytes its plan digested. Before a run's first
@@ -35,7 +35,7 @@ import (
 // src into the store, verifying every file, and returns the snapshot's
 // folder. what names the tree in errors ("skill changelog", "fixture
 // fixtures/repo"). A tree already in the store is not copied again.
-func (s *Store) PinTree(what, src string, want pipeline.Tree) (string, error) {
+func (s *Store) PinTree(what, src string, want plan.Tree) (string, error) {
 	dst := s.TreeDir(want.Digest)
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
@@ -136,7 +136,7 @@ func liveMode(info fs.FileInfo) (string, error) {
 // copyVerified copies the files of src into dst, hashing each while it is
 // copied, and fails naming the first file (by path) that differs from
 // want. Snapshot files are read-only: nothing writes through them.
-func copyVerified(src, dst string, want pipeline.Tree) error {
+func copyVerified(src, dst string, want plan.Tree) error {
 	files, err := walkLive(src)
 	if err != nil {
 		return err
@@ -242,25 +242,25 @@ func copyHashed(src, dst string, exec bool) (digest.Digest, error) {
 type inputTree struct {
 	what string // "skill KEY" or "fixture PATH"
 	src  string
-	tree pipeline.Tree
+	tree plan.Tree
 }
 
 // inputs are the skill and fixture trees an invocation's cells run, pinned
 // in the store before the first cell and checked again after the last.
 type inputs struct {
-	plan     *pipeline.Plan
+	plan     *plan.Plan
 	suiteDir string
 	store    *Store
 	trees    map[string]*inputTree // by what
 	order    []string
 }
 
-func newInputs(p *pipeline.Plan, suiteDir string, store *Store) *inputs {
+func newInputs(p *plan.Plan, suiteDir string, store *Store) *inputs {
 	return &inputs{plan: p, suiteDir: suiteDir, store: store, trees: map[string]*inputTree{}}
 }
 
 // treesOf names the trees a cell of case pc in arm reads.
-func treesOf(pc pipeline.PlanCase, arm pipeline.PlanArm) []string {
+func treesOf(pc plan.PlanCase, arm plan.PlanArm) []string {
 	var out []string
 	if pc.Fixture != "" {
 		out = append(out, "fixture "+path.Clean(pc.Fixture))
@@ -272,13 +272,13 @@ func treesOf(pc pipeline.PlanCase, arm pipeline.PlanArm) []string {
 }
 
 // add records the trees a cell of case pc in arm needs.
-func (in *inputs) add(pc pipeline.PlanCase, arm pipeline.PlanArm) error {
+func (in *inputs) add(pc plan.PlanCase, arm plan.PlanArm) error {
 	for _, what := range treesOf(pc, arm) {
 		if in.trees[what] != nil {
 			continue
 		}
 		var rel string
-		var tree pipeline.Tree
+		var tree plan.Tree
 		if key, ok := strings.CutPrefix(what, "skill "); ok {
 			sk, ok := in.plan.Skills[key]
 			if !ok {
@@ -320,12 +320,12 @@ func (in *inputs) recheck() map[string][]string {
 	changed := map[string][]string{}
 	for _, what := range in.order {
 		t := in.trees[what]
-		now, err := pipeline.HashTree(t.src)
+		now, err := plan.HashTree(t.src)
 		if err != nil {
 			changed[what] = []string{fmt.Sprintf("%s: %v", what, err)}
 			continue
 		}
-		for _, ch := range pipeline.DiffTrees(t.tree, now) {
+		for _, ch := range plan.DiffTrees(t.tree, now) {
 			changed[what] = append(changed[what], fmt.Sprintf("%s: %s %s", what, ch.Path, ch.Change))
 		}
 	}
@@ -335,8 +335,8 @@ func (in *inputs) recheck() map[string][]string {
 // pinFixtures makes sure the store holds the fixture snapshot of every
 // given cell's case: rollouts stored before skillgate kept snapshots, or
 // stored by hand, are graded from a snapshot verified now.
-func pinFixtures(p *pipeline.Plan, suiteDir string, store *Store, cells []pipeline.Cell) error {
-	cases := map[string]pipeline.PlanCase{}
+func pinFixtures(p *plan.Plan, suiteDir string, store *Store, cells []plan.Cell) error {
+	cases := map[string]plan.PlanCase{}
 	for _, pc := range p.Cases {
 		cases[pc.ID] = pc
 	}
@@ -351,7 +351,7 @@ func pinFixtures(p *pipeline.Plan, suiteDir string, store *Store, cells []pipeli
 		if _, err := os.Stat(store.TreeDir(pc.FixtureDigest)); err == nil {
 			continue
 		}
-		if err := in.add(pc, pipeline.PlanArm{}); err != nil {
+		if err := in.add(pc, plan.PlanArm{}); err != nil {
 			return err
 		}
 	}
@@ -361,9 +361,9 @@ func pinFixtures(p *pipeline.Plan, suiteDir string, store *Store, cells []pipeli
 // ranCell is a cell rolled out by this invocation, with the status its
 // rollout was stored with.
 type ranCell struct {
-	cell   pipeline.Cell
-	pc     pipeline.PlanCase
-	arm    pipeline.PlanArm
+	cell   plan.Cell
+	pc     plan.PlanCase
+	arm    plan.PlanArm
 	status string
 }
 

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // printedDigest is the SKILL.md digest a pinned-suite cell printed.
@@ -25,7 +26,7 @@ func printedDigest(answer string) string {
 }
 
 // skillFileDigest is the digest the plan gives the skill's SKILL.md.
-func skillFileDigest(p *pipeline.Plan) string {
+func skillFileDigest(p *plan.Plan) string {
 	return string(p.Skills["s"].Files["SKILL.md"].Digest)
 }
 
@@ -82,7 +83,7 @@ func TestSkillEditedDuringRun(t *testing.T) {
 
 	type result struct {
 		sum *Summary
-		rep *pipeline.Report
+		rep *verdict.Report
 		err error
 	}
 	done, finished := make(chan struct{}), make(chan result, 1)
@@ -101,7 +102,7 @@ func TestSkillEditedDuringRun(t *testing.T) {
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	if res.rep.Verdict.Verdict != pipeline.VerdictIncomplete || !strings.Contains(strings.Join(res.rep.Verdict.Reasons, "\n"), "INPUT-CHANGED skill s: SKILL.md modified (3 cells)") {
+	if res.rep.Verdict.Verdict != verdict.VerdictIncomplete || !strings.Contains(strings.Join(res.rep.Verdict.Reasons, "\n"), "INPUT-CHANGED skill s: SKILL.md modified (3 cells)") {
 		t.Errorf("verdict %s %q: want INCOMPLETE naming SKILL.md", res.rep.Verdict.Verdict, res.rep.Verdict.Reasons)
 	}
 	if res.sum.Statuses[StatusInvalid] != 3 || res.sum.Complete() {
@@ -135,7 +136,7 @@ func TestSkillEditedDuringRun(t *testing.T) {
 	if sum.Ran != 3 || sum.Reused != 3 || !sum.Complete() {
 		t.Errorf("rerun: %+v, want the 3 forced cells run again", sum)
 	}
-	if strings.Contains(strings.Join(rep.Verdict.Reasons, "\n"), "INPUT-CHANGED") || rep.Verdict.Verdict == pipeline.VerdictIncomplete {
+	if strings.Contains(strings.Join(rep.Verdict.Reasons, "\n"), "INPUT-CHANGED") || rep.Verdict.Verdict == verdict.VerdictIncomplete {
 		t.Errorf("rerun verdict %s %q", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
 	checkRanPinnedBytes(t, s, out)
@@ -182,7 +183,7 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := s
-	if b.Plan, err = pipeline.CompileDir(s.Dir); err != nil {
+	if b.Plan, err = plan.CompileDir(s.Dir); err != nil {
 		t.Fatal(err)
 	}
 	if b.Plan.Skills["s"].Digest == s.Plan.Skills["s"].Digest {
@@ -197,7 +198,7 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := s
-	if c.Plan, err = pipeline.CompileDir(s.Dir); err != nil {
+	if c.Plan, err = plan.CompileDir(s.Dir); err != nil {
 		t.Fatal(err)
 	}
 	if c.Plan.Digest != s.Plan.Digest {

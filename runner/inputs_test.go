@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // inputTreeDir lays out a skill folder: a file, an executable one in a
@@ -29,7 +30,7 @@ func inputTreeDir(t *testing.T) string {
 // file.
 func TestPinTreeVerifies(t *testing.T) {
 	src := inputTreeDir(t)
-	want, err := pipeline.HashTree(src)
+	want, err := plan.HashTree(src)
 	mustDo(t, err)
 	store, err := OpenStore(t.TempDir())
 	mustDo(t, err)
@@ -39,10 +40,10 @@ func TestPinTreeVerifies(t *testing.T) {
 	if dir != store.TreeDir(want.Digest) {
 		t.Errorf("snapshot at %s, want %s", dir, store.TreeDir(want.Digest))
 	}
-	got, err := pipeline.HashTree(dir)
+	got, err := plan.HashTree(dir)
 	mustDo(t, err)
 	if got.Digest != want.Digest {
-		t.Errorf("snapshot digest %s, the plan's %s: %v", got.Digest, want.Digest, pipeline.DiffTrees(want, got))
+		t.Errorf("snapshot digest %s, the plan's %s: %v", got.Digest, want.Digest, plan.DiffTrees(want, got))
 	}
 	if st, _ := os.Stat(filepath.Join(dir, "SKILL.md")); st.Mode().Perm()&0o222 != 0 {
 		t.Errorf("snapshot file is writable: %v", st.Mode())
@@ -91,7 +92,7 @@ func TestPinTreeVerifies(t *testing.T) {
 // pinned fails writing the context, naming the file.
 func TestImageContextVerifiesTrees(t *testing.T) {
 	src := inputTreeDir(t)
-	tree, err := pipeline.HashTree(src)
+	tree, err := plan.HashTree(src)
 	mustDo(t, err)
 	store, err := OpenStore(t.TempDir())
 	mustDo(t, err)
@@ -134,13 +135,13 @@ func TestImageContextVerifiesTrees(t *testing.T) {
 // included, and nothing when the folder is as the plan says.
 func TestRecheckNamesChanges(t *testing.T) {
 	src := inputTreeDir(t)
-	tree, err := pipeline.HashTree(src)
+	tree, err := plan.HashTree(src)
 	mustDo(t, err)
 	store, err := OpenStore(t.TempDir())
 	mustDo(t, err)
-	p := &pipeline.Plan{Skills: map[string]pipeline.PlanSkill{"s": {Skill: pipeline.Skill{Path: filepath.Base(src), Name: "s"}, Tree: tree}}}
+	p := &plan.Plan{Skills: map[string]plan.PlanSkill{"s": {Skill: suite.Skill{Path: filepath.Base(src), Name: "s"}, Tree: tree}}}
 	in := newInputs(p, filepath.Dir(src), store)
-	mustDo(t, in.add(pipeline.PlanCase{}, pipeline.PlanArm{Name: "forced", Arm: pipeline.Arm{Skills: []string{"s"}}}))
+	mustDo(t, in.add(plan.PlanCase{}, plan.PlanArm{Name: "forced", Arm: suite.Arm{Skills: []string{"s"}}}))
 	mustDo(t, in.pin())
 	if got := in.recheck(); len(got) != 0 {
 		t.Fatalf("unchanged folder: %v", got)

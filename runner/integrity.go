@@ -7,17 +7,19 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // checkFixedTrials refuses, under a policy with fixedTrials, a plan whose trial count
 // differs from that of the results the run folder already holds: a trial added after a
 // result was seen would let the results choose their own sample.
-func checkFixedTrials(out string, p *pipeline.Plan) error {
+func checkFixedTrials(out string, p *plan.Plan) error {
 	if !p.Policy.FixedTrials {
 		return nil
 	}
-	prev, err := pipeline.ReadPlan(filepath.Join(out, FilePlan))
+	prev, err := plan.ReadPlan(filepath.Join(out, FilePlan))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -51,18 +53,18 @@ func checkFixedTrials(out string, p *pipeline.Plan) error {
 
 // rerunCells are every possible same-tree rerun of the plan's cells, up to the policy's
 // rerunRed: where the report looks for the reruns a run made.
-func rerunCells(p *pipeline.Plan) []pipeline.Cell {
-	var out []pipeline.Cell
+func rerunCells(p *plan.Plan) []plan.Cell {
+	var out []plan.Cell
 	for n := 1; n <= p.Policy.RerunRed; n++ {
 		for _, c := range p.Cells {
-			out = append(out, pipeline.RerunCell(c, n))
+			out = append(out, plan.RerunCell(c, n))
 		}
 	}
 	return out
 }
 
 // storedReruns are the results of the reruns the store holds.
-func storedReruns(p *pipeline.Plan, store *Store) ([]pipeline.Cell, []pipeline.CellResult, error) {
+func storedReruns(p *plan.Plan, store *Store) ([]plan.Cell, []grade.CellResult, error) {
 	cells := rerunCells(p)
 	if len(cells) == 0 {
 		return nil, nil, nil
@@ -79,7 +81,7 @@ func storedReruns(p *pipeline.Plan, store *Store) ([]pipeline.Cell, []pipeline.C
 // rerunRed reruns, once per number up to the policy's rerunRed, the panels the regression
 // and safety rules fail (whose first trials all ran): the same inputs in new cells, run
 // and graded like the plan's own, so both outcomes are stored.
-func rerunRed(ctx context.Context, p *pipeline.Plan, opts Options) error {
+func rerunRed(ctx context.Context, p *plan.Plan, opts Options) error {
 	store := &Store{Dir: opts.Out}
 	for n := 1; n <= p.Policy.RerunRed && ctx.Err() == nil; n++ {
 		results, err := Results(p, store)
@@ -90,13 +92,13 @@ func rerunRed(ctx context.Context, p *pipeline.Plan, opts Options) error {
 		if err != nil {
 			return err
 		}
-		var todo []pipeline.Cell
+		var todo []plan.Cell
 		var names []string
-		for _, pn := range pipeline.RedPanels(p, results, cells, reruns, n) {
+		for _, pn := range verdict.RedPanels(p, results, cells, reruns, n) {
 			if !panelComplete(p, results, pn) {
 				continue // an incomplete panel is INCOMPLETE, not red
 			}
-			todo = append(todo, pipeline.PanelCells(p, pn, n)...)
+			todo = append(todo, plan.PanelCells(p, pn, n)...)
 			names = append(names, pn.Case+"/"+pn.Arm)
 		}
 		if len(todo) == 0 {
@@ -118,7 +120,7 @@ func rerunRed(ctx context.Context, p *pipeline.Plan, opts Options) error {
 }
 
 // panelComplete reports whether every cell of a panel has a valid result.
-func panelComplete(p *pipeline.Plan, results []pipeline.CellResult, pn pipeline.Panel) bool {
+func panelComplete(p *plan.Plan, results []grade.CellResult, pn plan.Panel) bool {
 	for i, c := range p.Cells {
 		if c.Case == pn.Case && c.Arm == pn.Arm && !results[i].Valid() {
 			return false

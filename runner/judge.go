@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // Judging happens after deterministic grading, from stored rollouts alone.
@@ -68,10 +71,10 @@ type Judgement struct {
 	Reply    string     `json:"reply"`
 	Usage    JudgeUsage `json:"usage"`
 	// Error says why the reply is invalid; empty when it was read.
-	Error    string                     `json:"error,omitempty"`
-	Criteria []pipeline.CriterionResult `json:"criteria,omitempty"`
-	Winner   string                     `json:"winner,omitempty"`
-	Evidence string                     `json:"evidence,omitempty"`
+	Error    string                  `json:"error,omitempty"`
+	Criteria []grade.CriterionResult `json:"criteria,omitempty"`
+	Winner   string                  `json:"winner,omitempty"`
+	Evidence string                  `json:"evidence,omitempty"`
 	// Outcome is the candidate's WIN, TIE, LOSS or INVALID (pairwise).
 	Outcome string `json:"outcome,omitempty"`
 }
@@ -188,7 +191,7 @@ func (s *Store) clearJudgeFailure(key string) error {
 // reversed order too. It returns the number of judgements made (or, stored
 // before, applied) and of judge calls that failed, each stored as a
 // JudgeFailure; its error is the store's or the context's, never a judge's.
-func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opts Options) (calls, failed int, err error) {
+func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Options) (calls, failed int, err error) {
 	if p.Judge == nil {
 		return 0, 0, nil
 	}
@@ -207,9 +210,9 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opt
 	if err != nil {
 		return 0, 0, err
 	}
-	adj, adjTemplate := pipeline.AdjudicatorOf(p.Judge)
+	adj, adjTemplate := grade.AdjudicatorOf(p.Judge)
 	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, adjPrices: adj.Prices, store: store, opts: opts,
-		budget: budget, redact: newRedactor(p, judgeSecrets(p)...), cases: map[string]pipeline.PlanCase{}}
+		budget: budget, redact: newRedactor(p, judgeSecrets(p)...), cases: map[string]plan.PlanCase{}}
 	for _, pc := range p.Cases {
 		jr.cases[pc.ID] = pc
 	}
@@ -271,9 +274,9 @@ func JudgeCells(ctx context.Context, p *pipeline.Plan, j, adjudicator Judge, opt
 
 // judgeSecrets are the values of the judges' credential variables, which
 // nothing stored may hold.
-func judgeSecrets(p *pipeline.Plan) []string {
+func judgeSecrets(p *plan.Plan) []string {
 	var out []string
-	aj, _ := pipeline.AdjudicatorOf(p.Judge)
+	aj, _ := grade.AdjudicatorOf(p.Judge)
 	for _, env := range []string{p.Judge.CredentialEnv, aj.CredentialEnv} {
 		if env != "" {
 			out = append(out, os.Getenv(env))
@@ -293,21 +296,21 @@ type callError struct {
 func (e *callError) Error() string { return e.name + ": " + e.err.Error() }
 
 type judgeRun struct {
-	plan        *pipeline.Plan
+	plan        *plan.Plan
 	judge       Judge
 	adjudicator Judge
 	adjTemplate string
-	adjPrices   *pipeline.Prices
+	adjPrices   *suite.Prices
 	store       *Store
 	opts        Options
 	budget      *spendBudget
 	redact      *redactor
-	cases       map[string]pipeline.PlanCase
+	cases       map[string]plan.PlanCase
 }
 
 // ask sends the prompt to j once the spend cap admits the call, and enters its cost, at
 // the judge's prices, in the folder's ledger under key.
-func (jr *judgeRun) ask(ctx context.Context, j Judge, prices *pipeline.Prices, key, prompt string, packet []byte) (string, JudgeUsage, error) {
+func (jr *judgeRun) ask(ctx context.Context, j Judge, prices *suite.Prices, key, prompt string, packet []byte) (string, JudgeUsage, error) {
 	if jr.budget == nil { // asked outside a run folder: nothing to meter
 		return askJudge(ctx, j, prompt, packet)
 	}
@@ -332,15 +335,15 @@ func askJudge(ctx context.Context, j Judge, prompt string, packet []byte) (strin
 }
 
 // attempt reads a graded cell's rollout as the packets need it.
-func (jr *judgeRun) attempt(c pipeline.Cell, r pipeline.CellResult) (pipeline.JudgeAttempt, error) {
+func (jr *judgeRun) attempt(c plan.Cell, r grade.CellResult) (grade.JudgeAttempt, error) {
 	ro, ok, err := jr.store.Rollout(c.Rollout)
 	if err != nil {
-		return pipeline.JudgeAttempt{}, err
+		return grade.JudgeAttempt{}, err
 	}
 	if !ok {
-		return pipeline.JudgeAttempt{}, fmt.Errorf("judge %s: no stored rollout %s", c.ID, c.Rollout)
+		return grade.JudgeAttempt{}, fmt.Errorf("judge %s: no stored rollout %s", c.ID, c.Rollout)
 	}
-	arm := pipeline.PlanArm{}
+	arm := plan.PlanArm{}
 	for _, a := range jr.plan.Arms {
 		if a.Name == c.Arm {
 			arm = a
@@ -348,17 +351,17 @@ func (jr *judgeRun) attempt(c pipeline.Cell, r pipeline.CellResult) (pipeline.Ju
 	}
 	answer, err := storedAnswer(jr.store, ro)
 	if err != nil {
-		return pipeline.JudgeAttempt{}, err
+		return grade.JudgeAttempt{}, err
 	}
-	return pipeline.JudgeAttempt{Cell: c, Answer: string(answer), World: rolloutWorld(jr.plan, jr.store, jr.opts.SuiteDir, jr.cases[c.Case], arm, ro), Checks: r.Checks}, nil
+	return grade.JudgeAttempt{Cell: c, Answer: string(answer), World: rolloutWorld(jr.plan, jr.store, jr.opts.SuiteDir, jr.cases[c.Case], arm, ro), Checks: r.Checks}, nil
 }
 
-func (jr *judgeRun) rubricTasks(results []pipeline.CellResult) []func(context.Context) (string, error) {
+func (jr *judgeRun) rubricTasks(results []grade.CellResult) []func(context.Context) (string, error) {
 	var tasks []func(context.Context) (string, error)
 	seen := map[digest.Digest]bool{}
 	for i, c := range jr.plan.Cells {
 		r := results[i]
-		if !pipeline.RubricJudged(jr.plan, jr.cases[c.Case]) || !r.Valid() || r.Judge != nil || seen[c.Grade] {
+		if !grade.RubricJudged(jr.plan, jr.cases[c.Case]) || !r.Valid() || r.Judge != nil || seen[c.Grade] {
 			continue
 		}
 		seen[c.Grade] = true
@@ -369,7 +372,7 @@ func (jr *judgeRun) rubricTasks(results []pipeline.CellResult) []func(context.Co
 
 // rubricJudgement is the judgement stored under key, or the reply of a new
 // call to j, read as a rubric reply of n criteria and stored.
-func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, template string, packet []byte, c pipeline.Cell, n int) (*Judgement, error) {
+func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, template string, packet []byte, c plan.Cell, n int) (*Judgement, error) {
 	jd, ok, err := jr.store.Judgement(key)
 	if err != nil || ok {
 		return jd, err
@@ -382,7 +385,7 @@ func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, tem
 	if role == roleAdjudicator {
 		prices = jr.adjPrices
 	}
-	reply, usage, err := jr.ask(ctx, j, prices, key, pipeline.RenderJudgePrompt(template, packet), packet)
+	reply, usage, err := jr.ask(ctx, j, prices, key, grade.RenderJudgePrompt(template, packet), packet)
 	if errors.Is(err, ErrSpendCap) {
 		return nil, err
 	}
@@ -393,7 +396,7 @@ func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, tem
 	if role != roleJudge {
 		jd.Role = role
 	}
-	if jd.Criteria, err = pipeline.ParseRubricReply(jd.Reply, n); err != nil {
+	if jd.Criteria, err = grade.ParseRubricReply(jd.Reply, n); err != nil {
 		jd.Error = err.Error()
 	}
 	if err := jr.store.putJudgement(jd); err != nil {
@@ -404,7 +407,7 @@ func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, tem
 
 // rubricCell judges one cell's rubric, has a disputed judgement
 // adjudicated, and stores its judged result.
-func (jr *judgeRun) rubricCell(ctx context.Context, c pipeline.Cell, r pipeline.CellResult) (string, error) {
+func (jr *judgeRun) rubricCell(ctx context.Context, c plan.Cell, r grade.CellResult) (string, error) {
 	pc := jr.cases[c.Case]
 	key := c.Grade.Encoded()
 	failed := func(err error) error {
@@ -414,11 +417,11 @@ func (jr *judgeRun) rubricCell(ctx context.Context, c pipeline.Cell, r pipeline.
 	if err != nil {
 		return "", failed(err)
 	}
-	pk, err := pipeline.BuildRubricPacket(jr.plan, pc, a)
+	pk, err := grade.BuildRubricPacket(jr.plan, pc, a)
 	if err != nil {
 		return "", failed(fmt.Errorf("build packet: %w", err))
 	}
-	packet := pipeline.EncodePacket(pk)
+	packet := grade.EncodePacket(pk)
 	if err := jr.store.putPacket(key, packet); err != nil {
 		return "", err
 	}
@@ -426,20 +429,20 @@ func (jr *judgeRun) rubricCell(ctx context.Context, c pipeline.Cell, r pipeline.
 	if err != nil {
 		return "", err
 	}
-	cj := pipeline.CellJudgement{Candidate: pk.Candidate, Key: key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
+	cj := grade.CellJudgement{Candidate: pk.Candidate, Key: key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
 		Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens}
 	if cj.Valid {
-		cj.Dispute = pipeline.DisputeOf(jr.plan, pc, r, jd.Criteria)
+		cj.Dispute = grade.DisputeOf(jr.plan, pc, r, jd.Criteria)
 	}
 	if d := cj.Dispute; d != nil && jr.plan.Judge.Adjudication.Enabled {
-		akey := pipeline.AdjudicationKey(c.Grade).Encoded()
+		akey := grade.AdjudicationKey(c.Grade).Encoded()
 		ad, err := jr.rubricJudgement(ctx, jr.adjudicator, akey, roleAdjudicator, jr.adjTemplate, packet, c, len(pc.Rubric))
 		if err != nil {
 			return "", err
 		}
 		d.Adjudicated, d.Key, d.Valid, d.Reason, d.Criteria, d.Seconds, d.Tokens = true, akey, ad.Error == "", ad.Error, ad.Criteria, ad.Usage.Seconds, ad.Usage.Tokens
 	}
-	nr := pipeline.ApplyRubric(r, pc, cj)
+	nr := grade.ApplyRubric(r, pc, cj)
 	if err := jr.store.putGrade(nr); err != nil {
 		return "", err
 	}
@@ -451,12 +454,12 @@ func (jr *judgeRun) rubricCell(ctx context.Context, c pipeline.Cell, r pipeline.
 		line += fmt.Sprintf("disputed (%s), adjudicator: %s; ", d.Disagreed, d.Decision())
 	}
 	switch {
-	case nr.Status == pipeline.StatusInvalid:
+	case nr.Status == grade.StatusInvalid:
 		return line + fmt.Sprintf("judge reply invalid (the cell is invalid): %s", nr.Error), nil
 	default:
 		met := 0
 		for _, ch := range nr.Checks {
-			if ch.Kind == pipeline.CheckJudge && ch.Passed {
+			if ch.Kind == grade.CheckJudge && ch.Passed {
 				met++
 			}
 		}
@@ -466,12 +469,12 @@ func (jr *judgeRun) rubricCell(ctx context.Context, c pipeline.Cell, r pipeline.
 
 // pairSlot is one (case, trial, pair) whose two cells are graded.
 type pairSlot struct {
-	pc         pipeline.PlanCase
+	pc         plan.PlanCase
 	trial      int
-	pair       pipeline.Pair
-	cand, base pipeline.Cell
-	candR      pipeline.CellResult
-	baseR      pipeline.CellResult
+	pair       suite.Pair
+	cand, base plan.Cell
+	candR      grade.CellResult
+	baseR      grade.CellResult
 	first      string
 	positions  []string // the orders to judge, by the candidate's position
 	keys       []string // their judgement keys
@@ -485,7 +488,7 @@ func (s pairSlot) name(pos string) string {
 
 // pairSlots lists the pairs the plan's judge compares whose two cells have
 // valid grades, in case, trial, pair order.
-func pairSlots(p *pipeline.Plan, results []pipeline.CellResult) []pairSlot {
+func pairSlots(p *plan.Plan, results []grade.CellResult) []pairSlot {
 	idx := map[string]int{}
 	for i, c := range p.Cells {
 		idx[c.ID] = i
@@ -494,19 +497,19 @@ func pairSlots(p *pipeline.Plan, results []pipeline.CellResult) []pairSlot {
 	for _, pc := range p.Cases {
 		for trial := 1; trial <= p.Suite.Trials; trial++ {
 			for _, pair := range p.Judge.Pairs {
-				ci, okC := idx[pipeline.CellID(pc.ID, pair.Candidate, trial)]
-				bi, okB := idx[pipeline.CellID(pc.ID, pair.Baseline, trial)]
+				ci, okC := idx[plan.CellID(pc.ID, pair.Candidate, trial)]
+				bi, okB := idx[plan.CellID(pc.ID, pair.Baseline, trial)]
 				if !okC || !okB || !results[ci].Valid() || !results[bi].Valid() {
 					continue
 				}
 				s := pairSlot{pc: pc, trial: trial, pair: pair, cand: p.Cells[ci], base: p.Cells[bi], candR: results[ci], baseR: results[bi],
-					first: pipeline.PairwiseOrder(p.Suite.Seed, pc.ID, trial, pair), swap: p.Judge.Swap}
+					first: grade.PairwiseOrder(p.Suite.Seed, pc.ID, trial, pair), swap: p.Judge.Swap}
 				s.positions = []string{s.first}
 				if s.swap {
-					s.positions = append(s.positions, pipeline.OtherPosition(s.first))
+					s.positions = append(s.positions, grade.OtherPosition(s.first))
 				}
 				for _, pos := range s.positions {
-					s.keys = append(s.keys, pipeline.PairwiseKey(s.cand.Grade, s.base.Grade, p.Judge.Digest, pos).Encoded())
+					s.keys = append(s.keys, grade.PairwiseKey(s.cand.Grade, s.base.Grade, p.Judge.Digest, pos).Encoded())
 				}
 				out = append(out, s)
 			}
@@ -515,7 +518,7 @@ func pairSlots(p *pipeline.Plan, results []pipeline.CellResult) []pairSlot {
 	return out
 }
 
-func (jr *judgeRun) pairTasks(results []pipeline.CellResult) []func(context.Context) (string, error) {
+func (jr *judgeRun) pairTasks(results []grade.CellResult) []func(context.Context) (string, error) {
 	var tasks []func(context.Context) (string, error)
 	seen := map[string]bool{}
 	for _, s := range pairSlots(jr.plan, results) {
@@ -549,18 +552,18 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 		return "", failed(err)
 	}
 	first, second := cand, base
-	if pos == pipeline.PositionB {
+	if pos == grade.PositionB {
 		first, second = base, cand
 	}
-	pk, err := pipeline.BuildPairwisePacket(jr.plan, s.pc, first, second)
+	pk, err := grade.BuildPairwisePacket(jr.plan, s.pc, first, second)
 	if err != nil {
 		return "", failed(fmt.Errorf("build packet: %w", err))
 	}
-	packet := pipeline.EncodePacket(pk)
+	packet := grade.EncodePacket(pk)
 	if err := jr.store.putPacket(key, packet); err != nil {
 		return "", err
 	}
-	reply, usage, err := jr.ask(ctx, jr.judge, jr.plan.Judge.Prices, key, pipeline.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
+	reply, usage, err := jr.ask(ctx, jr.judge, jr.plan.Judge.Prices, key, grade.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
 	if errors.Is(err, ErrSpendCap) {
 		return "", err
 	}
@@ -569,10 +572,10 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 	}
 	reply = jr.redact.string(reply)
 	jd := &Judgement{Key: key, Mode: "pairwise", Judge: jr.plan.Judge.Digest, Cells: []string{s.cand.ID, s.base.ID}, Position: pos, Reply: reply, Usage: usage}
-	if jd.Winner, jd.Evidence, err = pipeline.ParsePairwiseReply(reply); err != nil {
-		jd.Error, jd.Outcome = err.Error(), pipeline.PairwiseInvalid
+	if jd.Winner, jd.Evidence, err = grade.ParsePairwiseReply(reply); err != nil {
+		jd.Error, jd.Outcome = err.Error(), grade.PairwiseInvalid
 	} else {
-		jd.Outcome = pipeline.PairwiseOutcome(jd.Winner, pos)
+		jd.Outcome = grade.PairwiseOutcome(jd.Winner, pos)
 	}
 	if err := jr.store.putJudgement(jd); err != nil {
 		return "", err
@@ -588,43 +591,43 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 
 // notJudged is what the store says of a missing judgement: the failure of
 // its last call under any of keys, if one is stored.
-func notJudged(store *Store, name string, keys ...string) (pipeline.NotJudged, error) {
+func notJudged(store *Store, name string, keys ...string) (verdict.NotJudged, error) {
 	for _, key := range keys {
 		f, ok, err := store.JudgeFailure(key)
 		if err != nil {
-			return pipeline.NotJudged{}, err
+			return verdict.NotJudged{}, err
 		}
 		if ok {
 			why := f.Error
 			if f.Role == roleAdjudicator {
 				why = "adjudicator: " + why
 			}
-			return pipeline.NotJudged{Name: name, Why: why}, nil
+			return verdict.NotJudged{Name: name, Why: why}, nil
 		}
 	}
-	return pipeline.NotJudged{Name: name}, nil
+	return verdict.NotJudged{Name: name}, nil
 }
 
 // judgedResults reads what the judge decided from the store alone: the
 // results with unjudged rubric cells made missing, the pairwise results,
 // and the judgements the plan asks for that are not stored, with why.
-func judgedResults(p *pipeline.Plan, store *Store, results []pipeline.CellResult) ([]pipeline.CellResult, []pipeline.PairwiseResult, []pipeline.NotJudged, string, error) {
+func judgedResults(p *plan.Plan, store *Store, results []grade.CellResult) ([]grade.CellResult, []grade.PairwiseResult, []verdict.NotJudged, string, error) {
 	if p.Judge == nil {
 		return results, nil, nil, "", nil
 	}
 	if p.Judge.Mode != "pairwise" {
-		cases := map[string]pipeline.PlanCase{}
+		cases := map[string]plan.PlanCase{}
 		for _, pc := range p.Cases {
 			cases[pc.ID] = pc
 		}
-		var missing []pipeline.NotJudged
+		var missing []verdict.NotJudged
 		for i, r := range results {
-			if pipeline.RubricJudged(p, cases[r.Case]) && r.Valid() && r.Judge == nil {
-				nj, err := notJudged(store, r.Cell, r.Grade.Encoded(), pipeline.AdjudicationKey(r.Grade).Encoded())
+			if grade.RubricJudged(p, cases[r.Case]) && r.Valid() && r.Judge == nil {
+				nj, err := notJudged(store, r.Cell, r.Grade.Encoded(), grade.AdjudicationKey(r.Grade).Encoded())
 				if err != nil {
 					return nil, nil, nil, "", err
 				}
-				results[i].Status, results[i].Error, results[i].Passed = pipeline.StatusMissing, "graded but not judged", false
+				results[i].Status, results[i].Error, results[i].Passed = grade.StatusMissing, "graded but not judged", false
 				if nj.Why != "" {
 					results[i].Error += ": " + nj.Why
 				}
@@ -633,12 +636,12 @@ func judgedResults(p *pipeline.Plan, store *Store, results []pipeline.CellResult
 		}
 		return results, nil, missing, "cells", nil
 	}
-	var out []pipeline.PairwiseResult
-	var missing []pipeline.NotJudged
+	var out []grade.PairwiseResult
+	var missing []verdict.NotJudged
 	for _, s := range pairSlots(p, results) {
 		outcome := map[string]string{}
 		var errs []string
-		var lacking *pipeline.NotJudged
+		var lacking *verdict.NotJudged
 		for i, pos := range s.positions {
 			jd, ok, err := store.Judgement(s.keys[i])
 			if err != nil {
@@ -661,7 +664,7 @@ func judgedResults(p *pipeline.Plan, store *Store, results []pipeline.CellResult
 			missing = append(missing, *lacking)
 			continue
 		}
-		out = append(out, pipeline.CombinePairwise(s.pc.ID, s.trial, s.pair, s.first, outcome[pipeline.PositionA], outcome[pipeline.PositionB], s.swap, errs))
+		out = append(out, grade.CombinePairwise(s.pc.ID, s.trial, s.pair, s.first, outcome[grade.PositionA], outcome[grade.PositionB], s.swap, errs))
 	}
 	return results, out, missing, "pairs", nil
 }

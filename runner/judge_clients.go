@@ -16,7 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // This file holds the judge clients: how a judge question reaches a
@@ -35,16 +37,16 @@ type packetJudge interface {
 
 // JudgeUsage is what one judge call used, as far as the judge reports it.
 type JudgeUsage struct {
-	Model   string           `json:"model,omitempty"`
-	Tokens  *pipeline.Tokens `json:"tokens,omitempty"`
-	Seconds float64          `json:"seconds"`
+	Model   string        `json:"model,omitempty"`
+	Tokens  *grade.Tokens `json:"tokens,omitempty"`
+	Seconds float64       `json:"seconds"`
 }
 
 // NewJudge makes the plan's judge. A scripted judge starts its own
 // gateway; close stops it. Missing credentials are an error here, before
 // anything runs. A command judge runs in suiteDir, and a relative program
 // path in its command is the suite folder's.
-func NewJudge(p *pipeline.Plan, suiteDir string) (j Judge, closeFn func(), err error) {
+func NewJudge(p *plan.Plan, suiteDir string) (j Judge, closeFn func(), err error) {
 	if p.Judge == nil {
 		return nil, nil, errors.New("new judge: the plan has no judge")
 	}
@@ -59,7 +61,7 @@ func NewJudge(p *pipeline.Plan, suiteDir string) (j Judge, closeFn func(), err e
 // as NewJudge makes the judge; it is nil (with a close that does nothing)
 // when the judge adjudicates itself, in fresh calls, or nothing is
 // adjudicated.
-func NewAdjudicator(p *pipeline.Plan, suiteDir string) (j Judge, closeFn func(), err error) {
+func NewAdjudicator(p *plan.Plan, suiteDir string) (j Judge, closeFn func(), err error) {
 	if p.Judge == nil || !p.Judge.Adjudication.Enabled || p.Judge.Adjudication.Judge == nil || p.Judge.Mode == "pairwise" {
 		return nil, func() {}, nil
 	}
@@ -67,7 +69,7 @@ func NewAdjudicator(p *pipeline.Plan, suiteDir string) (j Judge, closeFn func(),
 	if err != nil {
 		return nil, nil, fmt.Errorf("new adjudicator: limits.timeout: %w", err)
 	}
-	aj, _ := pipeline.AdjudicatorOf(p.Judge)
+	aj, _ := grade.AdjudicatorOf(p.Judge)
 	j, closeFn, err = newJudge(aj, timeout, suiteDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("adjudicator: %w", err)
@@ -75,7 +77,7 @@ func NewAdjudicator(p *pipeline.Plan, suiteDir string) (j Judge, closeFn func(),
 	return j, closeFn, nil
 }
 
-func newJudge(pj pipeline.Judge, timeout time.Duration, suiteDir string) (Judge, func(), error) {
+func newJudge(pj suite.Judge, timeout time.Duration, suiteDir string) (Judge, func(), error) {
 	nothing := func() {}
 	switch pj.Provider {
 	case "scripted":
@@ -129,7 +131,7 @@ func newJudge(pj pipeline.Judge, timeout time.Duration, suiteDir string) (Judge,
 
 // judgeCredential reads the real judge's key from the host and checks its
 // upstream.
-func judgeCredential(pj pipeline.Judge) (key, base string, err error) {
+func judgeCredential(pj suite.Judge) (key, base string, err error) {
 	if pj.CredentialEnv == "" {
 		return "", "", fmt.Errorf("new judge: judge.credentialEnv names no variable holding the %s key", pj.Provider)
 	}
@@ -195,7 +197,7 @@ func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, JudgeUs
 	}
 	u := JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
 	if m.Usage != nil {
-		u.Tokens = &pipeline.Tokens{Input: m.Usage.Input, Output: m.Usage.Output, CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite}
+		u.Tokens = &grade.Tokens{Input: m.Usage.Input, Output: m.Usage.Output, CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite}
 	}
 	return text.String(), u, nil
 }
@@ -251,7 +253,7 @@ func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, JudgeU
 	}
 	u := JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
 	if m.Usage != nil {
-		u.Tokens = &pipeline.Tokens{Input: m.Usage.Input - m.Usage.InputDetails.Cached, Output: m.Usage.Output, CacheRead: m.Usage.InputDetails.Cached}
+		u.Tokens = &grade.Tokens{Input: m.Usage.Input - m.Usage.InputDetails.Cached, Output: m.Usage.Output, CacheRead: m.Usage.InputDetails.Cached}
 	}
 	return text.String(), u, nil
 }

@@ -17,9 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/report"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // writeRepo lays files out in a fresh repository and returns its root.
@@ -96,7 +100,7 @@ schema.#Suite & {
 `
 
 // storeRollout stores a completed rollout for a cell, as a run would.
-func storeRollout(t *testing.T, store *Store, p *pipeline.Plan, c pipeline.Cell, answer string, files map[string]string) {
+func storeRollout(t *testing.T, store *Store, p *plan.Plan, c plan.Cell, answer string, files map[string]string) {
 	t.Helper()
 	staged, err := store.Stage()
 	if err != nil {
@@ -127,16 +131,16 @@ func TestJudgeRubricFromStore(t *testing.T) {
 		"s/fx/README.md":   "# fixture\n",
 	})
 	dir := filepath.Join(root, "s")
-	p, err := pipeline.CompileDir(dir)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, root))
+		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
 	store, err := OpenStore(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells := map[string]pipeline.Cell{}
+	cells := map[string]plan.Cell{}
 	for _, c := range p.Cells {
 		cells[c.ID] = c
 		answer := map[string]string{"forced": "MARKED answer, per skillomega", "none": "plain answer"}[c.Arm]
@@ -149,7 +153,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
 		t.Fatal(err)
 	}
-	invalidFor := pipeline.CandidateID(cells["a/forced/2"])
+	invalidFor := grade.CandidateID(cells["a/forced/2"])
 	judge := &fakeJudge{reply: func(prompt string) string {
 		switch {
 		case strings.Contains(prompt, invalidFor):
@@ -184,22 +188,22 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	by := map[string]pipeline.CellResult{}
+	by := map[string]grade.CellResult{}
 	for _, r := range results {
 		by[r.Cell] = r
 	}
-	judgeChecks := func(r pipeline.CellResult) (n int) {
+	judgeChecks := func(r grade.CellResult) (n int) {
 		for _, ch := range r.Checks {
-			if ch.Kind == pipeline.CheckJudge {
+			if ch.Kind == grade.CheckJudge {
 				n++
 			}
 		}
 		return n
 	}
-	if r := by["a/forced/1"]; !r.Passed || r.Judge == nil || !r.Judge.Valid || judgeChecks(r) != 2 || r.Judge.Candidate != pipeline.CandidateID(cells["a/forced/1"]) {
+	if r := by["a/forced/1"]; !r.Passed || r.Judge == nil || !r.Judge.Valid || judgeChecks(r) != 2 || r.Judge.Candidate != grade.CandidateID(cells["a/forced/1"]) {
 		t.Errorf("a/forced/1: %+v", r)
 	}
-	if r := by["a/forced/2"]; r.Status != pipeline.StatusInvalid || r.Passed || !strings.Contains(r.Error, "judge: criterion 1 has no result") || r.Judge.Status != StatusCompleted {
+	if r := by["a/forced/2"]; r.Status != grade.StatusInvalid || r.Passed || !strings.Contains(r.Error, "judge: criterion 1 has no result") || r.Judge.Status != StatusCompleted {
 		t.Errorf("a/forced/2: %+v", r)
 	}
 	if r := by["a/none/1"]; r.Passed || !r.Judge.DeterministicPassed || judgeChecks(r) != 2 {
@@ -211,12 +215,12 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if r := by["b/forced/1"]; r.Judge != nil || !r.Passed {
 		t.Errorf("b/forced/1 has no rubric and is not judged: %+v", r)
 	}
-	if rep.Verdict.Verdict != pipeline.VerdictIncomplete || !strings.Contains(strings.Join(rep.Verdict.Reasons, ","), "INVALID 1 cells") {
+	if rep.Verdict.Verdict != verdict.VerdictIncomplete || !strings.Contains(strings.Join(rep.Verdict.Reasons, ","), "INVALID 1 cells") {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
 	for _, a := range rep.Arms {
-		if a.Name == "forced" && a.Metrics[pipeline.MetricInvalidRun].Value != 0.25 {
-			t.Errorf("forced invalidRun %+v", a.Metrics[pipeline.MetricInvalidRun])
+		if a.Name == "forced" && a.Metrics[verdict.MetricInvalidRun].Value != 0.25 {
+			t.Errorf("forced invalidRun %+v", a.Metrics[verdict.MetricInvalidRun])
 		}
 	}
 	// Packets and judgements are stored by grade key; no packet names the skill.
@@ -308,16 +312,16 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 		"s/fx/README.md":   "# fixture\n",
 	})
 	dir := filepath.Join(root, "s")
-	p, err := pipeline.CompileDir(dir)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, root))
+		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
 	store, err := OpenStore(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells := map[string]pipeline.Cell{}
+	cells := map[string]plan.Cell{}
 	for _, c := range p.Cells {
 		cells[c.ID] = c
 		answer := map[string]string{"forced": "MARKED answer", "none": "plain answer"}[c.Arm]
@@ -347,7 +351,7 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	}}
 	// The adjudicator passes every criterion; its first call about
 	// a/none/1 fails.
-	failFor := pipeline.CandidateID(cells["a/none/1"])
+	failFor := grade.CandidateID(cells["a/none/1"])
 	adjudicator := &fakeJudge{
 		reply: func(prompt string) string {
 			return strings.ReplaceAll(criteria(strings.Count(prompt, `"index": `), true), firstEvidence, "adjudicated")
@@ -377,10 +381,10 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	reasons := strings.Join(rep.Verdict.Reasons, ",")
-	if rep.Verdict.Verdict != pipeline.VerdictIncomplete || !strings.Contains(reasons, "INCOMPLETE 1 cells not judged: a/none/1 (adjudicator: HTTP 503: overloaded)") {
+	if rep.Verdict.Verdict != verdict.VerdictIncomplete || !strings.Contains(reasons, "INCOMPLETE 1 cells not judged: a/none/1 (adjudicator: HTTP 503: overloaded)") {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
-	if _, ok, _ := store.JudgeFailure(pipeline.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); !ok {
+	if _, ok, _ := store.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); !ok {
 		t.Error("the failed adjudication is not stored")
 	}
 
@@ -390,7 +394,7 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	if err != nil || n != 1 || failed != 0 || judge.count() != 8 || adjudicator.count() != 7 {
 		t.Fatalf("rerun judged %d, %d failed, %d judge and %d adjudicator calls, %v", n, failed, judge.count(), adjudicator.count(), err)
 	}
-	if _, ok, _ := store.JudgeFailure(pipeline.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); ok {
+	if _, ok, _ := store.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); ok {
 		t.Error("the failure outlived the adjudication that succeeded")
 	}
 	rep, err = Report(out)
@@ -398,7 +402,7 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	results, _ := Results(p, store)
-	by := map[string]pipeline.CellResult{}
+	by := map[string]grade.CellResult{}
 	for _, r := range results {
 		by[r.Cell] = r
 	}
@@ -406,27 +410,27 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	if r := by["a/none/1"]; !r.Passed || r.Judge.Dispute == nil || !r.Judge.Dispute.Adjudicated || r.Judge.Criteria[0].Pass {
 		t.Errorf("a/none/1: %+v", r.Judge)
 	}
-	if r := by["a/none/2"]; r.Passed || r.Judge.Dispute.Decision() != pipeline.DecisionPass {
+	if r := by["a/none/2"]; r.Passed || r.Judge.Dispute.Decision() != grade.DecisionPass {
 		t.Errorf("a/none/2 passed a failed check: %+v", r)
 	}
 	if r := by["a/forced/1"]; r.Judge.Dispute != nil || !r.Passed {
 		t.Errorf("a/forced/1 is not disputed: %+v", r.Judge)
 	}
-	if r := by["c/forced/2"]; r.Judge.Dispute == nil || r.Judge.Dispute.Kind != pipeline.DisputeNamed {
+	if r := by["c/forced/2"]; r.Judge.Dispute == nil || r.Judge.Dispute.Kind != grade.DisputeNamed {
 		t.Errorf("c/forced/2 is named: %+v", r.Judge)
 	}
 	// The adjudication is stored beside the first judgement.
-	akey := pipeline.AdjudicationKey(cells["a/none/2"].Grade).Encoded()
+	akey := grade.AdjudicationKey(cells["a/none/2"].Grade).Encoded()
 	if jd, ok, err := store.Judgement(akey); err != nil || !ok || jd.Role != roleAdjudicator || jd.Cells[0] != "a/none/2" {
 		t.Errorf("adjudication of a/none/2: %+v %v %v", jd, ok, err)
 	}
 	if jd, ok, _ := store.Judgement(cells["a/none/2"].Grade.Encoded()); !ok || jd.Role != "" || !strings.Contains(jd.Reply, firstEvidence) {
 		t.Errorf("first judgement of a/none/2: %+v", jd)
 	}
-	if rep.Verdict.Verdict == pipeline.VerdictIncomplete || rep.Adjudication == nil || len(rep.Adjudication.Disputed) != 6 || rep.Adjudication.Model != "adjudicator-1" {
+	if rep.Verdict.Verdict == verdict.VerdictIncomplete || rep.Adjudication == nil || len(rep.Adjudication.Disputed) != 6 || rep.Adjudication.Model != "adjudicator-1" {
 		t.Fatalf("report: %s %v, adjudication %+v", rep.Verdict.Verdict, rep.Verdict.Reasons, rep.Adjudication)
 	}
-	raw, err := os.ReadFile(filepath.Join(out, pipeline.FileVerdictJSON))
+	raw, err := os.ReadFile(filepath.Join(out, report.FileVerdictJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,10 +450,10 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	if !v.Adjudication.Blinded || v.Adjudication.JudgeModel != "adjudicator-1" || len(v.Adjudication.Disputed) != 6 {
 		t.Fatalf("verdict.json adjudication %+v", v.Adjudication)
 	}
-	if d := v.Adjudication.Disputed[0]; d.Case != "a" || d.Arm != "none" || d.Trial != 1 || d.Decision != pipeline.DecisionPass || !strings.Contains(d.Disagreed, "the judge failed rubric 0: Marked.") {
+	if d := v.Adjudication.Disputed[0]; d.Case != "a" || d.Arm != "none" || d.Trial != 1 || d.Decision != grade.DecisionPass || !strings.Contains(d.Disagreed, "the judge failed rubric 0: Marked.") {
 		t.Errorf("first dispute %+v", d)
 	}
-	for _, f := range []string{pipeline.FileReportMD, pipeline.FileReportHTML} {
+	for _, f := range []string{report.FileReportMD, report.FileReportHTML} {
 		b, _ := os.ReadFile(filepath.Join(out, f))
 		if !bytes.Contains(b, []byte("Disputed answers")) || !bytes.Contains(b, []byte("c/none/1")) {
 			t.Errorf("%s lacks the disputes", f)
@@ -507,9 +511,9 @@ func TestJudgeHTTPProviders(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("JUDGE_TEST_KEY", "sk-test-123")
-	plan := func(provider string) *pipeline.Plan {
-		return &pipeline.Plan{Limits: pipeline.PlanLimits{Limits: pipeline.Limits{Timeout: "10s"}},
-			Judge: &pipeline.PlanJudge{Judge: pipeline.Judge{Provider: provider, Model: "m1", Upstream: srv.URL + "/", CredentialEnv: "JUDGE_TEST_KEY"}}}
+	plan := func(provider string) *plan.Plan {
+		return &plan.Plan{Limits: plan.PlanLimits{Limits: suite.Limits{Timeout: "10s"}},
+			Judge: &plan.PlanJudge{Judge: suite.Judge{Provider: provider, Model: "m1", Upstream: srv.URL + "/", CredentialEnv: "JUDGE_TEST_KEY"}}}
 	}
 	j, closeJ, err := NewJudge(plan("anthropic"), "")
 	if err != nil {
@@ -557,22 +561,22 @@ func TestJudgeHTTPProviders(t *testing.T) {
 func TestJudgeScriptedGateway(t *testing.T) {
 	marked := `"A": {` + "\n" + `    "answer": "MARKED`
 	text := func(s string) *string { return &s }
-	p := &pipeline.Plan{Limits: pipeline.PlanLimits{Limits: pipeline.Limits{Timeout: "10s"}},
-		Judge: &pipeline.PlanJudge{Judge: pipeline.Judge{Provider: "scripted", Script: &pipeline.Script{Model: "judge-stand-in", Rules: []pipeline.ScriptRule{
-			{When: &pipeline.ScriptWhen{Contains: &marked}, Reply: []pipeline.ScriptBlock{{Text: text(`{"winner": "A"}`)}}, Usage: pipeline.ScriptUsage{Input: 7, Output: 2}},
-			{Reply: []pipeline.ScriptBlock{{Text: text(`{"winner": "B"}`)}}, Usage: pipeline.ScriptUsage{Input: 7, Output: 2}},
+	p := &plan.Plan{Limits: plan.PlanLimits{Limits: suite.Limits{Timeout: "10s"}},
+		Judge: &plan.PlanJudge{Judge: suite.Judge{Provider: "scripted", Script: &suite.Script{Model: "judge-stand-in", Rules: []suite.ScriptRule{
+			{When: &suite.ScriptWhen{Contains: &marked}, Reply: []suite.ScriptBlock{{Text: text(`{"winner": "A"}`)}}, Usage: suite.ScriptUsage{Input: 7, Output: 2}},
+			{Reply: []suite.ScriptBlock{{Text: text(`{"winner": "B"}`)}}, Usage: suite.ScriptUsage{Input: 7, Output: 2}},
 		}}}}}
 	j, closeJ, err := NewJudge(p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk := pipeline.EncodePacket(pipeline.PairwisePacket{A: pipeline.PacketAttempt{Answer: "MARKED x"}, B: pipeline.PacketAttempt{Answer: "PLAIN"}})
-	reply, u, err := j.Ask(context.Background(), pipeline.RenderJudgePrompt("Compare.\n\n{{packet}}", pk))
+	pk := grade.EncodePacket(grade.PairwisePacket{A: grade.PacketAttempt{Answer: "MARKED x"}, B: grade.PacketAttempt{Answer: "PLAIN"}})
+	reply, u, err := j.Ask(context.Background(), grade.RenderJudgePrompt("Compare.\n\n{{packet}}", pk))
 	if err != nil || reply != `{"winner": "A"}` || u.Model != "judge-stand-in" || u.Tokens.Output != 2 {
 		t.Errorf("reply %q %+v %v", reply, u, err)
 	}
-	pk = pipeline.EncodePacket(pipeline.PairwisePacket{A: pipeline.PacketAttempt{Answer: "PLAIN"}, B: pipeline.PacketAttempt{Answer: "MARKED x"}})
-	if reply, _, err := j.Ask(context.Background(), pipeline.RenderJudgePrompt("Compare.\n\n{{packet}}", pk)); err != nil || reply != `{"winner": "B"}` {
+	pk = grade.EncodePacket(grade.PairwisePacket{A: grade.PacketAttempt{Answer: "PLAIN"}, B: grade.PacketAttempt{Answer: "MARKED x"}})
+	if reply, _, err := j.Ask(context.Background(), grade.RenderJudgePrompt("Compare.\n\n{{packet}}", pk)); err != nil || reply != `{"winner": "B"}` {
 		t.Errorf("reply %q %v", reply, err)
 	}
 	closeJ()
@@ -583,7 +587,7 @@ func TestJudgeScriptedGateway(t *testing.T) {
 
 // judgeRunSuite copies testdata/judge/efficacy into a fresh repository
 // with judgeCue as its judge.cue and compiles it.
-func judgeRunSuite(t *testing.T, e *Engine, dir, judgeCue string) *pipeline.Plan {
+func judgeRunSuite(t *testing.T, e *Engine, dir, judgeCue string) *plan.Plan {
 	t.Helper()
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
 		copyTree(t, filepath.Join("..", "testdata", "judge", "efficacy"), dir)
@@ -594,14 +598,14 @@ func judgeRunSuite(t *testing.T, e *Engine, dir, judgeCue string) *pipeline.Plan
 	if err := os.WriteFile(filepath.Join(dir, "judge.cue"), []byte(judgeCue), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.CompileDir(dir)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, filepath.Dir(dir)))
+		t.Fatal(suite.PrintError(err, filepath.Dir(dir)))
 	}
 	return p
 }
 
-func evaluate(t *testing.T, p *pipeline.Plan, dir, out string) (*Summary, *pipeline.Report) {
+func evaluate(t *testing.T, p *plan.Plan, dir, out string) (*Summary, *verdict.Report) {
 	t.Helper()
 	var log bytes.Buffer
 	sum, rep, err := Evaluate(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 8, Log: &log})
@@ -612,7 +616,7 @@ func evaluate(t *testing.T, p *pipeline.Plan, dir, out string) (*Summary, *pipel
 	return sum, rep
 }
 
-func rule(t *testing.T, rep *pipeline.Report, name string) pipeline.RuleOutcome {
+func rule(t *testing.T, rep *verdict.Report, name string) verdict.RuleOutcome {
 	t.Helper()
 	for _, r := range rep.Verdict.Rules {
 		if r.Rule == name {
@@ -620,7 +624,7 @@ func rule(t *testing.T, rep *pipeline.Report, name string) pipeline.RuleOutcome 
 		}
 	}
 	t.Fatalf("no rule %s in %+v", name, rep.Verdict.Rules)
-	return pipeline.RuleOutcome{}
+	return verdict.RuleOutcome{}
 }
 
 // TestJudgeEfficacyPairwise runs a suite for real with the scripted model
@@ -638,10 +642,10 @@ func rule(t *testing.T, rep *pipeline.Report, name string) pipeline.RuleOutcome 
 // ones fail it, and the packets never name the skill.
 func TestJudgeEfficacyPairwise(t *testing.T) {
 	e := testEngine(t)
-	pair := pipeline.Pair{Candidate: "forced", Baseline: "none"}
+	pair := suite.Pair{Candidate: "forced", Baseline: "none"}
 	wins := func(seed int64, caseID string) (n int, losses []int) {
 		for trial := 1; trial <= 5; trial++ {
-			if pipeline.PairwiseOrder(seed, caseID, trial, pair) == pipeline.PositionA {
+			if grade.PairwiseOrder(seed, caseID, trial, pair) == grade.PositionA {
 				n++
 			} else {
 				losses = append(losses, trial)
@@ -695,15 +699,15 @@ schema.#Suite & {
 	count := map[string]map[string]int{"one": {}, "two": {}}
 	for _, r := range rep.Pairwise {
 		count[r.Case][r.Outcome]++
-		want := pipeline.PairwiseWin
-		if r.First == pipeline.PositionB {
-			want = pipeline.PairwiseLoss
+		want := grade.PairwiseWin
+		if r.First == grade.PositionB {
+			want = grade.PairwiseLoss
 		}
-		if r.Outcome != want || r.Orders != nil || r.First != pipeline.PairwiseOrder(seed, r.Case, r.Trial, pair) {
+		if r.Outcome != want || r.Orders != nil || r.First != grade.PairwiseOrder(seed, r.Case, r.Trial, pair) {
 			t.Errorf("%s/%d: %+v, want %s", r.Case, r.Trial, r, want)
 		}
 	}
-	if count["one"][pipeline.PairwiseWin] != winsOne || count["one"][pipeline.PairwiseLoss] != 1 || count["two"][pipeline.PairwiseWin] != winsTwo {
+	if count["one"][grade.PairwiseWin] != winsOne || count["one"][grade.PairwiseLoss] != 1 || count["two"][grade.PairwiseWin] != winsTwo {
 		t.Errorf("outcomes %v (seed %d)", count, seed)
 	}
 	eff := rule(t, rep, "efficacy")
@@ -713,7 +717,7 @@ schema.#Suite & {
 	if !strings.Contains(eff.Detail, "1 of 2 cases pass") || !strings.Contains(eff.Detail, "one 4W/0T/1L") {
 		t.Errorf("efficacy detail %q", eff.Detail)
 	}
-	if rep.Verdict.Verdict != pipeline.VerdictFail || strings.Join(rep.Verdict.Reasons, ",") != "EFFICACY two" {
+	if rep.Verdict.Verdict != verdict.VerdictFail || strings.Join(rep.Verdict.Reasons, ",") != "EFFICACY two" {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
 	store := &Store{Dir: out}
@@ -766,7 +770,7 @@ schema.#Suite & {
 		t.Fatalf("pairwise %+v", rep.Pairwise)
 	}
 	for _, r := range rep.Pairwise {
-		if r.Outcome != pipeline.PairwiseTie || len(r.Orders) != 2 || r.Orders[0] != pipeline.PairwiseWin || r.Orders[1] != pipeline.PairwiseLoss {
+		if r.Outcome != grade.PairwiseTie || len(r.Orders) != 2 || r.Orders[0] != grade.PairwiseWin || r.Orders[1] != grade.PairwiseLoss {
 			t.Errorf("%s/%d: %+v, want orders [WIN LOSS] and a TIE", r.Case, r.Trial, r)
 		}
 	}
@@ -777,7 +781,7 @@ schema.#Suite & {
 	if eff := rule(t, rep, "efficacy"); eff.Met || len(eff.Flags) != 0 {
 		t.Errorf("efficacy with a biased judge %+v", eff)
 	}
-	if rep.Verdict.Verdict != pipeline.VerdictFail {
+	if rep.Verdict.Verdict != verdict.VerdictFail {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
 
@@ -810,16 +814,16 @@ schema.#Suite & {
 			}
 		}
 	}
-	if rep.Verdict.Verdict != pipeline.VerdictPass {
+	if rep.Verdict.Verdict != verdict.VerdictPass {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
 }
 
 // flagsOf lists the efficacy flags of a case's losses, after a comma.
-func flagsOf(caseID string, seed int64, pair pipeline.Pair) string {
+func flagsOf(caseID string, seed int64, pair suite.Pair) string {
 	s := ""
 	for trial := 1; trial <= 5; trial++ {
-		if pipeline.PairwiseOrder(seed, caseID, trial, pair) == pipeline.PositionB {
+		if grade.PairwiseOrder(seed, caseID, trial, pair) == grade.PositionB {
 			s += fmt.Sprintf(",REVIEW %s/%d", caseID, trial)
 		}
 	}
@@ -874,27 +878,27 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 	if err := os.Chmod(filepath.Join(dir, "judge.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	compile := func(judgeCue string) *pipeline.Plan {
+	compile := func(judgeCue string) *plan.Plan {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, "judge.cue"), []byte("package t\n\nimport \"skillgate.dev/schema\"\n\nschema.#Suite & {\n\tjudge: "+judgeCue+"\n}\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, err := pipeline.CompileDir(dir)
+		p, err := plan.CompileDir(dir)
 		if err != nil {
-			t.Fatal(pipeline.PrintError(err, root))
+			t.Fatal(suite.PrintError(err, root))
 		}
 		return p
 	}
-	reports := []string{FilePlan, pipeline.FileVerdictJSON, pipeline.FileReportJSON, pipeline.FileReportMD, pipeline.FileReportHTML, pipeline.FileJUnitXML}
+	reports := []string{FilePlan, report.FileVerdictJSON, report.FileReportJSON, report.FileReportMD, report.FileReportHTML, report.FileJUnitXML}
 	// failedRun evaluates p, whose judge fails, and checks what it leaves.
-	failedRun := func(p *pipeline.Plan, out, why string) {
+	failedRun := func(p *plan.Plan, out, why string) {
 		t.Helper()
 		sum, rep := evaluate(t, p, dir, out)
 		if !sum.Complete() {
 			t.Fatalf("summary %+v", sum)
 		}
 		want := "INCOMPLETE 2 cells not judged: a/none/1, a/forced/1 (" + why + ")"
-		if rep.Verdict.Verdict != pipeline.VerdictIncomplete || rep.Verdict.ExitCode != 2 || !slices.Contains(rep.Verdict.Reasons, want) {
+		if rep.Verdict.Verdict != verdict.VerdictIncomplete || rep.Verdict.ExitCode != 2 || !slices.Contains(rep.Verdict.Reasons, want) {
 			t.Errorf("verdict %s (exit %d) %q, want the reason %q", rep.Verdict.Verdict, rep.Verdict.ExitCode, rep.Verdict.Reasons, want)
 		}
 		before := map[string][]byte{}
@@ -905,10 +909,10 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 			}
 			before[f] = b
 		}
-		if !bytes.Contains(before[pipeline.FileVerdictJSON], []byte(`"resumable": true`)) || !bytes.Contains(before[pipeline.FileVerdictJSON], []byte("cells not judged: a/none/1")) {
-			t.Errorf("verdict.json lacks the failure or is not resumable:\n%s", before[pipeline.FileVerdictJSON])
+		if !bytes.Contains(before[report.FileVerdictJSON], []byte(`"resumable": true`)) || !bytes.Contains(before[report.FileVerdictJSON], []byte("cells not judged: a/none/1")) {
+			t.Errorf("verdict.json lacks the failure or is not resumable:\n%s", before[report.FileVerdictJSON])
 		}
-		for _, f := range []string{pipeline.FileReportMD, pipeline.FileReportHTML, pipeline.FileJUnitXML} {
+		for _, f := range []string{report.FileReportMD, report.FileReportHTML, report.FileJUnitXML} {
 			if !bytes.Contains(before[f], []byte("cells not judged: a/none/1")) {
 				t.Errorf("%s does not say which cells were not judged", f)
 			}
@@ -933,13 +937,13 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 		os.Unsetenv("DOCKER_HOST")
 	}
 	// finishedRun evaluates p again, its judge working.
-	finishedRun := func(p *pipeline.Plan, out string) {
+	finishedRun := func(p *plan.Plan, out string) {
 		t.Helper()
 		sum, rep := evaluate(t, p, dir, out)
 		if sum.Ran != 0 || sum.Reused != len(p.Cells) {
 			t.Errorf("summary %+v: a rerun after a judge failure must not roll out again", sum)
 		}
-		if rep.Verdict.Verdict == pipeline.VerdictIncomplete {
+		if rep.Verdict.Verdict == verdict.VerdictIncomplete {
 			t.Errorf("verdict %s %v after the judge came back", rep.Verdict.Verdict, rep.Verdict.Reasons)
 		}
 		if failures, _ := filepath.Glob(filepath.Join(out, storeJudgeFailures, "*.json")); len(failures) != 0 {
@@ -977,7 +981,7 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 	p = compile(fmt.Sprintf(`{provider: "anthropic", model: "stand-in", upstream: %q, credentialEnv: "JUDGE_FAILURE_TEST_KEY"}`, srv.URL))
 	out = t.TempDir()
 	failedRun(p, out, "judge: POST "+srv.URL+"/v1/messages: HTTP 500: overloaded; key [REDACTED] is fine")
-	for _, f := range []string{pipeline.FileVerdictJSON, pipeline.FileReportJSON} {
+	for _, f := range []string{report.FileVerdictJSON, report.FileReportJSON} {
 		if b, _ := os.ReadFile(filepath.Join(out, f)); bytes.Contains(b, []byte("sk-failure-test-secret")) {
 			t.Errorf("%s holds the judge's key", f)
 		}
@@ -997,9 +1001,9 @@ func TestEvaluateWritesPlanFirst(t *testing.T) {
 		"s/judge.cue":      "package t\n\nimport \"skillgate.dev/schema\"\n\nschema.#Suite & {\n\tjudge: {provider: \"anthropic\", upstream: \"http://127.0.0.1:9\", credentialEnv: \"JUDGE_PLAN_FIRST_UNSET_KEY\"}\n}\n",
 		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
 	})
-	p, err := pipeline.CompileDir(filepath.Join(root, "s"))
+	p, err := plan.CompileDir(filepath.Join(root, "s"))
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, root))
+		t.Fatal(suite.PrintError(err, root))
 	}
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
 	out := filepath.Join(t.TempDir(), "run")
@@ -1007,12 +1011,12 @@ func TestEvaluateWritesPlanFirst(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "JUDGE_PLAN_FIRST_UNSET_KEY is not set") {
 		t.Fatalf("evaluate: %v, want the missing key", err)
 	}
-	got, err := pipeline.ReadPlan(filepath.Join(out, FilePlan))
+	got, err := plan.ReadPlan(filepath.Join(out, FilePlan))
 	if err != nil || got.Digest != p.Digest {
 		t.Fatalf("plan.json: %v", err)
 	}
 	rep, err := Report(out)
-	if err != nil || rep.Verdict.Verdict != pipeline.VerdictIncomplete {
+	if err != nil || rep.Verdict.Verdict != verdict.VerdictIncomplete {
 		t.Errorf("report of a run that never started: %v %+v", err, rep)
 	}
 }

@@ -11,11 +11,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/skillgate/skillgate/pipeline/plan"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/opencontainers/go-digest"
-
-	"github.com/skillgate/skillgate/pipeline"
 )
 
 // The phases of a run, each with its own progress line.
@@ -473,13 +473,13 @@ func terminalWidth(w io.Writer) int {
 // the run's first phase, so a first run's image builds (an agent image from
 // npm takes tens of seconds) show as such rather than as cells that do not
 // move. A failed build is the cells' to report: they find it cached.
-func (r *cellRunner) prepareImages(ctx context.Context, cells []pipeline.Cell, jobs int, prog *progress) {
+func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs int, prog *progress) {
 	type imageKey struct {
 		fixture digest.Digest
 		skills  string
 	}
 	seen := map[imageKey]bool{}
-	var first []pipeline.Cell
+	var first []plan.Cell
 	for _, c := range cells {
 		k := imageKey{r.cases[c.Case].FixtureDigest, strings.Join(r.arms[c.Arm].Skills, "\x00")}
 		if !seen[k] {
@@ -490,7 +490,7 @@ func (r *cellRunner) prepareImages(ctx context.Context, cells []pipeline.Cell, j
 	cellsTotal := prog.total
 	r.images.log = prog // the agent image's build notes go above the live line
 	prog.begin(phaseImages, len(first))
-	forEach(ctx, jobs, first, func(c pipeline.Cell) {
+	forEach(ctx, jobs, first, func(c plan.Cell) {
 		r.images.cellImage(ctx, r.cases[c.Case], r.arms[c.Arm])
 		prog.step()
 	})

@@ -13,9 +13,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/report"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // Rejudging asks another judge about a finished run's stored blinded
@@ -62,15 +66,15 @@ type RejudgeRecord struct {
 	// Plan is the digest of the run's plan, whose packets were rejudged.
 	Plan digest.Digest `json:"plan"`
 	// Original is the run's own judge's digest.
-	Original digest.Digest      `json:"original"`
-	Judge    pipeline.PlanJudge `json:"judge"`
+	Original digest.Digest  `json:"original"`
+	Judge    plan.PlanJudge `json:"judge"`
 }
 
 // RejudgePlan is the run's plan with other as its judge, the judge's digest
 // computed as a suite with that judge and the run's seed would have it.
 // Only the judge differs: the cells keep the run's grade keys, under which
 // the packets are stored.
-func RejudgePlan(p *pipeline.Plan, other pipeline.Judge) (*pipeline.Plan, error) {
+func RejudgePlan(p *plan.Plan, other suite.Judge) (*plan.Plan, error) {
 	if p.Judge == nil {
 		return nil, errors.New("rejudge: the run has no judge, so it stored no packets")
 	}
@@ -82,7 +86,7 @@ func RejudgePlan(p *pipeline.Plan, other pipeline.Judge) (*pipeline.Plan, error)
 	}
 	// The judge's identity comes from Compile itself, so it can never drift
 	// from what a suite with this judge would give.
-	jp, err := pipeline.Compile(&pipeline.Suite{Judge: &other, Seed: p.Suite.Seed})
+	jp, err := plan.Compile(&suite.Suite{Judge: &other, Seed: p.Suite.Seed})
 	if err != nil {
 		return nil, fmt.Errorf("rejudge: %w", err)
 	}
@@ -100,11 +104,11 @@ func RejudgeDir(out string, judge digest.Digest) string {
 // suite's) about every stored packet the run's plan needs, stores its
 // judgements under rejudged/HEX/judgements, and writes the rejudged report
 // set into rejudged/HEX, which it returns with the report.
-func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts RejudgeOptions) (*pipeline.Report, string, error) {
+func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOptions) (*verdict.Report, string, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	p, err := pipeline.ReadPlan(filepath.Join(out, FilePlan))
+	p, err := plan.ReadPlan(filepath.Join(out, FilePlan))
 	if err != nil {
 		return nil, "", err
 	}
@@ -118,7 +122,7 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 		return nil, "", err
 	}
 	rj := &rejudgeRun{run: p, plan: q, store: store, dir: RejudgeDir(out, q.Judge.Digest), opts: opts,
-		redact: newRedactor(q, judgeSecrets(q)...), cases: map[string]pipeline.PlanCase{}}
+		redact: newRedactor(q, judgeSecrets(q)...), cases: map[string]plan.PlanCase{}}
 	for _, pc := range p.Cases {
 		rj.cases[pc.ID] = pc
 	}
@@ -152,14 +156,14 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 	if err != nil {
 		return nil, "", err
 	}
-	var disputes map[string]*pipeline.Dispute
+	var disputes map[string]*grade.Dispute
 	if q.Judge.Mode != "pairwise" {
 		if disputes, err = rj.adjudicate(ctx, results, asks, judged); err != nil {
 			return nil, "", err
 		}
 	}
 
-	var pairwise []pipeline.PairwiseResult
+	var pairwise []grade.PairwiseResult
 	if q.Judge.Mode == "pairwise" {
 		for _, s := range pairs {
 			outcome := map[string]string{}
@@ -171,7 +175,7 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 					errs = append(errs, fmt.Sprintf("%s as %s: %s", s.pair.Candidate, pos, jd.Error))
 				}
 			}
-			pairwise = append(pairwise, pipeline.CombinePairwise(s.pc.ID, s.trial, s.pair, s.first, outcome[pipeline.PositionA], outcome[pipeline.PositionB], s.swap, errs))
+			pairwise = append(pairwise, grade.CombinePairwise(s.pc.ID, s.trial, s.pair, s.first, outcome[grade.PositionA], outcome[grade.PositionB], s.swap, errs))
 		}
 	} else {
 		for i, c := range p.Cells {
@@ -179,13 +183,13 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 			if !ok {
 				continue
 			}
-			results[i] = pipeline.ApplyRubric(results[i], rj.cases[c.Case], pipeline.CellJudgement{
-				Candidate: pipeline.CandidateID(c), Key: jd.Key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
+			results[i] = grade.ApplyRubric(results[i], rj.cases[c.Case], grade.CellJudgement{
+				Candidate: grade.CandidateID(c), Key: jd.Key, Valid: jd.Error == "", Reason: jd.Error, Criteria: jd.Criteria,
 				Seconds: jd.Usage.Seconds, Tokens: jd.Usage.Tokens, Dispute: disputes[jd.Key]})
 		}
 	}
-	r := pipeline.BuildJudgedReport(q, results, pairwise)
-	r.Adjudication = pipeline.BuildAdjudicationReport(q, results)
+	r := verdict.BuildJudgedReport(q, results, pairwise)
+	r.Adjudication = grade.BuildAdjudicationReport(q, results)
 	r.StandIn = p.Agent.StandIn
 	cal, ok, err := ReadCalibration(out, p)
 	if err != nil {
@@ -194,13 +198,13 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 	if ok {
 		r.Calibration = cal
 		if !cal.Passed() {
-			r.Verdict = pipeline.CalibrationVerdict(cal)
+			r.Verdict = verdict.CalibrationVerdict(cal)
 		}
 	}
-	if err := pipeline.WriteReports(rj.dir, r); err != nil {
+	if err := report.WriteReports(rj.dir, r); err != nil {
 		return nil, "", err
 	}
-	if err := pipeline.WriteAuditQueue(rj.dir, pipeline.AuditQueue(q, results, p.Suite.Seed)); err != nil {
+	if err := grade.WriteAuditQueue(rj.dir, grade.AuditQueue(q, results, p.Suite.Seed)); err != nil {
 		return nil, "", err
 	}
 	return r, rj.dir, nil
@@ -210,13 +214,13 @@ func Rejudge(ctx context.Context, out string, other pipeline.Judge, opts Rejudge
 const storeJudgementsDir = "judgements"
 
 type rejudgeRun struct {
-	run    *pipeline.Plan // the run's plan: its judge built the packets
-	plan   *pipeline.Plan // the run's plan with the other judge
+	run    *plan.Plan // the run's plan: its judge built the packets
+	plan   *plan.Plan // the run's plan with the other judge
 	store  *Store
 	dir    string
 	opts   RejudgeOptions
 	redact *redactor
-	cases  map[string]pipeline.PlanCase
+	cases  map[string]plan.PlanCase
 }
 
 // rejudgeAsk is one packet to rejudge.
@@ -243,15 +247,15 @@ func (a rejudgeAsk) rejudgementKey() string {
 // adjudicate has every rubric rejudgement that disputes its cell's
 // deterministic grade adjudicated by the other judge's adjudicator, and
 // returns the disputes by the first rejudgement's key.
-func (rj *rejudgeRun) adjudicate(ctx context.Context, results []pipeline.CellResult, asks []rejudgeAsk, judged map[string]*Judgement) (map[string]*pipeline.Dispute, error) {
-	disputes := map[string]*pipeline.Dispute{}
+func (rj *rejudgeRun) adjudicate(ctx context.Context, results []grade.CellResult, asks []rejudgeAsk, judged map[string]*Judgement) (map[string]*grade.Dispute, error) {
+	disputes := map[string]*grade.Dispute{}
 	index := map[string]int{}
 	for i, c := range rj.run.Cells {
 		if _, ok := index[c.Grade.Encoded()]; !ok {
 			index[c.Grade.Encoded()] = i
 		}
 	}
-	_, template := pipeline.AdjudicatorOf(rj.plan.Judge)
+	_, template := grade.AdjudicatorOf(rj.plan.Judge)
 	var adj []rejudgeAsk
 	for _, a := range asks {
 		jd := judged[a.key]
@@ -260,14 +264,14 @@ func (rj *rejudgeRun) adjudicate(ctx context.Context, results []pipeline.CellRes
 		}
 		i := index[a.key]
 		c := rj.run.Cells[i]
-		d := pipeline.DisputeOf(rj.plan, rj.cases[c.Case], results[i], jd.Criteria)
+		d := grade.DisputeOf(rj.plan, rj.cases[c.Case], results[i], jd.Criteria)
 		if d == nil {
 			continue
 		}
 		disputes[a.key] = d
 		if rj.plan.Judge.Adjudication.Enabled {
 			adj = append(adj, rejudgeAsk{key: a.key, name: "adjudication of " + a.name, cells: a.cells, criteria: a.criteria,
-				judgement: pipeline.AdjudicationKey(c.Grade).Encoded(), role: roleAdjudicator, template: template})
+				judgement: grade.AdjudicationKey(c.Grade).Encoded(), role: roleAdjudicator, template: template})
 		}
 	}
 	if len(adj) == 0 {
@@ -294,7 +298,7 @@ func (rj *rejudgeRun) adjudicate(ctx context.Context, results []pipeline.CellRes
 // rubricAsks lists the packets of every cell whose rubric the judge grades
 // and whose deterministic grade is valid (judged or not by the run's
 // judge), one per grade key.
-func (rj *rejudgeRun) rubricAsks(results []pipeline.CellResult) []rejudgeAsk {
+func (rj *rejudgeRun) rubricAsks(results []grade.CellResult) []rejudgeAsk {
 	var asks []rejudgeAsk
 	seen := map[string]bool{}
 	for i, c := range rj.run.Cells {
@@ -305,7 +309,7 @@ func (rj *rejudgeRun) rubricAsks(results []pipeline.CellResult) []rejudgeAsk {
 			status = r.Judge.Status // the deterministic grade's, before judging
 		}
 		key := c.Grade.Encoded()
-		if !pipeline.RubricJudged(rj.plan, pc) || status == pipeline.StatusInvalid || status == pipeline.StatusMissing || seen[key] {
+		if !grade.RubricJudged(rj.plan, pc) || status == grade.StatusInvalid || status == grade.StatusMissing || seen[key] {
 			continue
 		}
 		seen[key] = true
@@ -316,11 +320,11 @@ func (rj *rejudgeRun) rubricAsks(results []pipeline.CellResult) []rejudgeAsk {
 
 // pairAsks lists the pairs the other judge compares whose two cells are
 // graded, and the packet of each order, keyed as the run's judge stored it.
-func (rj *rejudgeRun) pairAsks(results []pipeline.CellResult) ([]pairSlot, []rejudgeAsk) {
+func (rj *rejudgeRun) pairAsks(results []grade.CellResult) ([]pairSlot, []rejudgeAsk) {
 	// The other judge's pairs and swap, under the run judge's digest: the
 	// slots' keys are then the stored packets' keys.
 	k := *rj.plan
-	k.Judge = &pipeline.PlanJudge{Judge: rj.plan.Judge.Judge, Digest: rj.run.Judge.Digest}
+	k.Judge = &plan.PlanJudge{Judge: rj.plan.Judge.Judge, Digest: rj.run.Judge.Digest}
 	slots := pairSlots(&k, results)
 	var asks []rejudgeAsk
 	seen := map[string]bool{}
@@ -428,19 +432,19 @@ func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*Judgemen
 	if a.template != "" {
 		template = a.template
 	}
-	reply, usage, err := askJudge(ctx, j, pipeline.RenderJudgePrompt(template, packet), packet)
+	reply, usage, err := askJudge(ctx, j, grade.RenderJudgePrompt(template, packet), packet)
 	if err != nil {
 		return nil, err
 	}
 	reply = rj.redact.string(reply)
 	jd := &Judgement{Key: a.rejudgementKey(), Mode: pj.Mode, Judge: pj.Digest, Role: a.role, Cells: a.cells, Position: a.position, Reply: reply, Usage: usage}
 	if pj.Mode == "pairwise" {
-		if jd.Winner, jd.Evidence, err = pipeline.ParsePairwiseReply(reply); err != nil {
-			jd.Error, jd.Outcome = err.Error(), pipeline.PairwiseInvalid
+		if jd.Winner, jd.Evidence, err = grade.ParsePairwiseReply(reply); err != nil {
+			jd.Error, jd.Outcome = err.Error(), grade.PairwiseInvalid
 		} else {
-			jd.Outcome = pipeline.PairwiseOutcome(jd.Winner, a.position)
+			jd.Outcome = grade.PairwiseOutcome(jd.Winner, a.position)
 		}
-	} else if jd.Criteria, err = pipeline.ParseRubricReply(reply, a.criteria); err != nil {
+	} else if jd.Criteria, err = grade.ParseRubricReply(reply, a.criteria); err != nil {
 		jd.Error = err.Error()
 	}
 	data, err := json.MarshalIndent(jd, "", "  ")

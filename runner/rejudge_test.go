@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // checksums maps every file under the run folder's given subfolders to its
@@ -81,7 +83,7 @@ schema.#Suite & {
 	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
 	out := t.TempDir()
 	_, orig := evaluate(t, p, dir, out)
-	if orig.Verdict.Verdict != pipeline.VerdictPass {
+	if orig.Verdict.Verdict != verdict.VerdictPass {
 		t.Fatalf("original verdict %s %v", orig.Verdict.Verdict, orig.Verdict.Reasons)
 	}
 	storeDirs := []string{storeJudgements, storeGrades, storePackets, storeRollouts}
@@ -108,7 +110,7 @@ schema.#Suite & {
 	// The rejudge needs no engine: a scripted judge is a local gateway.
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
 	strict := p.Judge.Judge
-	strict.Script = &pipeline.Script{Model: "strict", Rules: []pipeline.ScriptRule{{Reply: []pipeline.ScriptBlock{{Text: ptr(`{"criteria": [{"criterion": 0, "pass": false, "evidence": "never enough"}]}`)}}}}}
+	strict.Script = &suite.Script{Model: "strict", Rules: []suite.ScriptRule{{Reply: []suite.ScriptBlock{{Text: ptr(`{"criteria": [{"criterion": 0, "pass": false, "evidence": "never enough"}]}`)}}}}}
 	var log bytes.Buffer
 	rep, rdir, err := Rejudge(context.Background(), out, strict, RejudgeOptions{SuiteDir: dir, Jobs: 4, Log: &log})
 	t.Logf("rejudge:\n%s", log.String())
@@ -122,7 +124,7 @@ schema.#Suite & {
 	if q.Judge.Digest == p.Judge.Digest || rdir != filepath.Join(out, DirRejudged, q.Judge.Digest.Encoded()[:12]) {
 		t.Errorf("rejudged into %s; judge %s, run judge %s", rdir, q.Judge.Digest, p.Judge.Digest)
 	}
-	if rep.Verdict.Verdict == orig.Verdict.Verdict || rep.Verdict.Verdict != pipeline.VerdictFail {
+	if rep.Verdict.Verdict == orig.Verdict.Verdict || rep.Verdict.Verdict != verdict.VerdictFail {
 		t.Errorf("rejudged verdict %s %v, original %s", rep.Verdict.Verdict, rep.Verdict.Reasons, orig.Verdict.Verdict)
 	}
 	if rep.Judge == nil || rep.Judge.Digest != q.Judge.Digest {
@@ -152,7 +154,7 @@ schema.#Suite & {
 	}
 	adjudications := map[string]bool{}
 	for _, c := range p.Cells {
-		adjudications[pipeline.AdjudicationKey(c.Grade).Encoded()+".json"] = true
+		adjudications[grade.AdjudicationKey(c.Grade).Encoded()+".json"] = true
 	}
 	for _, f := range judgements {
 		jd, ok, err := readJudgementFile(f)
@@ -169,7 +171,7 @@ schema.#Suite & {
 			t.Errorf("rejudgement %s has no packet: %v", filepath.Base(f), err)
 		}
 	}
-	if rep.Adjudication == nil || len(rep.Adjudication.Disputed) != len(p.Cells) || rep.Adjudication.Disputed[0].Decision != pipeline.DecisionFail {
+	if rep.Adjudication == nil || len(rep.Adjudication.Disputed) != len(p.Cells) || rep.Adjudication.Disputed[0].Decision != grade.DecisionFail {
 		t.Errorf("rejudged adjudication %+v", rep.Adjudication)
 	}
 	rejudged := []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml", FileRejudgeJudge}
@@ -203,7 +205,7 @@ schema.#Suite & {
 
 	// A judge of another mode has no packets to read.
 	pw := strict
-	pw.Mode, pw.Pairs = "pairwise", []pipeline.Pair{{Candidate: "forced", Baseline: "none"}}
+	pw.Mode, pw.Pairs = "pairwise", []suite.Pair{{Candidate: "forced", Baseline: "none"}}
 	if _, _, err := Rejudge(context.Background(), out, pw, RejudgeOptions{}); err == nil || !strings.Contains(err.Error(), "rubric packets") {
 		t.Errorf("pairwise judge on rubric packets: %v", err)
 	}

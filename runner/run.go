@@ -15,6 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+
 	"github.com/opencontainers/go-digest"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -75,7 +79,7 @@ func (s *Summary) Complete() bool {
 // Select returns the plan's cells matching the filters, in plan order. A
 // filter value that matches nothing in the plan is an error, so a typo
 // never silently runs nothing.
-func Select(p *pipeline.Plan, cases, arms []string, split string) ([]pipeline.Cell, error) {
+func Select(p *plan.Plan, cases, arms []string, split string) ([]plan.Cell, error) {
 	known := map[string]map[string]bool{"case": {}, "arm": {}, "split": {}}
 	splitOf := map[string]string{}
 	for _, c := range p.Cases {
@@ -93,7 +97,7 @@ func Select(p *pipeline.Plan, cases, arms []string, split string) ([]pipeline.Ce
 			}
 		}
 	}
-	var out []pipeline.Cell
+	var out []plan.Cell
 	for _, c := range p.Cells {
 		if (len(cases) == 0 || slices.Contains(cases, c.Case)) &&
 			(len(arms) == 0 || slices.Contains(arms, c.Arm)) &&
@@ -108,7 +112,7 @@ func Select(p *pipeline.Plan, cases, arms []string, split string) ([]pipeline.Ce
 // each in its own container, and stores their rollouts. Cancelling ctx
 // stops starting cells, kills and removes running containers and keeps
 // every stored rollout; the summary then says Interrupted.
-func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) {
+func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	start := time.Now()
 	cells, err := Select(p, opts.Cases, opts.Arms, opts.Split)
 	if err != nil {
@@ -133,7 +137,7 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 	sum.SpentFolderUSD, _ = budget.totals()
 
 	// One rollout per key: cells sharing a key share it.
-	var todo []pipeline.Cell
+	var todo []plan.Cell
 	queued := map[digest.Digest]bool{}
 	for _, c := range cells {
 		r, ok, err := store.Rollout(c.Rollout)
@@ -156,7 +160,7 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 		return sum, nil
 	}
 
-	cases, arms := map[string]pipeline.PlanCase{}, map[string]pipeline.PlanArm{}
+	cases, arms := map[string]plan.PlanCase{}, map[string]plan.PlanArm{}
 	for _, c := range p.Cases {
 		cases[c.ID] = c
 	}
@@ -187,7 +191,7 @@ func Run(ctx context.Context, p *pipeline.Plan, opts Options) (*Summary, error) 
 	r.prepareImages(ctx, todo, opts.Jobs, prog)
 	var mu sync.Mutex
 	var fatal error
-	forEach(ctx, opts.Jobs, todo, func(c pipeline.Cell) {
+	forEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
 		ro, err := r.runAdmitted(ctx, c, SpendCell, prog.started)
 		mu.Lock()
 		switch {
@@ -262,7 +266,7 @@ func openRunFolder(dir string) (out string, store *Store, unlock func(), err err
 // the run within seconds), connects to the engine and removes what a dead
 // run into the same folder left. The caller fills in the cases and arms it
 // will run; stop releases everything.
-func startCellRunner(ctx context.Context, p *pipeline.Plan, opts Options, out string, store *Store, budget *spendBudget) (r *cellRunner, stop func(), err error) {
+func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string, store *Store, budget *spendBudget) (r *cellRunner, stop func(), err error) {
 	var gateway *Gateway
 	var key string
 	if usesGateway(p) {
@@ -297,9 +301,9 @@ func startCellRunner(ctx context.Context, p *pipeline.Plan, opts Options, out st
 	r = &cellRunner{
 		plan: p, store: store, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
 		images: newImages(engine, p, store, opts.Log),
-		cases:  map[string]pipeline.PlanCase{}, arms: map[string]pipeline.PlanArm{},
+		cases:  map[string]plan.PlanCase{}, arms: map[string]plan.PlanArm{},
 		gateway: gateway, budget: budget,
-		git: pipeline.SuiteGitRevision(p, opts.SuiteDir, out),
+		git: plan.SuiteGitRevision(p, opts.SuiteDir, out),
 	}
 	r.redact = newRedactor(p, key)
 	return r, func() {
@@ -318,7 +322,7 @@ func (r *cellRunner) sweep(ctx context.Context) {
 
 // cellRunner runs one cell at a time per worker.
 type cellRunner struct {
-	plan     *pipeline.Plan
+	plan     *plan.Plan
 	store    *Store
 	engine   *Engine
 	images   *images
@@ -328,22 +332,22 @@ type cellRunner struct {
 	gateway  *Gateway
 	budget   *spendBudget
 	redact   *redactor
-	cases    map[string]pipeline.PlanCase
-	arms     map[string]pipeline.PlanArm
+	cases    map[string]plan.PlanCase
+	arms     map[string]plan.PlanArm
 	// git is where the suite's repository stood when the run started.
-	git *pipeline.GitRevision
+	git *plan.GitRevision
 }
 
 // run executes one cell and stores its rollout. A Docker or skillgate
 // failure is stored as an invalid rollout, so the run goes on and the next
 // run retries the cell; only a failure to store is returned.
-func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error) {
+func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 	start := time.Now()
 	pc, arm := r.cases[c.Case], r.arms[c.Arm]
 	ro := &Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
-		Image: r.plan.Agent.Image, Changes: []pipeline.FileChange{}, StartedAt: start.UTC().Round(time.Millisecond),
-		Telemetry: Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}},
-		Inputs:    pipeline.RolloutInputs{Fixture: pc.FixtureDigest, Skills: pipeline.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
+		Image: r.plan.Agent.Image, Changes: []grade.FileChange{}, StartedAt: start.UTC().Round(time.Millisecond),
+		Telemetry: Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}},
+		Inputs:    plan.RolloutInputs{Fixture: pc.FixtureDigest, Skills: plan.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
 	staged, err := r.store.Stage()
 	if err != nil {
 		return nil, err
@@ -424,13 +428,13 @@ func (r *cellRunner) run(ctx context.Context, c pipeline.Cell) (*Rollout, error)
 }
 
 // collector reads back a cell's workspace into blobs, within the plan's limits.
-func (r *cellRunner) collector(pc pipeline.PlanCase, arm pipeline.PlanArm, blobs string) (*workspaceCollector, error) {
+func (r *cellRunner) collector(pc plan.PlanCase, arm plan.PlanArm, blobs string) (*workspaceCollector, error) {
 	lim := r.plan.Limits.Collect
-	file, err := pipeline.ParseBytes(lim.FileBytes)
+	file, err := suite.ParseBytes(lim.FileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read limits.collect.fileBytes: %w", err)
 	}
-	total, err := pipeline.ParseBytes(lim.TotalBytes)
+	total, err := suite.ParseBytes(lim.TotalBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read limits.collect.totalBytes: %w", err)
 	}
@@ -438,7 +442,7 @@ func (r *cellRunner) collector(pc pipeline.PlanCase, arm pipeline.PlanArm, blobs
 }
 
 // spec is the hardened container of a cell.
-func (r *cellRunner) spec(c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.PlanArm, image string, col *workspaceCollector) (ContainerSpec, error) {
+func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image string, col *workspaceCollector) (ContainerSpec, error) {
 	lim := r.plan.Limits
 	timeout, err := time.ParseDuration(lim.Timeout)
 	if err != nil {
@@ -448,11 +452,11 @@ func (r *cellRunner) spec(c pipeline.Cell, pc pipeline.PlanCase, arm pipeline.Pl
 	if err != nil {
 		return ContainerSpec{}, fmt.Errorf("parse limits.collect.timeout %q: %w", lim.Collect.Timeout, err)
 	}
-	mem, err := pipeline.ParseBytes(lim.Memory)
+	mem, err := suite.ParseBytes(lim.Memory)
 	if err != nil {
 		return ContainerSpec{}, fmt.Errorf("read limits.memory: %w", err)
 	}
-	output, err := pipeline.ParseBytes(lim.Output)
+	output, err := suite.ParseBytes(lim.Output)
 	if err != nil {
 		return ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
 	}

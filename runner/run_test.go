@@ -17,11 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/opencontainers/go-digest"
-
-	"github.com/skillgate/skillgate/pipeline"
 )
 
 // These tests run small suites from testdata/run end to end: real cell
@@ -32,7 +33,7 @@ import (
 // paths must stay inside one) and compiled.
 type runSuite struct {
 	Dir  string
-	Plan *pipeline.Plan
+	Plan *plan.Plan
 }
 
 // copySuite copies testdata/run/NAME into a fresh repository, compiles it,
@@ -53,9 +54,9 @@ func copyTestdataSuite(t *testing.T, e *Engine, rel string) runSuite {
 	}
 	dir := filepath.Join(root, filepath.Base(rel))
 	copyTree(t, filepath.Join("testdata", rel), dir)
-	p, err := pipeline.CompileDir(dir)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, dir))
+		t.Fatal(suite.PrintError(err, dir))
 	}
 	if e != nil {
 		t.Cleanup(func() {
@@ -109,7 +110,7 @@ func (s runSuite) run(t *testing.T, out string, opts Options) *Summary {
 }
 
 // cell returns the plan's cell with the given ID.
-func (s runSuite) cell(t *testing.T, id string) pipeline.Cell {
+func (s runSuite) cell(t *testing.T, id string) plan.Cell {
 	t.Helper()
 	for _, c := range s.Plan.Cells {
 		if c.ID == id {
@@ -117,7 +118,7 @@ func (s runSuite) cell(t *testing.T, id string) pipeline.Cell {
 		}
 	}
 	t.Fatalf("the plan has no cell %s", id)
-	return pipeline.Cell{}
+	return plan.Cell{}
 }
 
 // stored reads every rollout in out's store, by cell ID. Each must be a
@@ -177,7 +178,7 @@ func checkStoreMatchesPlan(t *testing.T, s runSuite, out, want string) {
 }
 
 // readStored reads a file of the rollout stored for the cell.
-func readStored(t *testing.T, out string, c pipeline.Cell, name string) string {
+func readStored(t *testing.T, out string, c plan.Cell, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(storeRollouts), c.Rollout.Encoded(), filepath.FromSlash(name)))
 	if err != nil {
@@ -243,7 +244,7 @@ func (s *runSuite) useCLIPlan(t *testing.T, bin string) string {
 	if code, _ := cli(t, bin, "plan", s.Dir, "-o", file); code != 0 {
 		t.Fatalf("skillgate plan: exit %d", code)
 	}
-	p, err := pipeline.ReadPlan(file)
+	p, err := plan.ReadPlan(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -629,7 +630,7 @@ func TestRunStatuses(t *testing.T) {
 func TestSelectFilters(t *testing.T) {
 	e := testEngine(t)
 	s := copySuite(t, e, "basic")
-	ids := func(cs []pipeline.Cell) []string {
+	ids := func(cs []plan.Cell) []string {
 		var out []string
 		for _, c := range cs {
 			out = append(out, c.ID)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // scriptedModel answers model requests from a Script, in the wire format the agent speaks:
@@ -20,7 +20,7 @@ import (
 // the cell's call number, from which every id is derived, so a cell's transcript is the
 // same on every run.
 type scriptedModel struct {
-	script *pipeline.Script
+	script *suite.Script
 	model  string
 	prompt []*regexp.Regexp // each rule's promptMatches, nil where unset
 }
@@ -28,7 +28,7 @@ type scriptedModel struct {
 // scriptedNoMatch is the reply when no rule holds.
 const scriptedNoMatch = "scripted model: no rule matched"
 
-func newScriptedModel(s *pipeline.Script) (*scriptedModel, error) {
+func newScriptedModel(s *suite.Script) (*scriptedModel, error) {
 	if s == nil {
 		return nil, errors.New("scripted provider without a script")
 	}
@@ -71,7 +71,7 @@ type scriptRequest struct {
 }
 
 // pick returns the first rule whose conditions all hold, or nil.
-func (s *scriptedModel) pick(req *scriptRequest) *pipeline.ScriptRule {
+func (s *scriptedModel) pick(req *scriptRequest) *suite.ScriptRule {
 	for i := range s.script.Rules {
 		r := &s.script.Rules[i]
 		if w := r.When; w != nil {
@@ -100,7 +100,7 @@ func (s *scriptedModel) pick(req *scriptRequest) *pipeline.ScriptRule {
 const lastToolResultVar = "{{lastToolResult}}"
 
 // reply is the rule's reply, or the no-match text.
-func (s *scriptedModel) reply(req *scriptRequest) ([]pipeline.ScriptBlock, pipeline.ScriptUsage) {
+func (s *scriptedModel) reply(req *scriptRequest) ([]suite.ScriptBlock, suite.ScriptUsage) {
 	if r := s.pick(req); r != nil {
 		blocks := slices.Clone(r.Reply) // the rule is shared: replace in a copy
 		for i, b := range blocks {
@@ -112,7 +112,7 @@ func (s *scriptedModel) reply(req *scriptRequest) ([]pipeline.ScriptBlock, pipel
 		return blocks, r.Usage
 	}
 	t := scriptedNoMatch
-	return []pipeline.ScriptBlock{{Text: &t}}, pipeline.ScriptUsage{Input: 100, Output: 20} // the schema's defaults
+	return []suite.ScriptBlock{{Text: &t}}, suite.ScriptUsage{Input: 100, Output: 20} // the schema's defaults
 }
 
 // serve answers one request; call numbers the cell's model calls from 1.
@@ -481,7 +481,7 @@ func (s *sseWriter) event(name string, fields map[string]any) {
 }
 
 // toolInput is a block's input as JSON, {} when it has none.
-func toolInput(b pipeline.ScriptBlock) json.RawMessage {
+func toolInput(b suite.ScriptBlock) json.RawMessage {
 	if len(b.Input) == 0 {
 		return json.RawMessage("{}")
 	}
@@ -511,7 +511,7 @@ type anthropicMessage struct {
 }
 
 // anthropic writes a Messages reply: an event stream as Claude Code asks, or one JSON.
-func (s *scriptedModel) anthropic(w http.ResponseWriter, stream bool, blocks []pipeline.ScriptBlock, usage pipeline.ScriptUsage, call int) {
+func (s *scriptedModel) anthropic(w http.ResponseWriter, stream bool, blocks []suite.ScriptBlock, usage suite.ScriptUsage, call int) {
 	msgID := fmt.Sprintf("msg_scripted_%04d", call)
 	stop := "end_turn"
 	content := make([]map[string]any, len(blocks))
@@ -584,7 +584,7 @@ type responsesObject struct {
 }
 
 // responses writes a Responses reply: an event stream as Codex asks, or one JSON.
-func (s *scriptedModel) responses(w http.ResponseWriter, stream bool, blocks []pipeline.ScriptBlock, usage pipeline.ScriptUsage, call int) {
+func (s *scriptedModel) responses(w http.ResponseWriter, stream bool, blocks []suite.ScriptBlock, usage suite.ScriptUsage, call int) {
 	resp := responsesObject{
 		ID:        fmt.Sprintf("resp_scripted_%04d", call),
 		Object:    "response",

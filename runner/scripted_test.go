@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // gwEvent is one parsed server-sent event.
@@ -81,32 +82,32 @@ func gwSample(t *testing.T, name string) []byte {
 }
 
 // gwSampleScript plays the demo scenario of the sample transcripts.
-func gwSampleScript() *pipeline.Script {
-	return &pipeline.Script{Model: "scripted-demo", Rules: []pipeline.ScriptRule{
+func gwSampleScript() *suite.Script {
+	return &suite.Script{Model: "scripted-demo", Rules: []suite.ScriptRule{
 		{
-			When:  &pipeline.ScriptWhen{ToolResults: gwPtr(1), Contains: gwPtr("Base directory for this skill")},
-			Reply: []pipeline.ScriptBlock{{Text: gwPtr("DEMO-SKILL-ACTIVE")}},
-			Usage: pipeline.ScriptUsage{Input: 300, Output: 7},
+			When:  &suite.ScriptWhen{ToolResults: gwPtr(1), Contains: gwPtr("Base directory for this skill")},
+			Reply: []suite.ScriptBlock{{Text: gwPtr("DEMO-SKILL-ACTIVE")}},
+			Usage: suite.ScriptUsage{Input: 300, Output: 7},
 		},
 		{
-			When: &pipeline.ScriptWhen{SkillListed: gwPtr("demo"), ToolResults: gwPtr(0), Contains: gwPtr("SCENARIO:skill")},
-			Reply: []pipeline.ScriptBlock{
+			When: &suite.ScriptWhen{SkillListed: gwPtr("demo"), ToolResults: gwPtr(0), Contains: gwPtr("SCENARIO:skill")},
+			Reply: []suite.ScriptBlock{
 				{Text: gwPtr("I'll use the demo skill.")},
 				{Tool: "Skill", Input: map[string]any{"skill": "demo"}},
 			},
-			Usage: pipeline.ScriptUsage{Input: 12379, Output: 25},
+			Usage: suite.ScriptUsage{Input: 12379, Output: 25},
 		},
 		{
-			When: &pipeline.ScriptWhen{SkillListed: gwPtr("demo2"), ToolResults: gwPtr(0)},
-			Reply: []pipeline.ScriptBlock{
+			When: &suite.ScriptWhen{SkillListed: gwPtr("demo2"), ToolResults: gwPtr(0)},
+			Reply: []suite.ScriptBlock{
 				{Text: gwPtr("Reading the skill.")},
 				{Tool: "exec_command", Input: map[string]any{"cmd": "cat .agents/skills/demo/SKILL.md"}},
 			},
-			Usage: pipeline.ScriptUsage{Input: 9000, Output: 40},
+			Usage: suite.ScriptUsage{Input: 9000, Output: 40},
 		},
 		{
-			When:  &pipeline.ScriptWhen{NotContains: gwPtr("Launching skill"), SkillListed: gwPtr("Explore")},
-			Reply: []pipeline.ScriptBlock{{Text: gwPtr("agent types are not skills")}},
+			When:  &suite.ScriptWhen{NotContains: gwPtr("Launching skill"), SkillListed: gwPtr("Explore")},
+			Reply: []suite.ScriptBlock{{Text: gwPtr("agent types are not skills")}},
 		},
 	}}
 }
@@ -273,7 +274,7 @@ func TestScriptedAnthropicStream(t *testing.T) {
 
 	u := g.Usage("claude-cell")
 	if u.Requests != 4 || u.ModelAsked != "claude-opus-5-5, m" || u.ModelAnswered != "scripted-demo" ||
-		u.Tokens == nil || *u.Tokens != (pipeline.Tokens{Input: 12379 + 300 + 100 + 12379, Output: 25 + 7 + 20 + 25}) || u.USD != nil {
+		u.Tokens == nil || *u.Tokens != (grade.Tokens{Input: 12379 + 300 + 100 + 12379, Output: 25 + 7 + 20 + 25}) || u.USD != nil {
 		t.Errorf("usage %+v tokens %+v", u, u.Tokens)
 	}
 
@@ -350,7 +351,7 @@ func TestScriptedResponsesStream(t *testing.T) {
 
 	u := g.Usage("codex-cell")
 	if u.Requests != 2 || u.ModelAsked != "mock-model, gpt-x" || u.ModelAnswered != "scripted-demo" ||
-		u.Tokens == nil || *u.Tokens != (pipeline.Tokens{Input: 9100, Output: 60}) {
+		u.Tokens == nil || *u.Tokens != (grade.Tokens{Input: 9100, Output: 60}) {
 		t.Errorf("usage %+v tokens %+v", u, u.Tokens)
 	}
 
@@ -399,10 +400,10 @@ func TestScriptedPrompt(t *testing.T) {
 		t.Errorf("string input: prompt %q, %v", x2.prompt, err)
 	}
 
-	sm, err := newScriptedModel(&pipeline.Script{Rules: []pipeline.ScriptRule{
+	sm, err := newScriptedModel(&suite.Script{Rules: []suite.ScriptRule{
 		// "Visualize" is in dataviz's description in the listing, not in the prompt.
-		{When: &pipeline.ScriptWhen{PromptMatches: gwPtr("(?i)visualize")}, Reply: []pipeline.ScriptBlock{{Text: gwPtr("listing")}}},
-		{When: &pipeline.ScriptWhen{PromptMatches: gwPtr("(?i)^scenario:skill"), SkillListed: gwPtr("demo")}, Reply: []pipeline.ScriptBlock{{Text: gwPtr("prompt")}}},
+		{When: &suite.ScriptWhen{PromptMatches: gwPtr("(?i)visualize")}, Reply: []suite.ScriptBlock{{Text: gwPtr("listing")}}},
+		{When: &suite.ScriptWhen{PromptMatches: gwPtr("(?i)^scenario:skill"), SkillListed: gwPtr("demo")}, Reply: []suite.ScriptBlock{{Text: gwPtr("prompt")}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -417,8 +418,8 @@ func TestScriptedPrompt(t *testing.T) {
 		t.Errorf("codex request picked %+v, want none", r)
 	}
 
-	if _, err := newScriptedModel(&pipeline.Script{Rules: []pipeline.ScriptRule{
-		{When: &pipeline.ScriptWhen{PromptMatches: gwPtr("(")}, Reply: []pipeline.ScriptBlock{{Text: gwPtr("x")}}},
+	if _, err := newScriptedModel(&suite.Script{Rules: []suite.ScriptRule{
+		{When: &suite.ScriptWhen{PromptMatches: gwPtr("(")}, Reply: []suite.ScriptBlock{{Text: gwPtr("x")}}},
 	}}); err == nil || !strings.Contains(err.Error(), "promptMatches") {
 		t.Errorf("a bad promptMatches: %v", err)
 	}
@@ -427,8 +428,8 @@ func TestScriptedPrompt(t *testing.T) {
 // TestScriptedLastToolResult: {{lastToolResult}} in a text block is the text of the last
 // tool result, in both wire formats, without Claude Code's system reminders.
 func TestScriptedLastToolResult(t *testing.T) {
-	script := &pipeline.Script{Rules: []pipeline.ScriptRule{{
-		Reply: []pipeline.ScriptBlock{{Text: gwPtr("Done.\n{{lastToolResult}}\n(end)")}},
+	script := &suite.Script{Rules: []suite.ScriptRule{{
+		Reply: []suite.ScriptBlock{{Text: gwPtr("Done.\n{{lastToolResult}}\n(end)")}},
 	}}}
 	g := gwStart(t, GatewayConfig{Provider: "scripted", Script: script})
 	c := gwUnixClient(g.Socket())

@@ -13,9 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // The spend cap never changes a result: it only decides whether a cell (or a judge
@@ -56,7 +58,7 @@ type SpendEntry struct {
 
 // priceTokens prices t; nil without per-token prices or without tokens. A missing cache
 // price falls back to the input price.
-func priceTokens(p *pipeline.Prices, t *pipeline.Tokens) *float64 {
+func priceTokens(p *suite.Prices, t *grade.Tokens) *float64 {
 	if t == nil || !tokenPriced(p) {
 		return nil
 	}
@@ -76,19 +78,19 @@ func priceTokens(p *pipeline.Prices, t *pipeline.Tokens) *float64 {
 	return &usd
 }
 
-func tokenPriced(p *pipeline.Prices) bool {
+func tokenPriced(p *suite.Prices) bool {
 	return p != nil && (p.InputPerMTok != nil || p.OutputPerMTok != nil || p.CacheReadPerMTok != nil || p.CacheWritePerMTok != nil)
 }
 
 // capPriced: prices the spend cap can count with.
-func capPriced(p *pipeline.Prices) bool {
+func capPriced(p *suite.Prices) bool {
 	return p != nil && (p.PerCall != nil || p.InputPerMTok != nil && p.OutputPerMTok != nil)
 }
 
 // spendCost is what one cell or judge call cost: its tokens at the prices, else the
 // per-call price when it made a model call; ok is false when there is nothing to
 // record (no model call, or no price to count it with).
-func spendCost(p *pipeline.Prices, t *pipeline.Tokens, called bool) (usd float64, estimated, ok bool) {
+func spendCost(p *suite.Prices, t *grade.Tokens, called bool) (usd float64, estimated, ok bool) {
 	if v := priceTokens(p, t); v != nil {
 		return *v, false, true
 	}
@@ -104,7 +106,7 @@ func spendCost(p *pipeline.Prices, t *pipeline.Tokens, called bool) (usd float64
 // CheckSpendCap refuses a spend cap that cannot be kept: a negative or non-finite one,
 // or one on a suite whose agent (or real judge) has no prices to count with. It needs
 // nothing but the plan, so a run stops on it before any engine or provider is asked.
-func CheckSpendCap(p *pipeline.Plan, capUSD float64) error {
+func CheckSpendCap(p *plan.Plan, capUSD float64) error {
 	if capUSD == 0 {
 		return nil
 	}
@@ -160,7 +162,7 @@ func spendClass(kind string) string {
 }
 
 // openSpend reads the run folder's ledger into a budget under capUSD (0: none).
-func openSpend(out string, p *pipeline.Plan, capUSD float64) (*spendBudget, error) {
+func openSpend(out string, p *plan.Plan, capUSD float64) (*spendBudget, error) {
 	if err := CheckSpendCap(p, capUSD); err != nil {
 		return nil, err
 	}
@@ -325,7 +327,7 @@ func (b *spendBudget) totals() (folder, run float64) {
 // runAdmitted runs a cell once the budget admits it (started is called then) and
 // records its cost in the ledger, whatever became of it. A cell the cap leaves no
 // room for is not started: the error wraps ErrSpendCap.
-func (r *cellRunner) runAdmitted(ctx context.Context, c pipeline.Cell, kind string, started func(string)) (*Rollout, error) {
+func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, started func(string)) (*Rollout, error) {
 	res, err := r.budget.admit(ctx, kind)
 	if err != nil {
 		return nil, err

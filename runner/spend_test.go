@@ -11,15 +11,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // spendPlan is a plan with only what the budget reads.
-func spendPlan(agent, judge *pipeline.Prices) *pipeline.Plan {
-	p := &pipeline.Plan{Agent: pipeline.PlanAgent{Agent: pipeline.Agent{Provider: "anthropic", Prices: agent}}}
+func spendPlan(agent, judge *suite.Prices) *plan.Plan {
+	p := &plan.Plan{Agent: plan.PlanAgent{Agent: suite.Agent{Provider: "anthropic", Prices: agent}}}
 	p.Suite.Name = "spendtest"
 	if judge != nil {
-		p.Judge = &pipeline.PlanJudge{Judge: pipeline.Judge{Provider: "anthropic", Prices: judge}}
+		p.Judge = &plan.PlanJudge{Judge: suite.Judge{Provider: "anthropic", Prices: judge}}
 	}
 	return p
 }
@@ -30,7 +33,7 @@ func spendPlan(agent, judge *pipeline.Prices) *pipeline.Plan {
 // most a cell has cost is every next cell's worst case.
 func TestSpendAdmissionNeverOvershoots(t *testing.T) {
 	ctx := context.Background()
-	b, err := openSpend(t.TempDir(), spendPlan(&pipeline.Prices{PerCall: gwPtr(1.0), InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, nil), 5)
+	b, err := openSpend(t.TempDir(), spendPlan(&suite.Prices{PerCall: gwPtr(1.0), InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, nil), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func TestSpendAdmissionNeverOvershoots(t *testing.T) {
 	}
 
 	// No per-call price: one cell at a time until one has a cost.
-	b, err = openSpend(t.TempDir(), spendPlan(&pipeline.Prices{InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, nil), 10)
+	b, err = openSpend(t.TempDir(), spendPlan(&suite.Prices{InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, nil), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +129,7 @@ func TestSpendAdmissionNeverOvershoots(t *testing.T) {
 // counts every earlier entry, and a line the process died writing is skipped.
 func TestSpendLedgerSurvives(t *testing.T) {
 	out := t.TempDir()
-	p := spendPlan(&pipeline.Prices{InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, &pipeline.Prices{PerCall: gwPtr(0.25)})
+	p := spendPlan(&suite.Prices{InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, &suite.Prices{PerCall: gwPtr(0.25)})
 	b, err := openSpend(out, p, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -163,19 +166,19 @@ func TestSpendLedgerSurvives(t *testing.T) {
 // TestCheckSpendCap: a cap needs prices to count with, for the agent and for a real
 // judge, and says how to add them.
 func TestCheckSpendCap(t *testing.T) {
-	tokens := &pipeline.Prices{InputPerMTok: gwPtr(3.0), OutputPerMTok: gwPtr(15.0)}
+	tokens := &suite.Prices{InputPerMTok: gwPtr(3.0), OutputPerMTok: gwPtr(15.0)}
 	for _, c := range []struct {
-		plan *pipeline.Plan
+		plan *plan.Plan
 		cap  float64
 		want string
 	}{
 		{spendPlan(nil, nil), 0, ""},
 		{spendPlan(tokens, nil), 5, ""},
-		{spendPlan(&pipeline.Prices{PerCall: gwPtr(0.5)}, nil), 5, ""},
+		{spendPlan(&suite.Prices{PerCall: gwPtr(0.5)}, nil), 5, ""},
 		{spendPlan(nil, nil), 5, "check spend cap: suite spendtest gives its agent no prices, so --spend-cap has nothing to count; add the model's USD prices per million tokens to the agent, as in `agent: prices: {inputPerMTok: 3, outputPerMTok: 15}`, or an estimate per cell, as in `agent: prices: perCall: 0.5`"},
-		{spendPlan(&pipeline.Prices{InputPerMTok: gwPtr(3.0)}, nil), 5, "gives its agent no prices"},
-		{spendPlan(tokens, &pipeline.Prices{}), 5, "gives its anthropic judge no prices"},
-		{spendPlan(tokens, &pipeline.Prices{PerCall: gwPtr(0.01)}), 5, ""},
+		{spendPlan(&suite.Prices{InputPerMTok: gwPtr(3.0)}, nil), 5, "gives its agent no prices"},
+		{spendPlan(tokens, &suite.Prices{}), 5, "gives its anthropic judge no prices"},
+		{spendPlan(tokens, &suite.Prices{PerCall: gwPtr(0.01)}), 5, ""},
 		{spendPlan(tokens, nil), -1, "want a positive amount in USD"},
 		{spendPlan(tokens, nil), math.Inf(1), "want a positive amount in USD"},
 	} {
@@ -190,19 +193,19 @@ func TestCheckSpendCap(t *testing.T) {
 // and entered in its ledger at the judge's prices; those the cap leaves out are
 // missing, and a later call with a higher cap judges them.
 func TestSpendCapCountsJudgeCalls(t *testing.T) {
-	suite := strings.Replace(rubricSuite, `agent: agents.command & {command: ["true"]}`,
+	src := strings.Replace(rubricSuite, `agent: agents.command & {command: ["true"]}`,
 		`agent: agents.command & {command: ["true"], provider: "scripted", script: rules: [{reply: [{text: "x"}]}], prices: perCall: 1}`, 1)
-	suite = strings.Replace(suite, `judge: {provider: "command", command: ["true"]}`,
+	src = strings.Replace(src, `judge: {provider: "command", command: ["true"]}`,
 		`judge: {provider: "command", command: ["true"], prices: {inputPerMTok: 1, outputPerMTok: 1}}`, 1)
 	root := writeRepo(t, map[string]string{
-		"s/suite.cue":      suite,
+		"s/suite.cue":      src,
 		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
 		"s/fx/README.md":   "# fixture\n",
 	})
 	dir := filepath.Join(root, "s")
-	p, err := pipeline.CompileDir(dir)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, root))
+		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
 	store, err := OpenStore(out)
@@ -247,7 +250,7 @@ func TestSpendCapCountsJudgeCalls(t *testing.T) {
 	}
 }
 
-func mustSpend(t *testing.T, out string, p *pipeline.Plan) (float64, float64) {
+func mustSpend(t *testing.T, out string, p *plan.Plan) (float64, float64) {
 	t.Helper()
 	b, err := openSpend(out, p, 0)
 	if err != nil {
@@ -267,26 +270,26 @@ func (j *pricedJudge) Ask(_ context.Context, prompt string) (string, JudgeUsage,
 	j.calls++
 	j.mu.Unlock()
 	return `{"criteria": [{"criterion": 0, "pass": true}, {"criterion": 1, "pass": true}]}`,
-		JudgeUsage{Model: "priced", Tokens: &pipeline.Tokens{Input: 1_000_000}}, nil
+		JudgeUsage{Model: "priced", Tokens: &grade.Tokens{Input: 1_000_000}}, nil
 }
 
 // TestEvaluateSpendCapLeavesJudgingIncomplete: through Evaluate, judge calls the cap
 // leaves out make the verdict INCOMPLETE, never a failure; a higher cap finishes them.
 // The cells are stored already, so neither run needs an engine.
 func TestEvaluateSpendCapLeavesJudgingIncomplete(t *testing.T) {
-	suite := strings.Replace(rubricSuite, `agent: agents.command & {command: ["true"]}`,
+	src := strings.Replace(rubricSuite, `agent: agents.command & {command: ["true"]}`,
 		`agent: agents.command & {command: ["true"], provider: "scripted", script: rules: [{reply: [{text: "x"}]}], prices: perCall: 1}`, 1)
-	suite = strings.Replace(suite, `judge: {provider: "command", command: ["true"]}`,
+	src = strings.Replace(src, `judge: {provider: "command", command: ["true"]}`,
 		`judge: {provider: "command", command: ["sh", "-c", "cat >/dev/null; echo '{\"criteria\": [{\"criterion\": 0, \"pass\": true}, {\"criterion\": 1, \"pass\": true}]}'"], prices: perCall: 1}`, 1)
 	root := writeRepo(t, map[string]string{
-		"s/suite.cue":      suite,
+		"s/suite.cue":      src,
 		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
 		"s/fx/README.md":   "# fixture\n",
 	})
 	dir := filepath.Join(root, "s")
-	p, err := pipeline.CompileDir(dir)
+	p, err := plan.CompileDir(dir)
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, root))
+		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
 	store, err := OpenStore(out)
@@ -301,7 +304,7 @@ func TestEvaluateSpendCapLeavesJudgingIncomplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sum.SpendCapReached || sum.SpentUSD != 2 || sum.SpentFolderUSD != 2 || rep.Verdict.Verdict != pipeline.VerdictIncomplete ||
+	if !sum.SpendCapReached || sum.SpentUSD != 2 || sum.SpentFolderUSD != 2 || rep.Verdict.Verdict != verdict.VerdictIncomplete ||
 		!strings.Contains(strings.Join(rep.Verdict.Reasons, ","), "INCOMPLETE 2 cells not judged") {
 		t.Fatalf("summary %+v, verdict %s %v", sum, rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
@@ -312,7 +315,7 @@ func TestEvaluateSpendCapLeavesJudgingIncomplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.SpendCapReached || sum.SpentUSD != 2 || sum.SpentFolderUSD != 4 || rep.Verdict.Verdict == pipeline.VerdictIncomplete {
+	if sum.SpendCapReached || sum.SpentUSD != 2 || sum.SpentFolderUSD != 4 || rep.Verdict.Verdict == verdict.VerdictIncomplete {
 		t.Errorf("with a higher cap: summary %+v, verdict %s %v", sum, rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
 }

@@ -8,28 +8,29 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // Change is one changed workspace path of a rollout.
-type Change = pipeline.FileChange
+type Change = grade.FileChange
 
 // Kinds of Change.
 const (
-	ChangeAdded    = pipeline.ChangeAdded
-	ChangeModified = pipeline.ChangeModified
-	ChangeDeleted  = pipeline.ChangeDeleted
+	ChangeAdded    = grade.ChangeAdded
+	ChangeModified = grade.ChangeModified
+	ChangeDeleted  = grade.ChangeDeleted
 )
 
 // Statuses of a rollout (see pipeline for their meaning).
 const (
-	StatusCompleted = pipeline.StatusCompleted
-	StatusFailed    = pipeline.StatusFailed
-	StatusTimeout   = pipeline.StatusTimeout
-	StatusOOM       = pipeline.StatusOOM
-	StatusInvalid   = pipeline.StatusInvalid
+	StatusCompleted = grade.StatusCompleted
+	StatusFailed    = grade.StatusFailed
+	StatusTimeout   = grade.StatusTimeout
+	StatusOOM       = grade.StatusOOM
+	StatusInvalid   = grade.StatusInvalid
 )
 
 // Rollout is the stored record of one agent session: everything the
@@ -53,7 +54,7 @@ type Rollout struct {
 	// Inputs are what the cell ran: its fixture and skill trees (verified
 	// against the plan as its image was built), the images, the suite's git
 	// revision and skillgate's version.
-	Inputs pipeline.RolloutInputs `json:"inputs"`
+	Inputs plan.RolloutInputs `json:"inputs"`
 	// InputsChanged names the skill or fixture files that changed while
 	// the invocation that ran the cell was running: the rollout is then
 	// invalid, and the next run reruns it.
@@ -65,7 +66,7 @@ type Rollout struct {
 	Telemetry  Telemetry  `json:"telemetry"`
 	// Changes lists every workspace path whose final state differs from the initial
 	// workspace (the fixture and the installed skills), the skills folder included.
-	Changes []pipeline.FileChange `json:"changes"`
+	Changes []grade.FileChange `json:"changes"`
 	// Collection says how the workspace was read back, and what its limits cut.
 	Collection Collection `json:"collection"`
 

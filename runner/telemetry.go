@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
 )
 
 // Telemetry is what an agent's transcript tells about its session.
-type Telemetry = pipeline.CellTelemetry
+type Telemetry = grade.CellTelemetry
 
 // Transcript parsers by agent kind: they return the final answer and the
 // telemetry of a finished session.
@@ -24,7 +24,7 @@ func ParseTranscript(kind string, stdout, stderr []byte) (string, Telemetry) {
 	if p, ok := parsers[kind]; ok {
 		return p(stdout, stderr)
 	}
-	return string(stdout), Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}}
+	return string(stdout), Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}}
 }
 
 // parseCommand: a command agent's stdout is its answer; its stderr lines
@@ -32,7 +32,7 @@ func ParseTranscript(kind string, stdout, stderr []byte) (string, Telemetry) {
 // routing. A read of NAME/SKILL.md is the skill itself, as opening it is,
 // not a reference: each file read counts once.
 func parseCommand(stdout, stderr []byte) (string, Telemetry) {
-	t := Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}}
+	t := Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}}
 	skills, refs := map[string]bool{}, map[string]bool{}
 	// Every line counts, however long the ones around it: the transcript is already in
 	// memory, so it is split in place rather than scanned with a bounded buffer.
@@ -53,10 +53,10 @@ func parseCommand(stdout, stderr []byte) (string, Telemetry) {
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(skills)) {
-		t.Skills = append(t.Skills, pipeline.RoutingEvent{Name: n, Evidence: pipeline.EvidenceReported})
+		t.Skills = append(t.Skills, grade.RoutingEvent{Name: n, Evidence: grade.EvidenceReported})
 	}
 	for _, n := range slices.Sorted(maps.Keys(refs)) {
-		t.References = append(t.References, pipeline.RoutingEvent{Name: n, Evidence: pipeline.EvidenceReported})
+		t.References = append(t.References, grade.RoutingEvent{Name: n, Evidence: grade.EvidenceReported})
 	}
 	return string(stdout), t
 }

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // The transcripts in testdata/transcripts are real Claude Code 2.1.332 and Codex 0.171.0
@@ -29,10 +32,10 @@ type transcriptWant struct {
 	answer     string
 	turns      *int
 	toolCalls  *int
-	tokens     *pipeline.Tokens
+	tokens     *grade.Tokens
 	model      string
-	skills     []pipeline.RoutingEvent
-	references []pipeline.RoutingEvent
+	skills     []grade.RoutingEvent
+	references []grade.RoutingEvent
 }
 
 func checkTelemetry(t *testing.T, answer string, tel Telemetry, w transcriptWant) {
@@ -53,10 +56,10 @@ func checkTelemetry(t *testing.T, answer string, tel Telemetry, w transcriptWant
 		t.Errorf("model = %q, want %q", tel.Model, w.model)
 	}
 	if w.skills == nil {
-		w.skills = []pipeline.RoutingEvent{}
+		w.skills = []grade.RoutingEvent{}
 	}
 	if w.references == nil {
-		w.references = []pipeline.RoutingEvent{}
+		w.references = []grade.RoutingEvent{}
 	}
 	if !reflect.DeepEqual(tel.Skills, w.skills) {
 		t.Errorf("skills = %+v, want %+v", tel.Skills, w.skills)
@@ -81,24 +84,24 @@ func TestTranscriptSamples(t *testing.T) {
 		{"claude-code", "claude-code-read-write.jsonl", transcriptWant{
 			answer: "MOCK-FINAL: read input.txt and wrote output.txt.",
 			turns:  intp(3), toolCalls: intp(2), model: "claude-opus-5-5",
-			tokens: &pipeline.Tokens{Input: 37410, Output: 75},
+			tokens: &grade.Tokens{Input: 37410, Output: 75},
 		}},
 		{"claude-code", "claude-code-skill-activation.jsonl", transcriptWant{
 			answer: "MOCK-FINAL: skill demo was invoked.",
 			turns:  intp(3), toolCalls: intp(1), model: "claude-opus-5-5",
-			tokens: &pipeline.Tokens{Input: 24888, Output: 50},
-			skills: []pipeline.RoutingEvent{{Name: "demo", Evidence: pipeline.EvidenceObserved}},
+			tokens: &grade.Tokens{Input: 24888, Output: 50},
+			skills: []grade.RoutingEvent{{Name: "demo", Evidence: grade.EvidenceObserved}},
 		}},
 		{"codex", "codex-exec-read-write.jsonl", transcriptWant{
 			answer: "MOCK-FINAL: read input.txt and wrote output.txt.",
 			turns:  intp(1), toolCalls: intp(2),
-			tokens: &pipeline.Tokens{Input: 31210, Output: 60},
+			tokens: &grade.Tokens{Input: 31210, Output: 60},
 		}},
 		{"codex", "codex-exec-skill-read.jsonl", transcriptWant{
 			answer: "MOCK-FINAL: read the demo skill.",
 			turns:  intp(1), toolCalls: intp(1),
-			tokens: &pipeline.Tokens{Input: 20717, Output: 40},
-			skills: []pipeline.RoutingEvent{{Name: "demo", Evidence: pipeline.EvidenceInferred}},
+			tokens: &grade.Tokens{Input: 20717, Output: 40},
+			skills: []grade.RoutingEvent{{Name: "demo", Evidence: grade.EvidenceInferred}},
 		}},
 	}
 	for _, tc := range tests {
@@ -166,13 +169,13 @@ func TestClaudeRouting(t *testing.T) {
 	answer, tel := parseClaude([]byte(strings.Join(lines, "\n")), nil)
 	checkTelemetry(t, answer, tel, transcriptWant{
 		answer: "part one\npart two", toolCalls: intp(7), model: "m1",
-		skills: []pipeline.RoutingEvent{
-			{Name: "alpha", Evidence: pipeline.EvidenceInferred},
-			{Name: "beta", Evidence: pipeline.EvidenceObserved},
-			{Name: "gamma", Evidence: pipeline.EvidenceInferred},
-			{Name: "verify", Evidence: pipeline.EvidenceObserved},
+		skills: []grade.RoutingEvent{
+			{Name: "alpha", Evidence: grade.EvidenceInferred},
+			{Name: "beta", Evidence: grade.EvidenceObserved},
+			{Name: "gamma", Evidence: grade.EvidenceInferred},
+			{Name: "verify", Evidence: grade.EvidenceObserved},
 		},
-		references: []pipeline.RoutingEvent{{Name: "alpha/refs/api.md", Evidence: pipeline.EvidenceInferred}},
+		references: []grade.RoutingEvent{{Name: "alpha/refs/api.md", Evidence: grade.EvidenceInferred}},
 	})
 }
 
@@ -214,12 +217,12 @@ func TestCodexRouting(t *testing.T) {
 	answer, tel := parseCodex([]byte(strings.Join(lines, "\n")), nil)
 	checkTelemetry(t, answer, tel, transcriptWant{
 		answer: "second", turns: intp(2), toolCalls: intp(5), model: "gpt-x",
-		tokens: &pipeline.Tokens{Input: 30, Output: 5, CacheRead: 12, CacheWrite: 1},
-		skills: []pipeline.RoutingEvent{
-			{Name: "alpha", Evidence: pipeline.EvidenceInferred},
-			{Name: "beta", Evidence: pipeline.EvidenceInferred},
+		tokens: &grade.Tokens{Input: 30, Output: 5, CacheRead: 12, CacheWrite: 1},
+		skills: []grade.RoutingEvent{
+			{Name: "alpha", Evidence: grade.EvidenceInferred},
+			{Name: "beta", Evidence: grade.EvidenceInferred},
 		},
-		references: []pipeline.RoutingEvent{{Name: "alpha/scripts/run.sh", Evidence: pipeline.EvidenceInferred}},
+		references: []grade.RoutingEvent{{Name: "alpha/scripts/run.sh", Evidence: grade.EvidenceInferred}},
 	})
 }
 
@@ -263,19 +266,19 @@ schema.#Suite & {
 		"s/demo/SKILL.md":             "---\nname: demo\ndescription: Demo.\n---\n# Demo\n",
 		"s/demo/references/format.md": "# Format\n",
 	})
-	p, err := pipeline.CompileDir(filepath.Join(root, "s"))
+	p, err := plan.CompileDir(filepath.Join(root, "s"))
 	if err != nil {
-		t.Fatal(pipeline.PrintError(err, root))
+		t.Fatal(suite.PrintError(err, root))
 	}
 	tests := []struct {
 		kind           string
 		stdout, stderr []byte
 		files          map[string]int
-		refs           []pipeline.RoutingEvent
+		refs           []grade.RoutingEvent
 	}{
 		{"command", []byte("done"), []byte("skillgate: opened skill demo\nskillgate: read demo/SKILL.md\nskillgate: read demo/references/format.md\nskillgate: read demo/SKILL.md\n"),
 			map[string]int{"demo/SKILL.md": 1, "demo/references/format.md": 1},
-			[]pipeline.RoutingEvent{{Name: "demo/references/format.md", Evidence: pipeline.EvidenceReported}}},
+			[]grade.RoutingEvent{{Name: "demo/references/format.md", Evidence: grade.EvidenceReported}}},
 		// The real CLIs' samples: Claude Code through its Skill tool, Codex
 		// by reading SKILL.md with a shell command.
 		{"claude-code", readTranscript(t, "claude-code-skill-activation.jsonl"), nil, map[string]int{"demo/SKILL.md": 1}, nil},
@@ -287,17 +290,17 @@ schema.#Suite & {
 			if len(tel.Skills) != 1 || tel.Skills[0].Name != "demo" {
 				t.Errorf("skills %+v, want demo once", tel.Skills)
 			}
-			if want := tc.refs; !reflect.DeepEqual(tel.References, append([]pipeline.RoutingEvent{}, want...)) {
+			if want := tc.refs; !reflect.DeepEqual(tel.References, append([]grade.RoutingEvent{}, want...)) {
 				t.Errorf("references %+v, want %+v", tel.References, want)
 			}
-			r, err := pipeline.GradeCell(p, p.Cases[0], p.Cells[0], pipeline.GradeInput{Status: pipeline.StatusCompleted, Answer: answer, Telemetry: tel})
+			r, err := grade.GradeCell(p, p.Cases[0], p.Cells[0], grade.GradeInput{Status: grade.StatusCompleted, Answer: answer, Telemetry: tel})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.Routing.Skills.TP != 1 || r.Routing.Skills.FP != 0 || r.Routing.References.FP != 0 {
 				t.Errorf("routing %+v: SKILL.md counted as a reference", r.Routing)
 			}
-			rep := pipeline.BuildReport(p, []pipeline.CellResult{r})
+			rep := verdict.BuildReport(p, []grade.CellResult{r})
 			if got := rep.Arms[0].FilesLoaded; !reflect.DeepEqual(got, tc.files) {
 				t.Errorf("files loaded %v, want %v", got, tc.files)
 			}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
 )
 
 func init() {
@@ -151,7 +151,7 @@ func parseClaude(stdout, _ []byte) (string, Telemetry) {
 		}
 		t.Turns = result.NumTurns
 		if u := result.Usage; u != nil {
-			t.Tokens = &pipeline.Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
+			t.Tokens = &grade.Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
 		}
 		if model == "" && len(result.ModelUsage) > 0 {
 			model = slices.Sorted(maps.Keys(result.ModelUsage))[0]
@@ -171,7 +171,7 @@ func claudeToolRouting(r *routing, b claudeBlock) {
 	case "Skill":
 		// A plugin's skill is named "plugin:skill"; a slash is not part of the name.
 		if name := strings.TrimPrefix(strings.TrimSpace(in.Skill), "/"); name != "" {
-			r.skill(name, pipeline.EvidenceObserved)
+			r.skill(name, grade.EvidenceObserved)
 		}
 	case "Read":
 		if name, rest, ok := skillFile(in.FilePath, claudeSkillRoots); ok {
@@ -227,8 +227,8 @@ func newRouting() *routing {
 }
 
 var evidenceRank = map[string]int{
-	pipeline.EvidenceObserved: 4, pipeline.EvidenceInferred: 3,
-	pipeline.EvidenceReported: 2, pipeline.EvidenceUnobservable: 1,
+	grade.EvidenceObserved: 4, grade.EvidenceInferred: 3,
+	grade.EvidenceReported: 2, grade.EvidenceUnobservable: 1,
 }
 
 func stronger(m map[string]string, name, ev string) {
@@ -243,19 +243,19 @@ func (r *routing) skill(name, ev string) { stronger(r.skills, name, ev) }
 // skill (inferred), any other file a reference NAME/rest (inferred).
 func (r *routing) file(name, rest string) {
 	if rest == "SKILL.md" {
-		stronger(r.skills, name, pipeline.EvidenceInferred)
+		stronger(r.skills, name, grade.EvidenceInferred)
 	} else {
-		stronger(r.refs, name+"/"+rest, pipeline.EvidenceInferred)
+		stronger(r.refs, name+"/"+rest, grade.EvidenceInferred)
 	}
 }
 
 func (r *routing) telemetry() Telemetry {
-	t := Telemetry{Skills: []pipeline.RoutingEvent{}, References: []pipeline.RoutingEvent{}}
+	t := Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}}
 	for _, n := range slices.Sorted(maps.Keys(r.skills)) {
-		t.Skills = append(t.Skills, pipeline.RoutingEvent{Name: n, Evidence: r.skills[n]})
+		t.Skills = append(t.Skills, grade.RoutingEvent{Name: n, Evidence: r.skills[n]})
 	}
 	for _, n := range slices.Sorted(maps.Keys(r.refs)) {
-		t.References = append(t.References, pipeline.RoutingEvent{Name: n, Evidence: r.refs[n]})
+		t.References = append(t.References, grade.RoutingEvent{Name: n, Evidence: r.refs[n]})
 	}
 	return t
 }

@@ -3,7 +3,7 @@ package runner
 import (
 	"encoding/json"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
 )
 
 func init() {
@@ -51,7 +51,7 @@ func parseCodex(stdout, _ []byte) (string, Telemetry) {
 		answer           string
 		model            string
 		turns, toolCalls int
-		tokens           *pipeline.Tokens
+		tokens           *grade.Tokens
 		events           int
 	)
 	jsonLines(stdout, func(line []byte) {
@@ -71,7 +71,7 @@ func parseCodex(stdout, _ []byte) (string, Telemetry) {
 			turns++
 			if u := ev.Usage; u != nil {
 				if tokens == nil {
-					tokens = &pipeline.Tokens{}
+					tokens = &grade.Tokens{}
 				}
 				tokens.Input += u.Input
 				tokens.CacheRead += u.CacheRead

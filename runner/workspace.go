@@ -11,15 +11,16 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/opencontainers/go-digest"
 )
 
 // initialWorkspace is a cell's workspace before its agent runs, by workspace path: the
 // case's fixture files and the arm's installed skills, as the plan digested them.
-func initialWorkspace(p *pipeline.Plan, pc pipeline.PlanCase, arm pipeline.PlanArm) map[string]pipeline.TreeEntry {
-	files := map[string]pipeline.TreeEntry{}
+func initialWorkspace(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) map[string]plan.TreeEntry {
+	files := map[string]plan.TreeEntry{}
 	if pc.Fixture != "" {
 		for rel, e := range p.Fixtures[path.Clean(pc.Fixture)].Files {
 			files[rel] = e
@@ -45,7 +46,7 @@ type workspaceLimits struct {
 // changed regular file once, by digest, in blobs. Memory stays flat whatever a file's size:
 // content streams from the container through the redactor and the hashes to its file.
 type workspaceCollector struct {
-	initial map[string]pipeline.TreeEntry
+	initial map[string]plan.TreeEntry
 	sorted  []string // initial paths, sorted
 	blobs   string
 	redact  *redactor
@@ -54,15 +55,15 @@ type workspaceCollector struct {
 	dirs map[string]bool // initial folders: those holding an initial file
 
 	stored      int64
-	final       map[string]pipeline.FileChange // final non-deleted entries that differ
-	removed     map[string]bool                // initial paths gone
-	removedDirs map[string]bool                // initial folders gone
-	listed      map[string]bool                // paths a listing collection saw
+	final       map[string]grade.FileChange // final non-deleted entries that differ
+	removed     map[string]bool             // initial paths gone
+	removedDirs map[string]bool             // initial folders gone
+	listed      map[string]bool             // paths a listing collection saw
 }
 
-func newWorkspaceCollector(initial map[string]pipeline.TreeEntry, blobs string, redact *redactor, lim workspaceLimits) *workspaceCollector {
+func newWorkspaceCollector(initial map[string]plan.TreeEntry, blobs string, redact *redactor, lim workspaceLimits) *workspaceCollector {
 	w := &workspaceCollector{initial: initial, blobs: blobs, redact: redact, lim: lim, dirs: map[string]bool{},
-		final: map[string]pipeline.FileChange{}, removed: map[string]bool{}, removedDirs: map[string]bool{}, listed: map[string]bool{}}
+		final: map[string]grade.FileChange{}, removed: map[string]bool{}, removedDirs: map[string]bool{}, listed: map[string]bool{}}
 	for p := range initial {
 		w.sorted = append(w.sorted, p)
 		for d := path.Dir(p); d != "."; d = path.Dir(d) {
@@ -118,9 +119,9 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 	delete(w.removed, e.Path)
 	delete(w.removedDirs, e.Path)
 	init, had := w.initial[e.Path]
-	ch := pipeline.FileChange{Path: e.Path, Kind: pipeline.ChangeAdded, Type: e.Type}
+	ch := grade.FileChange{Path: e.Path, Kind: grade.ChangeAdded, Type: e.Type}
 	if had {
-		ch.Kind = pipeline.ChangeModified
+		ch.Kind = grade.ChangeModified
 	}
 	switch e.Type {
 	case entryDir:
@@ -153,7 +154,7 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 
 // store streams a regular file's content into a blob, unless a limit cuts it, and says
 // whether it is byte for byte the initial file.
-func (w *workspaceCollector) store(e WorkspaceEntry, ch *pipeline.FileChange, init pipeline.TreeEntry, had bool) (same bool, err error) {
+func (w *workspaceCollector) store(e WorkspaceEntry, ch *grade.FileChange, init plan.TreeEntry, had bool) (same bool, err error) {
 	switch {
 	case w.lim.FileBytes > 0 && e.Size > w.lim.FileBytes:
 		ch.Cut = fmt.Sprintf("%d bytes, over limits.collect.fileBytes (%d)", e.Size, w.lim.FileBytes)
@@ -220,7 +221,7 @@ func (w *workspaceCollector) store(e WorkspaceEntry, ch *pipeline.FileChange, in
 // changes is the final state's difference from the initial workspace, sorted by path.
 // complete says the entries listed the whole final workspace (a listing collection that
 // was not cut): then every initial path not listed is gone too.
-func (w *workspaceCollector) changes(complete bool) []pipeline.FileChange {
+func (w *workspaceCollector) changes(complete bool) []grade.FileChange {
 	if complete {
 		for p := range w.initial {
 			if !w.listed[p] {
@@ -233,7 +234,7 @@ func (w *workspaceCollector) changes(complete bool) []pipeline.FileChange {
 			}
 		}
 	}
-	out := make([]pipeline.FileChange, 0, len(w.final)+len(w.removed))
+	out := make([]grade.FileChange, 0, len(w.final)+len(w.removed))
 	for d := range w.removedDirs {
 		// One entry for a removed folder, none for the folders it held.
 		top := true
@@ -244,7 +245,7 @@ func (w *workspaceCollector) changes(complete bool) []pipeline.FileChange {
 			}
 		}
 		if top {
-			out = append(out, pipeline.FileChange{Path: d, Kind: pipeline.ChangeDeleted, Type: pipeline.TypeDir})
+			out = append(out, grade.FileChange{Path: d, Kind: grade.ChangeDeleted, Type: grade.TypeDir})
 		}
 	}
 	for _, ch := range w.final {
@@ -254,11 +255,11 @@ func (w *workspaceCollector) changes(complete bool) []pipeline.FileChange {
 		if _, ok := w.final[p]; ok {
 			continue
 		}
-		typ := pipeline.TypeFile
+		typ := grade.TypeFile
 		if w.initial[p].Mode == "symlink" {
-			typ = pipeline.TypeSymlink
+			typ = grade.TypeSymlink
 		}
-		out = append(out, pipeline.FileChange{Path: p, Kind: pipeline.ChangeDeleted, Type: typ})
+		out = append(out, grade.FileChange{Path: p, Kind: grade.ChangeDeleted, Type: typ})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+
 	"github.com/urfave/cli/v2"
 
-	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/runner"
 )
 
@@ -43,19 +45,19 @@ an unreadable run folder.`,
 				if !c.IsSet("id") {
 					return exit(2, fmt.Errorf("audit: --decision and --rationale need --id CASE:ARM:TRIAL"))
 				}
-				d := pipeline.AuditDecision{ID: c.String("id"), Decision: c.String("decision"), Rationale: c.String("rationale")}
-				if err := pipeline.AppendAudit(out, d); err != nil {
+				d := grade.AuditDecision{ID: c.String("id"), Decision: c.String("decision"), Rationale: c.String("rationale")}
+				if err := grade.AppendAudit(out, d); err != nil {
 					return exit(2, err)
 				}
-				fmt.Fprintf(os.Stderr, "recorded %s %s in %s\n", d.Decision, d.ID, filepath.Join(out, pipeline.FileAuditLedger))
+				fmt.Fprintf(os.Stderr, "recorded %s %s in %s\n", d.Decision, d.ID, filepath.Join(out, grade.FileAuditLedger))
 				return nil
 			}
-			items, ok, err := pipeline.ReadAuditQueue(out)
+			items, ok, err := grade.ReadAuditQueue(out)
 			if err != nil {
 				return exit(2, err)
 			}
 			if !ok {
-				p, err := pipeline.ReadPlan(filepath.Join(out, runner.FilePlan))
+				p, err := plan.ReadPlan(filepath.Join(out, runner.FilePlan))
 				if err != nil {
 					return exit(2, err)
 				}
@@ -63,9 +65,9 @@ an unreadable run folder.`,
 				if err != nil {
 					return exit(2, err)
 				}
-				items = pipeline.AuditQueue(p, results, p.Suite.Seed)
+				items = grade.AuditQueue(p, results, p.Suite.Seed)
 			}
-			ledger, err := pipeline.ReadAuditLedger(out)
+			ledger, err := grade.ReadAuditLedger(out)
 			if err != nil {
 				return exit(2, err)
 			}
@@ -77,8 +79,8 @@ an unreadable run folder.`,
 
 // describeAudit renders the queue with the decisions recorded for each
 // cell, then decisions on cells outside the queue.
-func describeAudit(items []pipeline.AuditItem, ledger []pipeline.AuditDecision) string {
-	byID := map[string][]pipeline.AuditDecision{}
+func describeAudit(items []grade.AuditItem, ledger []grade.AuditDecision) string {
+	byID := map[string][]grade.AuditDecision{}
 	for _, d := range ledger {
 		byID[d.ID] = append(byID[d.ID], d)
 	}

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/urfave/cli/v2"
+	"github.com/skillgate/skillgate/pipeline/plan"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/urfave/cli/v2"
 )
 
 func diffCommand() *cli.Command {
@@ -51,15 +51,15 @@ equal, 1 when they differ, 2 on error.`,
 			if len(revs) > 1 {
 				revB = revs[1]
 			}
-			a, err := pipeline.PlanOf(args[0], revA)
+			a, err := plan.PlanOf(args[0], revA)
 			if err != nil {
 				return exit(2, err)
 			}
-			b, err := pipeline.PlanOf(args[1], revB)
+			b, err := plan.PlanOf(args[1], revB)
 			if err != nil {
 				return exit(2, err)
 			}
-			d := pipeline.DiffPlans(a, b)
+			d := plan.DiffPlans(a, b)
 			if c.Bool("json") {
 				out, _ := json.MarshalIndent(d, "", "  ")
 				fmt.Fprintln(c.App.Writer, string(out))

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/skillgate/skillgate/pipeline/verdict"
+
 	"github.com/urfave/cli/v2"
 
-	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/runner"
 )
 
@@ -53,7 +54,7 @@ Exit 0 pass, 1 fail, 2 error or runs that do not pair.`,
 			if c.NArg() != 2 {
 				return exit(2, fmt.Errorf("gate needs the run folders BASELINE and CANDIDATE"))
 			}
-			var runs [2]pipeline.GateRun
+			var runs [2]verdict.GateRun
 			for i, role := range []string{"baseline", "candidate"} {
 				dir := c.Args().Get(i)
 				st, err := os.Stat(dir)
@@ -67,16 +68,16 @@ Exit 0 pass, 1 fail, 2 error or runs that do not pair.`,
 				if err != nil {
 					return exit(2, fmt.Errorf("read %s run %s: %w", role, dir, err))
 				}
-				runs[i] = pipeline.GateRun{Plan: p, Report: r}
+				runs[i] = verdict.GateRun{Plan: p, Report: r}
 			}
-			opts, err := pipeline.SkillOptGateOptions()
+			opts, err := verdict.SkillOptGateOptions()
 			if err != nil {
 				return exit(2, err)
 			}
 			opts.BaselineArm, opts.CandidateArm = c.String("baseline-arm"), c.String("candidate-arm")
 			opts.Target, opts.Reference = c.String("target"), c.String("reference")
 			opts.AllowEqual, opts.AllowSingleRun, opts.AllowLonger = c.Bool("allow-equal"), c.Bool("allow-single-run"), c.Bool("allow-longer")
-			v, err := pipeline.Gate(runs[0], runs[1], opts)
+			v, err := verdict.Gate(runs[0], runs[1], opts)
 			if err != nil {
 				return exit(2, err)
 			}
@@ -93,7 +94,7 @@ Exit 0 pass, 1 fail, 2 error or runs that do not pair.`,
 					fmt.Fprintf(os.Stderr, "  note: %s\n", f)
 				}
 			}
-			if v.Verdict != pipeline.VerdictPass {
+			if v.Verdict != verdict.VerdictPass {
 				return exit(1, nil)
 			}
 			return nil

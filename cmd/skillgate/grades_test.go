@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+
 	"github.com/skillgate/skillgate/runner"
 )
 
@@ -32,7 +34,7 @@ func storeGrades(args []string) int {
 }
 
 func writeGrades(planFile, out string, grids []string) error {
-	p, err := pipeline.ReadPlan(planFile)
+	p, err := plan.ReadPlan(planFile)
 	if err != nil {
 		return err
 	}
@@ -55,22 +57,22 @@ func writeGrades(planFile, out string, grids []string) error {
 		if !ok {
 			return fmt.Errorf("no grid for %s/%s", c.Case, c.Arm)
 		}
-		r := pipeline.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade, Status: pipeline.StatusCompleted}
-		keep := pipeline.CheckResult{Name: "answer notContains secret", Kind: pipeline.CheckAnswer, Negative: true, Passed: true}
+		r := grade.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade, Status: grade.StatusCompleted}
+		keep := grade.CheckResult{Name: "answer notContains secret", Kind: grade.CheckAnswer, Negative: true, Passed: true}
 		switch g[c.Trial-1] {
 		case 'P':
-			r.Passed, r.Score, r.Checks = true, 1, []pipeline.CheckResult{keep}
+			r.Passed, r.Score, r.Checks = true, 1, []grade.CheckResult{keep}
 		case 'F':
-			r.Score, r.Checks = 0.5, []pipeline.CheckResult{keep, {Name: "answer contains done", Kind: pipeline.CheckAnswer}}
+			r.Score, r.Checks = 0.5, []grade.CheckResult{keep, {Name: "answer contains done", Kind: grade.CheckAnswer}}
 		case 'V':
 			keep.Passed = false
-			r.Score, r.Checks = 0, []pipeline.CheckResult{keep}
+			r.Score, r.Checks = 0, []grade.CheckResult{keep}
 		case 'I':
-			r.Status, r.Error, r.Checks = pipeline.StatusInvalid, "provider error", []pipeline.CheckResult{}
+			r.Status, r.Error, r.Checks = grade.StatusInvalid, "provider error", []grade.CheckResult{}
 		default:
 			return fmt.Errorf("grid %s/%s: unknown letter %q", c.Case, c.Arm, g[c.Trial-1])
 		}
-		r.Telemetry.Skills, r.Telemetry.References = []pipeline.RoutingEvent{}, []pipeline.RoutingEvent{}
+		r.Telemetry.Skills, r.Telemetry.References = []grade.RoutingEvent{}, []grade.RoutingEvent{}
 		b, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
 			return err

@@ -6,9 +6,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/urfave/cli/v2"
+	"github.com/skillgate/skillgate/pipeline/suite"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/urfave/cli/v2"
 )
 
 func initCommand() *cli.Command {
@@ -40,7 +40,7 @@ beside a skill the folder holds, and a --skill folder without a valid SKILL.md.`
 			if dir == "" {
 				dir = "."
 			}
-			res, err := pipeline.Scaffold(dir, pipeline.ScaffoldOptions{Skill: c.String("skill"), RunDir: "."})
+			res, err := suite.Scaffold(dir, suite.ScaffoldOptions{Skill: c.String("skill"), RunDir: "."})
 			if err != nil {
 				return err
 			}

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+
 	"github.com/urfave/cli/v2"
 
-	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/runner"
 )
 
@@ -56,10 +58,10 @@ failed, naming which.`,
 				return exit(2, fmt.Errorf("judge needs the run folder OUT"))
 			}
 			out := c.Args().First()
-			var base pipeline.Judge
+			var base suite.Judge
 			suiteDir := "."
 			if dir := c.String("suite"); dir != "" {
-				p, err := pipeline.CompileDir(dir)
+				p, err := plan.CompileDir(dir)
 				if err != nil {
 					return exit(2, err)
 				}
@@ -68,7 +70,7 @@ failed, naming which.`,
 				}
 				base, suiteDir = p.Judge.Judge, dir
 			} else {
-				p, err := pipeline.ReadPlan(filepath.Join(out, runner.FilePlan))
+				p, err := plan.ReadPlan(filepath.Join(out, runner.FilePlan))
 				if err != nil {
 					return exit(2, err)
 				}
@@ -92,7 +94,7 @@ failed, naming which.`,
 
 // overrideJudge is j with the flags' changes. A new provider drops the
 // fields only the old one used; --command alone implies provider command.
-func overrideJudge(j pipeline.Judge, provider, model string, command []string) pipeline.Judge {
+func overrideJudge(j suite.Judge, provider, model string, command []string) suite.Judge {
 	if provider == "" && len(command) > 0 {
 		provider = "command"
 	}

@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/skillgate/skillgate/pipeline/suite"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -154,7 +156,7 @@ func run(args []string) int {
 	}
 	if err != nil {
 		cwd, _ := os.Getwd()
-		fmt.Fprint(os.Stderr, pipeline.PrintError(err, cwd))
+		fmt.Fprint(os.Stderr, suite.PrintError(err, cwd))
 	}
 	return code
 }

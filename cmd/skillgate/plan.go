@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/urfave/cli/v2"
+	"github.com/skillgate/skillgate/pipeline/plan"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/urfave/cli/v2"
 )
 
 func planCommand() *cli.Command {
@@ -33,7 +33,7 @@ model calls and estimated cost goes to stderr.`,
 			if dir == "" {
 				dir = "."
 			}
-			p, err := pipeline.CompileDir(dir)
+			p, err := plan.CompileDir(dir)
 			if err != nil {
 				return err
 			}

@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/skillgate/skillgate/pipeline/plan"
+
 	"github.com/urfave/cli/v2"
 
-	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/runner"
 )
 
@@ -60,7 +61,7 @@ failed), 3 calibration failed.`,
 			if target == "" {
 				target = "."
 			}
-			t, err := pipeline.ResolveTarget(target, c.String("suite"))
+			t, err := plan.ResolveTarget(target, c.String("suite"))
 			if err != nil {
 				return exit(2, err)
 			}

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/skillgate/skillgate/pipeline/suite"
+
 	"github.com/urfave/cli/v2"
 
-	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/schema"
 )
 
@@ -25,7 +26,7 @@ this: it always serves its own embedded schema.`, schema.ImportPath),
 			if dir == "" {
 				dir = "."
 			}
-			files, err := pipeline.WriteSchema(dir)
+			files, err := suite.WriteSchema(dir)
 			if err != nil {
 				return err
 			}

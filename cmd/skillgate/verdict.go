@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // describeVerdict is the verdict's summary for the terminal.
-func describeVerdict(r *pipeline.Report, out string) string {
+func describeVerdict(r *verdict.Report, out string) string {
 	var b strings.Builder
 	if r.StandIn != "" {
 		fmt.Fprintf(&b, "note: the agent is a %s\n", r.StandIn)
@@ -25,7 +25,7 @@ func describeVerdict(r *pipeline.Report, out string) string {
 }
 
 // exitVerdict ends the command with the verdict's exit code.
-func exitVerdict(r *pipeline.Report) error {
+func exitVerdict(r *verdict.Report) error {
 	if r.Verdict.ExitCode == 0 {
 		return nil
 	}

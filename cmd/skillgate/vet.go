@@ -1,9 +1,8 @@
 package main
 
 import (
+	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/urfave/cli/v2"
-
-	"github.com/skillgate/skillgate/pipeline"
 )
 
 func vetCommand() *cli.Command {
@@ -24,7 +23,7 @@ Exits 0 when every suite is valid, 1 otherwise.`,
 			if len(dirs) == 0 {
 				dirs = []string{"."}
 			}
-			return pipeline.VetSuites(dirs)
+			return suite.VetSuites(dirs)
 		},
 	}
 }

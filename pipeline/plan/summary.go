@@ -1,0 +1,74 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+)
+
+// PlanSummary counts what a plan will do.
+type PlanSummary struct {
+	Cases      int `json:"cases"`
+	Arms       int `json:"arms"`
+	Trials     int `json:"trials"`
+	Cells      int `json:"cells"`
+	AgentCalls int `json:"agentCalls"`
+	JudgeCalls int `json:"judgeCalls"`
+	// CostUSD is estimated only from the suite's own perCall prices.
+	CostUSD *float64 `json:"costUSD,omitempty"`
+}
+
+// Summary counts the plan's cells and model calls and, when the suite gives
+// per-call prices, estimates their cost.
+func (p *Plan) Summary() PlanSummary {
+	s := PlanSummary{Cases: len(p.Cases), Arms: len(p.Arms), Trials: p.Suite.Trials, Cells: len(p.Cells), AgentCalls: len(p.Cells)}
+	if p.Judge != nil {
+		if p.Judge.Mode == "pairwise" {
+			per := len(p.Judge.Pairs)
+			if p.Judge.Swap {
+				per *= 2
+			}
+			s.JudgeCalls = len(p.Cases) * p.Suite.Trials * per
+		} else {
+			for _, c := range p.Cases {
+				if len(c.Rubric) > 0 {
+					s.JudgeCalls += len(p.Arms) * p.Suite.Trials
+				}
+			}
+		}
+	}
+	var cost float64
+	priced := false
+	if pr := p.Agent.Prices; pr != nil && pr.PerCall != nil {
+		cost += float64(s.AgentCalls) * *pr.PerCall
+		priced = true
+	}
+	if p.Judge != nil && p.Judge.Prices != nil && p.Judge.Prices.PerCall != nil {
+		cost += float64(s.JudgeCalls) * *p.Judge.Prices.PerCall
+		priced = true
+	}
+	if priced {
+		s.CostUSD = &cost
+	}
+	return s
+}
+
+// String renders the summary for people.
+func (s PlanSummary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s × %s × %s = %s\n", Plural(s.Cases, "case"), Plural(s.Arms, "arm"), Plural(s.Trials, "trial"), Plural(s.Cells, "cell"))
+	fmt.Fprintf(&b, "model calls: %d agent sessions, %d judge calls\n", s.AgentCalls, s.JudgeCalls)
+	if s.CostUSD != nil {
+		fmt.Fprintf(&b, "estimated cost: $%.2f (from the suite's perCall prices)\n", *s.CostUSD)
+	} else {
+		b.WriteString("estimated cost: unknown (set agent.prices.perCall and judge.prices.perCall to estimate)\n")
+	}
+	return b.String()
+}
+
+// plural writes a count with its noun.
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,140 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// TreeEntry is one file of a tree: its content digest, and its kind when it
+// is not a plain file.
+type TreeEntry struct {
+	Digest digest.Digest `json:"digest"`
+	// Mode is "" for a regular file, "exec" for an executable one and
+	// "symlink" for a link, whose Digest is that of its target text.
+	Mode string `json:"mode,omitempty"`
+	Size int64  `json:"size"`
+}
+
+// Tree is a folder by content: every file by slash-separated path, and one
+// digest over them all. Modification times and owners never enter it, so a
+// tree has the same digest in every checkout.
+type Tree struct {
+	Digest digest.Digest        `json:"digest"`
+	Bytes  int64                `json:"bytes"`
+	Files  map[string]TreeEntry `json:"files"`
+}
+
+// HashTree reads a folder into a Tree. Empty folders are not part of it.
+func HashTree(dir string) (Tree, error) {
+	t := Tree{Files: map[string]TreeEntry{}}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		var e TreeEntry
+		switch {
+		case info.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			e = TreeEntry{Digest: digest.FromString(filepath.ToSlash(target)), Mode: "symlink", Size: int64(len(target))}
+		case info.Mode().IsRegular():
+			dg, err := fileDigest(p)
+			if err != nil {
+				return err
+			}
+			e = TreeEntry{Digest: dg, Size: info.Size()}
+			if info.Mode()&0o111 != 0 {
+				e.Mode = "exec"
+			}
+		default:
+			return fmt.Errorf("%s is not a regular file, folder or symlink", rel)
+		}
+		t.Files[rel] = e
+		t.Bytes += e.Size
+		return nil
+	})
+	if err != nil {
+		return Tree{}, fmt.Errorf("hash tree %s: %w", dir, err)
+	}
+	t.Digest = t.digest()
+	return t, nil
+}
+
+// ContentDigest is the digest of the tree's files as listed, which is its
+// Digest for a tree HashTree made: a reader of a stored tree checks the
+// two agree before trusting the list.
+func (t Tree) ContentDigest() digest.Digest { return t.digest() }
+
+// digest is the tree digest: one line per file, sorted by path.
+func (t Tree) digest() digest.Digest {
+	paths := slices.Sorted(maps.Keys(t.Files))
+	var b strings.Builder
+	for _, p := range paths {
+		e := t.Files[p]
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\n", p, e.Mode, e.Digest)
+	}
+	return digest.FromString(b.String())
+}
+
+func fileDigest(p string) (digest.Digest, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return digest.NewDigest(digest.SHA256, h), nil
+}
+
+// TreeChange is one file that differs between two trees.
+type TreeChange struct {
+	Path   string `json:"path"`
+	Change string `json:"change"` // added | removed | modified
+}
+
+// DiffTrees lists the files that differ from a to b, sorted by path.
+func DiffTrees(a, b Tree) []TreeChange {
+	var out []TreeChange
+	for p, ea := range a.Files {
+		eb, ok := b.Files[p]
+		switch {
+		case !ok:
+			out = append(out, TreeChange{p, "removed"})
+		case ea != eb:
+			out = append(out, TreeChange{p, "modified"})
+		}
+	}
+	for p := range b.Files {
+		if _, ok := a.Files[p]; !ok {
+			out = append(out, TreeChange{p, "added"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}

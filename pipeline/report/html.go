@@ -1,0 +1,479 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/verdict"
+)
+
+//go:embed html.tmpl
+var reportHTMLTemplate string
+
+var reportHTML = template.Must(template.New("report.html").Parse(reportHTMLTemplate))
+
+// htmlView is what html.tmpl shows, every figure already formatted.
+type htmlView struct {
+	Suite        string
+	Verdict      string
+	VerdictClass string
+	ExitCode     int
+	StandIn      string
+	Reasons      []string
+	Warnings     []string
+	Identity     []htmlField
+	Arms         []htmlArm
+	Chart        *htmlChart
+	Cost         htmlCost
+	ArmNames     []htmlArmName
+	Cases        []htmlCase
+	Pairwise     []htmlPairGroup
+	Disputes     *htmlDisputes
+	Policy       string
+	Rules        []htmlRule
+	RulesFailed  int
+}
+
+// htmlDisputes are the disputed answers and who adjudicated them.
+type htmlDisputes struct {
+	Enabled     bool
+	Adjudicator string
+	Rows        []htmlDispute
+}
+
+type htmlDispute struct {
+	Cell, Disagreed, Decision, Failed string
+	Passed                            bool
+}
+
+type htmlField struct {
+	Label, Value, Title string
+	Mono                bool
+}
+
+type htmlArm struct {
+	Name, Class, Skills, Activation, Evidence string
+	Cells                                     int
+	Statuses                                  string
+	Pass                                      string
+	PassCI                                    string
+}
+
+type htmlArmName struct{ Name, Class string }
+
+type htmlChart struct {
+	Width, Height int
+	PlotLeft      int
+	PlotRight     int
+	AxisY         int
+	Ticks         []htmlTick
+	Groups        []htmlGroup
+}
+
+type htmlTick struct {
+	X     string
+	Label string
+}
+
+type htmlGroup struct {
+	Label, Name string
+	Y, BandY    int
+	BandH       int
+	Rows        []htmlPoint
+}
+
+type htmlPoint struct {
+	Arm, Class  string
+	Y, TextY    int
+	CapTop      int
+	CapBottom   int
+	HasValue    bool
+	HasCI       bool
+	X, Lo, Hi   string
+	Text, Title string
+}
+
+type htmlCost struct {
+	Columns []string
+	Base    string
+	HasUSD  bool
+	Rows    []htmlCostRow
+}
+
+type htmlCostRow struct {
+	Arm, Class string
+	Cells      []htmlCostCell
+}
+
+type htmlCostCell struct {
+	Text, Ratio, Title string
+	Absent             bool
+}
+
+type htmlCase struct {
+	ID, Description, Split, Kind string
+	Safety                       bool
+	Cells                        []htmlGridCell
+}
+
+type htmlGridCell struct {
+	Trials  []htmlTrial
+	Summary string
+	Empty   bool
+}
+
+type htmlTrial struct {
+	Symbol, Class, Title string
+	Href, DiffHref       string
+}
+
+type htmlRule struct {
+	Rule, Severity, Detail   string
+	Met                      bool
+	Reasons, Flags, Warnings []string
+}
+
+type htmlPairGroup struct {
+	Candidate, Baseline           string
+	CandidateClass, BaselineClass string
+	Rows                          []htmlPairRow
+	Wins, Ties, Losses            int
+}
+
+type htmlPairRow struct {
+	Case               string
+	Trials             []htmlTrial
+	Wins, Ties, Losses int
+}
+
+var verdictClasses = map[string]string{
+	verdict.VerdictPass:        "pass",
+	verdict.VerdictFail:        "fail",
+	verdict.VerdictIncomplete:  "incomplete",
+	verdict.VerdictCalibration: "calibration",
+}
+
+func armClass(i int) string { return fmt.Sprintf("arm%d", i%6) }
+
+func renderReportHTML(r *verdict.Report) ([]byte, error) {
+	v := htmlView{
+		Suite:        r.Suite,
+		Verdict:      r.Verdict.Verdict,
+		VerdictClass: verdictClasses[r.Verdict.Verdict],
+		ExitCode:     r.Verdict.ExitCode,
+		StandIn:      r.StandIn,
+		Reasons:      r.Verdict.Reasons,
+		Warnings:     r.Verdict.Warnings,
+		Policy:       r.Policy,
+	}
+	if v.VerdictClass == "" {
+		v.VerdictClass = "incomplete"
+	}
+
+	cells := 0
+	for _, a := range r.Arms {
+		cells += a.Cells
+	}
+	agent := r.Agent.Kind
+	if r.Agent.Provider != "" {
+		agent += " via " + r.Agent.Provider
+	}
+	v.Identity = []htmlField{
+		{Label: "Suite", Value: r.Suite},
+		{Label: "Plan", Value: shortDigest(r.Plan), Title: string(r.Plan), Mono: true},
+		{Label: "Agent", Value: agent, Title: string(r.Agent.Digest)},
+		{Label: "Model", Value: orAbsent(r.Agent.Model), Mono: true},
+		{Label: "Image", Value: orAbsent(r.Agent.Image), Mono: true},
+		{Label: "Judge", Value: judgeText(r.Judge)},
+		{Label: "Policy", Value: orAbsent(r.Policy), Mono: true},
+		{Label: "Trials", Value: fmt.Sprintf("%d per case × arm · %d cases · %d cells", r.Trials, len(r.Cases), cells)},
+		{Label: "Observed", Value: strings.Join(observedLine(r, func(s string) string { return s }), " · "), Title: string(r.CaseSet)},
+	}
+
+	armIndex := map[string]int{}
+	for i, name := range reportArmNames(r) {
+		armIndex[name] = i
+		v.ArmNames = append(v.ArmNames, htmlArmName{name, armClass(i)})
+	}
+
+	for i, a := range r.Arms {
+		ha := htmlArm{
+			Name: a.Name, Class: armClass(i), Activation: a.Activation,
+			Evidence: orAbsent(a.Evidence), Cells: a.Cells, Skills: "no skill",
+			Statuses: statusText(a.Statuses), Pass: absentMark,
+		}
+		if len(a.Skills) > 0 {
+			ha.Skills = strings.Join(a.Skills, ", ")
+		}
+		if m, ok := a.Metrics["taskSuccess"]; ok {
+			ha.Pass = fmtPct(m.Value)
+			ha.PassCI = strings.TrimSpace(ciText(m) + fmt.Sprintf(" n=%d", m.Samples))
+		}
+		v.Arms = append(v.Arms, ha)
+	}
+
+	v.Chart = buildChart(r)
+	v.Cost = buildCost(r)
+
+	for _, c := range r.Cases {
+		hc := htmlCase{ID: c.ID, Description: c.Description, Split: c.Split, Kind: c.Kind, Safety: c.Safety}
+		for _, arm := range reportArmNames(r) {
+			ts := c.Trials[arm]
+			gc := htmlGridCell{Empty: len(ts) == 0}
+			if len(ts) > 0 {
+				gc.Summary = passCount(ts)
+			}
+			for _, t := range ts {
+				gc.Trials = append(gc.Trials, htmlTrial{
+					Symbol:   trialSymbol(t),
+					Class:    trialClass(t),
+					Title:    trialTitle(t),
+					Href:     rolloutHref(t, "stdout.txt"),
+					DiffHref: rolloutHref(t, "workspace/"),
+				})
+			}
+			hc.Cells = append(hc.Cells, gc)
+		}
+		v.Cases = append(v.Cases, hc)
+	}
+
+	for _, ro := range r.Verdict.Rules {
+		v.Rules = append(v.Rules, htmlRule{
+			Rule: ro.Rule, Severity: ro.Severity, Detail: ro.Detail, Met: ro.Met,
+			Reasons: ro.Reasons, Flags: ro.Flags, Warnings: ro.Warnings,
+		})
+		if !ro.Met {
+			v.RulesFailed++
+		}
+	}
+
+	for _, g := range pairGroups(r) {
+		hg := htmlPairGroup{
+			Candidate: g.candidate, Baseline: g.baseline,
+			CandidateClass: armClass(armIndex[g.candidate]), BaselineClass: armClass(armIndex[g.baseline]),
+		}
+		for _, row := range g.rows {
+			hr := htmlPairRow{Case: row.caseID}
+			for _, pr := range row.results {
+				hr.Trials = append(hr.Trials, htmlTrial{Symbol: pairSymbol(pr), Class: pairClass(pr.Outcome), Title: pairTitle(pr)})
+				switch pr.Outcome {
+				case grade.PairwiseWin:
+					hr.Wins++
+				case grade.PairwiseLoss:
+					hr.Losses++
+				default:
+					hr.Ties++
+				}
+			}
+			hg.Wins, hg.Ties, hg.Losses = hg.Wins+hr.Wins, hg.Ties+hr.Ties, hg.Losses+hr.Losses
+			hg.Rows = append(hg.Rows, hr)
+		}
+		v.Pairwise = append(v.Pairwise, hg)
+	}
+
+	if a := r.Adjudication; a != nil && len(a.Disputed) > 0 {
+		v.Disputes = &htmlDisputes{Enabled: a.Enabled, Adjudicator: strings.TrimSpace(a.Provider + " " + a.Model)}
+		for _, d := range a.Disputed {
+			v.Disputes.Rows = append(v.Disputes.Rows, htmlDispute{Cell: d.Cell, Disagreed: d.Disagreed, Decision: d.Decision, Failed: strings.Join(d.Failed, "; "), Passed: d.Passed})
+		}
+	}
+
+	var b bytes.Buffer
+	if err := reportHTML.Execute(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func orAbsent(s string) string {
+	if s == "" {
+		return absentMark
+	}
+	return s
+}
+
+func judgeText(j *verdict.JudgeIdentity) string {
+	if j == nil {
+		return "none (deterministic checks only)"
+	}
+	s := j.Provider
+	if j.Model != "" {
+		s += " " + j.Model
+	}
+	if j.Mode != "" {
+		s += " · " + j.Mode
+	}
+	return s
+}
+
+// statusText lists an arm's cell statuses in a fixed order.
+func statusText(st map[string]int) string {
+	order := []string{grade.StatusCompleted, grade.StatusFailed, grade.StatusTimeout, grade.StatusOOM, grade.StatusInvalid, grade.StatusMissing}
+	var parts []string
+	seen := map[string]bool{}
+	for _, s := range order {
+		seen[s] = true
+		if n := st[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	var other []string
+	for s, n := range st {
+		if !seen[s] && n > 0 {
+			other = append(other, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	sort.Strings(other)
+	return strings.Join(append(parts, other...), " · ")
+}
+
+// Chart geometry, in SVG user units.
+const (
+	chartWidth     = 880
+	chartLabelW    = 190
+	chartPlotLeft  = 200
+	chartPlotRight = 640
+	chartRowH      = 20
+	chartGroupHead = 24
+	chartGroupGap  = 10
+	chartAxisH     = 26
+)
+
+// buildChart lays out every rate metric as a group with one row per arm: a
+// dot at the value and a whisker over its 95% interval on a 0–100% axis.
+func buildChart(r *verdict.Report) *htmlChart {
+	metrics := rateMetrics(r)
+	if len(metrics) == 0 || len(r.Arms) == 0 {
+		return nil
+	}
+	c := &htmlChart{Width: chartWidth, PlotLeft: chartPlotLeft, PlotRight: chartPlotRight}
+	x := func(v float64) string {
+		v = math.Max(0, math.Min(1, v))
+		return fmt.Sprintf("%.1f", chartPlotLeft+v*(chartPlotRight-chartPlotLeft))
+	}
+	for _, t := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		c.Ticks = append(c.Ticks, htmlTick{X: x(t), Label: fmtPct(t)})
+	}
+	y := chartAxisH
+	for _, name := range metrics {
+		g := htmlGroup{Label: metricLabel(name), Name: name, BandY: y}
+		y += chartGroupHead
+		g.Y = y - 8
+		for i, a := range r.Arms {
+			p := htmlPoint{Arm: a.Name, Class: armClass(i), Y: y + chartRowH/2, TextY: y + chartRowH/2 + 4,
+				CapTop: y + chartRowH/2 - 5, CapBottom: y + chartRowH/2 + 5}
+			if m, ok := a.Metrics[name]; ok {
+				p.HasValue = true
+				p.X = x(m.Value)
+				p.Text = fmtPct(m.Value)
+				if m.CI95 != nil {
+					p.HasCI = true
+					p.Lo, p.Hi = x(m.CI95[0]), x(m.CI95[1])
+					p.Text += " " + ciText(m)
+				}
+				p.Text += fmt.Sprintf(" n=%d", m.Samples)
+				p.Title = fmt.Sprintf("%s · %s: %s", a.Name, metricLabel(name), p.Text)
+			} else {
+				p.Text = "not measured"
+				p.Title = fmt.Sprintf("%s · %s: no applicable sample", a.Name, metricLabel(name))
+			}
+			g.Rows = append(g.Rows, p)
+			y += chartRowH
+		}
+		g.BandH = y - g.BandY + 4
+		c.Groups = append(c.Groups, g)
+		y += chartGroupGap
+	}
+	c.AxisY = chartAxisH - 8
+	c.Height = y
+	return c
+}
+
+// costColumns are the cost metrics of the per-arm cost table.
+var costColumns = []struct{ key, label, unit string }{
+	{"turns", "turns", ""},
+	{"tokensInput", "input tokens", ""},
+	{"tokensOutput", "output tokens", ""},
+	{"tokensCacheRead", "cache read", ""},
+	{"tokensCacheWrite", "cache write", ""},
+	{"agentSeconds", "agent time", "s"},
+	{"usd", "cost", "usd"},
+}
+
+// buildCost is the per-arm cost table: means per cell, with each arm's
+// ratio to the first arm, which is the signal (absolute figures include
+// overhead every arm shares).
+func buildCost(r *verdict.Report) htmlCost {
+	c := htmlCost{}
+	for _, a := range r.Arms {
+		if _, ok := a.Cost["usd"]; ok {
+			c.HasUSD = true
+		}
+	}
+	var base *verdict.ArmReport
+	if len(r.Arms) > 0 {
+		base = &r.Arms[0]
+		c.Base = base.Name
+	}
+	for _, col := range costColumns {
+		if col.key == "usd" && !c.HasUSD {
+			continue
+		}
+		c.Columns = append(c.Columns, col.label)
+	}
+	for i, a := range r.Arms {
+		row := htmlCostRow{Arm: a.Name, Class: armClass(i)}
+		for _, col := range costColumns {
+			if col.key == "usd" && !c.HasUSD {
+				continue
+			}
+			m, ok := a.Cost[col.key]
+			if !ok {
+				title := "not measured"
+				if strings.HasPrefix(col.key, "tokens") || col.key == "usd" {
+					title = "not reported by the provider"
+				}
+				row.Cells = append(row.Cells, htmlCostCell{Text: absentMark, Title: title, Absent: true})
+				continue
+			}
+			cell := htmlCostCell{Text: fmtNum(m.Value), Title: fmt.Sprintf("mean over %d cells", m.Samples)}
+			switch col.unit {
+			case "s":
+				cell.Text += " s"
+			case "usd":
+				cell.Text = fmtUSD(m.Value)
+			}
+			if i > 0 && base != nil {
+				if bm, ok := base.Cost[col.key]; ok && bm.Value > 0 {
+					cell.Ratio = fmt.Sprintf("%.2f×", m.Value/bm.Value)
+				}
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		bytesCell := htmlCostCell{Text: fmtInt(a.SkillBytes), Title: "complete file bytes of the installed skills"}
+		if i > 0 && base != nil && base.SkillBytes > 0 {
+			bytesCell.Ratio = fmt.Sprintf("%.2f×", float64(a.SkillBytes)/float64(base.SkillBytes))
+		}
+		row.Cells = append(row.Cells, bytesCell)
+		c.Rows = append(c.Rows, row)
+	}
+	c.Columns = append(c.Columns, "skill bytes")
+	return c
+}
+
+func pairClass(outcome string) string {
+	switch outcome {
+	case grade.PairwiseWin:
+		return "pass"
+	case grade.PairwiseLoss:
+		return "fail"
+	default:
+		return "missing"
+	}
+}

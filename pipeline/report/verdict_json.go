@@ -1,0 +1,248 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"regexp"
+
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/verdict"
+
+	"github.com/opencontainers/go-digest"
+)
+
+type gstackVerdict struct {
+	Verdict        string     `json:"verdict"`
+	Reasons        []string   `json:"reasons"`
+	Warnings       []string   `json:"warnings"`
+	HarnessVersion string     `json:"harness_version"`
+	Model          string     `json:"model"`
+	Trials         int        `json:"trials"`
+	Arms           jsonObject `json:"arms"`
+	Tasks          jsonObject `json:"tasks"`
+	// Adjudication is given when the suite has a judge; skillgate's judge
+	// packets are always blinded.
+	Adjudication *gstackAdjudication `json:"adjudication,omitempty"`
+	ExitCode     int                 `json:"exit_code"`
+	Resumable    bool                `json:"resumable"`
+	// StandIn (an extension) says the agent or model was a scripted stand-in.
+	StandIn string `json:"stand_in,omitempty"`
+	// Calibration: the three checks, when they ran.
+	Calibration *verdict.Calibration `json:"calibration,omitempty"`
+	// Identity (an extension) names every input of the verdict.
+	Identity gstackIdentity `json:"identity"`
+}
+
+// gstackIdentity names the verdict's inputs: the plan, every case by
+// digest and the case set, every arm's installed skill revisions, the
+// agent as configured and as observed, the judge, and the suite's git
+// revisions.
+type gstackIdentity struct {
+	Suite   string        `json:"suite"`
+	Plan    digest.Digest `json:"plan"`
+	CaseSet digest.Digest `json:"case_set"`
+	// Cases: case ID → case digest, in authored order.
+	Cases jsonObject `json:"cases"`
+	// Arms: arm name → its installed skills, in authored order.
+	Arms  jsonObject             `json:"arms"`
+	Agent gstackAgent            `json:"agent"`
+	Judge *verdict.JudgeIdentity `json:"judge,omitempty"`
+	Git   gstackGit              `json:"git"`
+}
+
+type gstackAgent struct {
+	Kind     string         `json:"kind"`
+	Image    string         `json:"image"`
+	Model    string         `json:"model,omitempty"`
+	Provider string         `json:"provider"`
+	Host     string         `json:"host,omitempty"`
+	Digest   digest.Digest  `json:"digest"`
+	Observed gstackObserved `json:"observed"`
+}
+
+type gstackObserved struct {
+	Rollouts      int      `json:"rollouts"`
+	Models        []string `json:"models"`
+	AgentImages   []string `json:"agent_images"`
+	AgentVersions []string `json:"agent_versions"`
+	CLIVersions   []string `json:"cli_versions"`
+	Harness       []string `json:"harness"`
+}
+
+type gstackGit struct {
+	Revisions []plan.GitRevision `json:"revisions"`
+	Mixed     bool               `json:"mixed"`
+}
+
+func gstackIdentityOf(r *verdict.Report) gstackIdentity {
+	o := r.Observed
+	id := gstackIdentity{
+		Suite: r.Suite, Plan: r.Plan, CaseSet: r.CaseSet, Cases: jsonObject{}, Arms: jsonObject{},
+		Agent: gstackAgent{
+			Kind: r.Agent.Kind, Image: r.Agent.Image, Model: r.Agent.Model, Provider: r.Agent.Provider, Host: r.Agent.Host, Digest: r.Agent.Digest,
+			Observed: gstackObserved{
+				Rollouts: o.Rollouts, Models: nonNilStrings(o.Models), AgentImages: nonNilStrings(o.AgentImages),
+				AgentVersions: nonNilStrings(o.AgentVersions), CLIVersions: nonNilStrings(o.CLIVersions), Harness: nonNilStrings(o.Harness),
+			},
+		},
+		Judge: r.Judge,
+		Git:   gstackGit{Revisions: o.Git, Mixed: o.GitMixed},
+	}
+	if id.Git.Revisions == nil {
+		id.Git.Revisions = []plan.GitRevision{}
+	}
+	for _, c := range r.Cases {
+		id.Cases = append(id.Cases, jsonField{c.ID, c.Digest})
+	}
+	for _, a := range r.Arms {
+		installed := a.Installed
+		if installed == nil {
+			installed = []plan.InstalledSkill{}
+		}
+		id.Arms = append(id.Arms, jsonField{a.Name, installed})
+	}
+	return id
+}
+
+// harnessVersion is verdict.json's harness_version: skillgate and the
+// version that built the report.
+func harnessVersion(r *verdict.Report) string {
+	if r.Harness == "" {
+		return "skillgate"
+	}
+	return "skillgate " + r.Harness
+}
+
+// gstackAdjudication is gstack's adjudication: the adjudicator's model and
+// the disputed answers.
+type gstackAdjudication struct {
+	Blinded    bool             `json:"blinded"`
+	JudgeModel string           `json:"judge_model"`
+	Disputed   []gstackDisputed `json:"disputed"`
+}
+
+// gstackDisputed is one disputed answer: which, what disagreed and what
+// the adjudicator decided (pass, fail, invalid or not adjudicated).
+type gstackDisputed struct {
+	Case      string `json:"case"`
+	Arm       string `json:"arm"`
+	Trial     int    `json:"trial"`
+	Disagreed string `json:"disagreed"`
+	Decision  string `json:"decision"`
+}
+
+// gstackArm: every figure is null when nothing was measured, never 0.
+type gstackArm struct {
+	PassRate        *float64       `json:"pass_rate"`
+	TokensPerRun    gstackTokens   `json:"tokens_per_run"`
+	TurnsPerRun     *float64       `json:"turns_per_run"`
+	OpenedSkillRate *float64       `json:"opened_skill_rate"`
+	FilesLoaded     map[string]int `json:"files_loaded"`
+	// CostUSD is the arm's total over the cells whose cost is known
+	// (mean per cell × cells).
+	CostUSD *float64 `json:"cost_usd"`
+}
+
+type gstackTokens struct {
+	Input      *float64 `json:"input"`
+	Output     *float64 `json:"output"`
+	CacheRead  *float64 `json:"cache_read"`
+	CacheWrite *float64 `json:"cache_write"`
+}
+
+func metricValuePtr(m map[string]verdict.Metric, key string) *float64 {
+	v, ok := m[key]
+	if !ok {
+		return nil
+	}
+	x := v.Value
+	return &x
+}
+
+func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
+	v := gstackVerdict{
+		Verdict:        r.Verdict.Verdict,
+		Reasons:        nonNilStrings(r.Verdict.Reasons),
+		Warnings:       nonNilStrings(r.Verdict.Warnings),
+		HarnessVersion: harnessVersion(r),
+		Model:          r.Agent.Model,
+		Trials:         r.Trials,
+		Arms:           jsonObject{},
+		Tasks:          jsonObject{},
+		ExitCode:       r.Verdict.ExitCode,
+		Resumable:      r.Verdict.Resumable,
+		StandIn:        r.StandIn,
+		Calibration:    r.Calibration,
+		Identity:       gstackIdentityOf(r),
+	}
+	if r.Judge != nil {
+		v.Adjudication = &gstackAdjudication{Blinded: true, JudgeModel: r.Judge.Model, Disputed: []gstackDisputed{}}
+		if a := r.Adjudication; a != nil {
+			if a.Model != "" {
+				v.Adjudication.JudgeModel = a.Model
+			}
+			for _, d := range a.Disputed {
+				v.Adjudication.Disputed = append(v.Adjudication.Disputed, gstackDisputed{Case: d.Case, Arm: d.Arm, Trial: d.Trial, Disagreed: d.Disagreed, Decision: d.Decision})
+			}
+		}
+	}
+	for _, a := range r.Arms {
+		ga := gstackArm{
+			PassRate: metricValuePtr(a.Metrics, "taskSuccess"),
+			TokensPerRun: gstackTokens{
+				Input:      metricValuePtr(a.Cost, "tokensInput"),
+				Output:     metricValuePtr(a.Cost, "tokensOutput"),
+				CacheRead:  metricValuePtr(a.Cost, "tokensCacheRead"),
+				CacheWrite: metricValuePtr(a.Cost, "tokensCacheWrite"),
+			},
+			TurnsPerRun:     metricValuePtr(a.Cost, "turns"),
+			OpenedSkillRate: metricValuePtr(a.Metrics, "openedSkill"),
+			FilesLoaded:     a.FilesLoaded,
+		}
+		if ga.FilesLoaded == nil {
+			ga.FilesLoaded = map[string]int{}
+		}
+		if m, ok := a.Cost["usd"]; ok {
+			total := math.Round(m.Value*float64(m.Samples)*1e6) / 1e6
+			ga.CostUSD = &total
+		}
+		v.Arms = append(v.Arms, jsonField{a.Name, ga})
+	}
+	arms := reportArmNames(r)
+	for _, c := range r.Cases {
+		per := jsonObject{}
+		for _, arm := range arms {
+			ts, ok := c.Trials[arm]
+			if !ok {
+				continue
+			}
+			// One entry per trial: true passed, false failed, null when
+			// the cell is missing or invalid (neither a pass nor a fail).
+			bs := make([]*bool, len(ts))
+			for i, t := range ts {
+				switch trialClass(t) {
+				case "pass":
+					bs[i] = reportPtr(true)
+				case "fail":
+					bs[i] = reportPtr(false)
+				}
+			}
+			per = append(per, jsonField{arm, bs})
+		}
+		v.Tasks = append(v.Tasks, jsonField{c.ID, per})
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	// Trial lists on one line, as in gstack's example: [true, true, false].
+	b = boolList.ReplaceAllFunc(b, func(m []byte) []byte {
+		return append(append([]byte("["), bytes.Join(bytes.Fields(bytes.Trim(m, "[]")), []byte(" "))...), ']')
+	})
+	return append(b, '\n'), nil
+}
+
+// boolList matches an indented JSON array of booleans and nulls; its
+// newlines keep it from matching inside a string.
+var boolList = regexp.MustCompile(`\[\n\s*(?:true|false|null)(?:,\n\s*(?:true|false|null))*\n\s*\]`)

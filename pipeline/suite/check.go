@@ -1,0 +1,413 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/build"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
+)
+
+// suiteError is one problem that CUE cannot see, reported like CUE's own:
+// a path into the suite, a message, and the positions that caused it.
+type suiteError struct {
+	path []string
+	pos  []token.Pos
+	msg  string
+}
+
+func (e *suiteError) Position() token.Pos {
+	if len(e.pos) == 0 {
+		return token.NoPos
+	}
+	return e.pos[0]
+}
+func (e *suiteError) InputPositions() []token.Pos {
+	if len(e.pos) < 2 {
+		return nil
+	}
+	return e.pos[1:]
+}
+func (e *suiteError) Error() string                { return e.msg }
+func (e *suiteError) Path() []string               { return e.path }
+func (e *suiteError) Msg() (string, []interface{}) { return "%s", []interface{}{e.msg} }
+
+// checker collects suite problems with positions taken from the suite value.
+type checker struct {
+	v        cue.Value
+	errs     cueerrors.Error
+	fixtures map[string]error
+}
+
+func (c *checker) add(sel []cue.Selector, format string, args ...interface{}) {
+	v := c.v.LookupPath(cue.MakePath(sel...))
+	var labels []string
+	for _, s := range sel {
+		labels = append(labels, s.String())
+	}
+	var pos []token.Pos
+	if p := userPos(v); p.IsValid() {
+		pos = append(pos, p)
+	}
+	c.errs = cueerrors.Append(c.errs, &suiteError{path: labels, pos: pos, msg: fmt.Sprintf(format, args...)})
+}
+
+// userPos is the position of the suite's own source for v, preferring it
+// over the schema's, which every suite value also has a conjunct in.
+func userPos(v cue.Value) token.Pos {
+	var found token.Pos
+	var visit func(v cue.Value, depth int)
+	visit = func(v cue.Value, depth int) {
+		if found.IsValid() || depth > 4 {
+			return
+		}
+		if p := v.Pos(); p.IsValid() && !strings.Contains(p.Filename(), "cue.mod") {
+			found = p
+			return
+		}
+		if _, args := v.Expr(); len(args) > 1 || depth == 0 {
+			for _, a := range args {
+				visit(a, depth+1)
+			}
+		}
+	}
+	visit(v, 0)
+	if !found.IsValid() {
+		return v.Pos()
+	}
+	return found
+}
+
+func str(s string) cue.Selector { return cue.Str(s) }
+
+// checkSuite checks what CUE cannot: folders on disk, references between
+// skills, arms and routing expectations, regular expressions and the shape
+// of assertions.
+func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
+	c := &checker{v: v, fixtures: map[string]error{}}
+	if !v.LookupPath(pathArms).Exists() || !v.LookupPath(pathCases).Exists() {
+		return nil // CUE reports what is missing
+	}
+	// Counted in CUE: an arm or case that did not decode is CUE's to report.
+	if len(fieldOrder(v.LookupPath(pathArms))) == 0 {
+		c.add([]cue.Selector{str("arms")}, "a suite needs at least one arm")
+	}
+	if len(fieldOrder(v.LookupPath(pathCases))) == 0 {
+		c.add([]cue.Selector{str("cases")}, "a suite needs at least one case")
+	}
+	// A skill that did not decode still exists: what names it is not wrong,
+	// and the names skills install as are then not all known.
+	undecoded := map[string]bool{}
+	for _, key := range fieldOrder(v.LookupPath(pathSkills)) {
+		if _, ok := s.Skills[key]; !ok {
+			undecoded[key] = true
+		}
+	}
+	names := map[string]bool{}
+	for _, key := range sortedKeys(s.Skills) {
+		sk := s.Skills[key]
+		names[sk.Name] = true
+		sel := []cue.Selector{str("skills"), str(key), str("path")}
+		dir, err := s.Resolve(sk.Path)
+		if err != nil {
+			c.add(sel, "%v", err)
+			continue
+		}
+		if err := checkSkillFolder(dir, s.Root, sk.Name); err != nil {
+			c.add(sel, "%v", err)
+		}
+	}
+	for _, name := range sortedKeys(s.Arms) {
+		arm := s.Arms[name]
+		seen := map[string]string{}
+		for i, key := range arm.Skills {
+			sel := []cue.Selector{str("arms"), str(name), str("skills"), cue.Index(i)}
+			sk, ok := s.Skills[key]
+			if !ok && undecoded[key] {
+				continue
+			}
+			if !ok {
+				c.add(sel, "arm %s names skill %q, which the suite does not define", name, key)
+				continue
+			}
+			if other, dup := seen[sk.Name]; dup {
+				c.add(sel, "arm %s installs two skills as %q (%s and %s)", name, sk.Name, other, key)
+			}
+			seen[sk.Name] = key
+		}
+	}
+	if len(undecoded) > 0 {
+		names = nil // every name passes: the set is not known
+	}
+	for _, id := range sortedKeys(s.Cases) {
+		checkCase(c, s, id, names)
+	}
+	if s.Judge != nil {
+		for i, id := range s.Judge.Adjudication.Cases {
+			if _, ok := s.Cases[id]; !ok {
+				c.add([]cue.Selector{str("judge"), str("adjudication"), str("cases"), cue.Index(i)}, "judge.adjudication.cases names case %q, which the suite does not define", id)
+			}
+		}
+	}
+	checkScript(c, s.Agent.Script, str("agent"))
+	if s.Judge != nil {
+		checkScript(c, s.Judge.Script, str("judge"))
+		if a := s.Judge.Adjudication.Judge; a != nil {
+			checkScript(c, a.Script, str("judge"), str("adjudication"), str("judge"))
+		}
+	}
+	return c.errs
+}
+
+// checkScript compiles a scripted model's promptMatches expressions as the
+// scripted model will, so a bad one fails vet rather than the run.
+func checkScript(c *checker, sc *Script, owner ...cue.Selector) {
+	if sc == nil {
+		return
+	}
+	for i, r := range sc.Rules {
+		if r.When == nil || r.When.PromptMatches == nil {
+			continue
+		}
+		if err := compileRE2(*r.When.PromptMatches); err != nil {
+			sel := append(append([]cue.Selector{}, owner...), str("script"), str("rules"), cue.Index(i), str("when"), str("promptMatches"))
+			c.add(sel, "%v", err)
+		}
+	}
+}
+
+// compileRE2 compiles a regular expression as skillgate matches it, and
+// says what went wrong in the terms of RE2, the syntax of Go's regexp.
+func compileRE2(re string) error {
+	_, err := regexp.Compile(re)
+	if err == nil {
+		return nil
+	}
+	why := err.Error()
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		why = se.Code.String()
+		if se.Expr != "" && se.Expr != re {
+			why += " at `" + se.Expr + "`"
+		}
+	}
+	for _, look := range []string{"(?=", "(?!", "(?<=", "(?<!"} {
+		if strings.Contains(re, look) {
+			return fmt.Errorf("invalid regular expression %q: it uses lookaround (%s...), which RE2, the syntax of Go's regexp that skillgate reads, does not have", re, look)
+		}
+	}
+	return fmt.Errorf("invalid regular expression %q: %s (RE2 syntax, as Go's regexp reads it: no lookaround, no backreferences)", re, why)
+}
+
+// checkGlob refuses an allowed-writes glob that can never match a changed
+// file's path (relative, slash-separated, clean), and says what to write.
+func checkGlob(g string) error {
+	if _, err := path.Match(g, ""); err != nil {
+		return fmt.Errorf("invalid glob %q: %v", g, err)
+	}
+	switch {
+	case strings.Trim(g, "/") == "":
+		return fmt.Errorf("glob %q matches no file: name the files the agent may write, such as \"CHANGELOG.md\" or \"docs/**\" for a folder, or leave writes out to allow any change", g)
+	case strings.HasSuffix(g, "/"):
+		dir := strings.TrimRight(g, "/")
+		return fmt.Errorf("glob %q matches no file: a trailing slash matches no file path; write %q for everything in the folder", g, cleanGlob(dir)+"/**")
+	case strings.HasPrefix(g, "/"):
+		return fmt.Errorf("glob %q matches no file: paths are relative to the workspace; write %q", g, cleanGlob(g))
+	}
+	for _, el := range strings.Split(g, "/") {
+		switch el {
+		case "":
+			return fmt.Errorf("glob %q matches no file: it has an empty path element (//); write %q", g, cleanGlob(g))
+		case ".", "..":
+			return fmt.Errorf("glob %q matches no file: paths are clean, without %s elements; write %q", g, el, cleanGlob(g))
+		}
+	}
+	return nil
+}
+
+// cleanGlob is g made relative and clean.
+func cleanGlob(g string) string {
+	c := strings.TrimPrefix(path.Clean("/"+g), "/")
+	if c == "" {
+		return "**"
+	}
+	return c
+}
+
+func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
+	cs := s.Cases[id]
+	base := []cue.Selector{str("cases"), str(id)}
+	at := func(more ...cue.Selector) []cue.Selector {
+		return append(append([]cue.Selector{}, base...), more...)
+	}
+	checkPromptSize(c, s, cs, at(str("prompt")))
+	if cs.Fixture != "" {
+		// Many cases share a fixture: check each folder once.
+		err, seen := c.fixtures[cs.Fixture]
+		if !seen {
+			var dir string
+			if dir, err = s.Resolve(cs.Fixture); err == nil {
+				err = checkTree(dir, s.Root)
+			}
+			c.fixtures[cs.Fixture] = err
+		}
+		if err != nil {
+			c.add(at(str("fixture")), "%v", err)
+		}
+	}
+	for field, list := range map[string][]string{"required": cs.Routing.Skills.Required, "forbidden": cs.Routing.Skills.Forbidden} {
+		for i, n := range list {
+			if skillNames != nil && !skillNames[n] {
+				c.add(at(str("routing"), str("skills"), str(field), cue.Index(i)), "routing names skill %q, which no skill of the suite installs", n)
+			}
+		}
+	}
+	for field, list := range map[string][]string{"required": cs.Routing.References.Required, "forbidden": cs.Routing.References.Forbidden} {
+		for i, ref := range list {
+			if err := s.checkReference(ref); err != nil {
+				c.add(at(str("routing"), str("references"), str(field), cue.Index(i)), "%v", err)
+			}
+		}
+	}
+	for i, a := range cs.Assert {
+		sel := at(str("assert"), cue.Index(i))
+		if err := checkAssertion(a); err != nil {
+			c.add(sel, "%v", err)
+		}
+	}
+	if cs.Writes != nil {
+		for i, w := range *cs.Writes {
+			if err := checkGlob(w); err != nil {
+				c.add(at(str("writes"), cue.Index(i)), "%v", err)
+			}
+		}
+	}
+}
+
+// checkPromptSize refuses a prompt (with its seed) over limits.prompt, and one too large
+// for the command line of a command agent that takes it as {{prompt}}.
+func checkPromptSize(c *checker, s *Suite, cs Case, sel []cue.Selector) {
+	size := len(cs.Prompt)
+	if len(cs.Seed) > 0 {
+		size += len(s.Agent.SeedPrompt)
+		for _, t := range cs.Seed {
+			size += len(t.Content) + len("Assistant: \n\n")
+		}
+	}
+	max, err := ParseBytes(s.Limits.Prompt)
+	if err == nil && int64(size) > max {
+		c.add(sel, "the prompt and its seed are %d bytes, over limits.prompt (%s)", size, s.Limits.Prompt)
+		return
+	}
+	for _, a := range s.Arms {
+		if a.Activation == "forced" && len(a.Skills) > 0 {
+			size += len(s.Agent.ForcedPrompt)
+			break
+		}
+	}
+	arg, err := ParseBytes(s.Limits.PromptArg)
+	if err != nil || s.Agent.Kind != "command" || int64(size) <= arg {
+		return
+	}
+	for _, a := range s.Agent.Command {
+		if strings.Contains(a, "{{prompt}}") {
+			c.add(sel, "the prompt is %d bytes, over limits.promptArg (%s) for the command line: the agent's command should read $SKILLGATE_PROMPT_FILE instead of {{prompt}}", size, s.Limits.PromptArg)
+			return
+		}
+	}
+}
+
+// checkAssertion checks that exactly one subject is set, that file-only
+// fields come with a file, and that regular expressions compile.
+func checkAssertion(a Assertion) error {
+	subjects := 0
+	for _, set := range []bool{a.File != nil, a.Answer != nil, a.Code != nil, a.Run != nil} {
+		if set {
+			subjects++
+		}
+	}
+	if subjects != 1 {
+		return fmt.Errorf("an assertion needs exactly one of file, answer, code or run (has %d)", subjects)
+	}
+	fileOnly := a.Exists != nil || a.Unchanged != nil || a.Contains != nil || a.NotContains != nil || a.Matches != nil || a.NotMatches != nil
+	if fileOnly && a.File == nil {
+		return fmt.Errorf("exists, unchanged, contains, notContains, matches and notMatches need a file; use answer: {...} or code: {...} for the final answer")
+	}
+	if a.Timeout != "" && a.Run == nil {
+		return fmt.Errorf("timeout applies to run assertions only")
+	}
+	if a.File != nil && !fileOnly {
+		return fmt.Errorf("file assertion %q checks nothing: add exists, unchanged, contains, notContains, matches or notMatches", *a.File)
+	}
+	for _, tc := range []*TextCheck{&a.TextCheck, a.Answer, a.Code} {
+		if tc == nil {
+			continue
+		}
+		for _, re := range []*string{tc.Matches, tc.NotMatches} {
+			if re == nil {
+				continue
+			}
+			if _, err := regexp.Compile(*re); err != nil {
+				return fmt.Errorf("invalid regular expression %q: %v", *re, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkDuplicateCases reports a case ID declared more than once: CUE would
+// silently merge two cases with one ID written in two files.
+func checkDuplicateCases(insts []*build.Instance) cueerrors.Error {
+	seen := map[string][]token.Pos{}
+	var order []string
+	for _, inst := range insts {
+		for _, f := range inst.Files {
+			ast.Walk(f, func(n ast.Node) bool {
+				fd, ok := n.(*ast.Field)
+				if !ok {
+					return true
+				}
+				if name, _, _ := ast.LabelName(fd.Label); name != "cases" {
+					return true
+				}
+				for _, id := range caseLabels(fd.Value) {
+					name, _, _ := ast.LabelName(id.Label)
+					if _, ok := seen[name]; !ok {
+						order = append(order, name)
+					}
+					seen[name] = append(seen[name], id.Label.Pos())
+				}
+				return false
+			}, nil)
+		}
+	}
+	var errs cueerrors.Error
+	for _, id := range order {
+		if ps := seen[id]; len(ps) > 1 {
+			errs = cueerrors.Append(errs, &suiteError{path: []string{"cases", cue.Str(id).String()}, pos: ps, msg: fmt.Sprintf("case %s is declared %d times; case IDs must be unique", id, len(ps))})
+		}
+	}
+	return errs
+}
+
+// caseLabels lists the fields of a `cases:` value written as a struct.
+func caseLabels(x ast.Expr) []*ast.Field {
+	st, ok := x.(*ast.StructLit)
+	if !ok {
+		return nil
+	}
+	var out []*ast.Field
+	for _, d := range st.Elts {
+		if fd, ok := d.(*ast.Field); ok {
+			out = append(out, fd)
+		}
+	}
+	return out
+}

@@ -1,0 +1,275 @@
+package suite
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The types in this file mirror the CUE schema in schema/ for decoding an
+// already validated, concrete suite. They carry no defaults or thresholds:
+// every value comes from the schema or the suite.
+
+// Skill is a skill folder under test.
+type Skill struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+}
+
+// Arm is one condition compared by the suite.
+type Arm struct {
+	Description string   `json:"description,omitempty"`
+	Skills      []string `json:"skills"`
+	Activation  string   `json:"activation"`
+}
+
+// Turn is one message of a case's seed conversation.
+type Turn struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Expectation lists what must and what must not be observed.
+type Expectation struct {
+	Required  []string `json:"required"`
+	Forbidden []string `json:"forbidden"`
+}
+
+// Routing is what a case expects the agent to load.
+type Routing struct {
+	Skills     Expectation `json:"skills"`
+	References Expectation `json:"references"`
+}
+
+// TextCheck checks a text: the final answer or its code blocks.
+type TextCheck struct {
+	Contains    *string `json:"contains,omitempty"`
+	NotContains *string `json:"notContains,omitempty"`
+	Matches     *string `json:"matches,omitempty"`
+	NotMatches  *string `json:"notMatches,omitempty"`
+}
+
+// Assertion is one deterministic check; exactly one of File, Answer, Code
+// and Run is set.
+type Assertion struct {
+	Name string `json:"name,omitempty"`
+
+	File      *string `json:"file,omitempty"`
+	Exists    *bool   `json:"exists,omitempty"`
+	Unchanged *bool   `json:"unchanged,omitempty"`
+	TextCheck
+
+	Answer *TextCheck `json:"answer,omitempty"`
+	Code   *TextCheck `json:"code,omitempty"`
+
+	Run     *string `json:"run,omitempty"`
+	Timeout string  `json:"timeout,omitempty"`
+}
+
+// Case is one task given identically to every arm.
+type Case struct {
+	ID          string      `json:"id"`
+	Description string      `json:"description,omitempty"`
+	Prompt      string      `json:"prompt"`
+	Seed        []Turn      `json:"seed,omitempty"`
+	Fixture     string      `json:"fixture,omitempty"`
+	Split       string      `json:"split"`
+	Kind        string      `json:"kind"`
+	Tags        []string    `json:"tags"`
+	Weight      float64     `json:"weight"`
+	Safety      bool        `json:"safety"`
+	Routing     Routing     `json:"routing"`
+	Writes      *[]string   `json:"writes,omitempty"`
+	Assert      []Assertion `json:"assert"`
+	Rubric      []string    `json:"rubric"`
+}
+
+// Prices are the suite author's USD prices.
+type Prices struct {
+	PerCall           *float64 `json:"perCall,omitempty"`
+	InputPerMTok      *float64 `json:"inputPerMTok,omitempty"`
+	OutputPerMTok     *float64 `json:"outputPerMTok,omitempty"`
+	CacheReadPerMTok  *float64 `json:"cacheReadPerMTok,omitempty"`
+	CacheWritePerMTok *float64 `json:"cacheWritePerMTok,omitempty"`
+}
+
+// Agent is the coding agent run in every cell.
+type Agent struct {
+	Kind          string            `json:"kind"`
+	Image         string            `json:"image"`
+	Command       []string          `json:"command"`
+	Model         string            `json:"model,omitempty"`
+	Provider      string            `json:"provider"`
+	Script        *Script           `json:"script,omitempty"`
+	Upstream      string            `json:"upstream,omitempty"`
+	CredentialEnv string            `json:"credentialEnv,omitempty"`
+	SkillsDir     string            `json:"skillsDir"`
+	User          string            `json:"user"`
+	Env           map[string]string `json:"env"`
+	ForcedPrompt  string            `json:"forcedPrompt"`
+	SeedPrompt    string            `json:"seedPrompt"`
+	StandIn       string            `json:"standIn,omitempty"`
+	Prices        *Prices           `json:"prices,omitempty"`
+}
+
+// Script is the scripted model's replies (schema #Script).
+type Script struct {
+	Model string       `json:"model"`
+	Rules []ScriptRule `json:"rules"`
+}
+
+// ScriptRule is one scripted reply and when to give it.
+type ScriptRule struct {
+	When  *ScriptWhen   `json:"when,omitempty"`
+	Reply []ScriptBlock `json:"reply"`
+	Usage ScriptUsage   `json:"usage"`
+}
+
+// ScriptWhen are a rule's conditions; nil ones are not checked.
+type ScriptWhen struct {
+	Contains    *string `json:"contains,omitempty"`
+	NotContains *string `json:"notContains,omitempty"`
+	SkillListed *string `json:"skillListed,omitempty"`
+	ToolResults *int    `json:"toolResults,omitempty"`
+	// PromptMatches is a regular expression (RE2) the user's prompt matches.
+	PromptMatches *string `json:"promptMatches,omitempty"`
+}
+
+// ScriptBlock is text or a tool call.
+type ScriptBlock struct {
+	Text  *string        `json:"text,omitempty"`
+	Tool  string         `json:"tool,omitempty"`
+	Input map[string]any `json:"input,omitempty"`
+}
+
+// ScriptUsage are the token counts a scripted reply reports.
+type ScriptUsage struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+}
+
+// Pair is one pairwise comparison of two arms.
+type Pair struct {
+	Candidate string `json:"candidate"`
+	Baseline  string `json:"baseline"`
+}
+
+// Judge grades rubrics and pairwise comparisons.
+type Judge struct {
+	Provider      string         `json:"provider"`
+	Model         string         `json:"model,omitempty"`
+	Command       []string       `json:"command,omitempty"`
+	Script        *Script        `json:"script,omitempty"`
+	Upstream      string         `json:"upstream,omitempty"`
+	CredentialEnv string         `json:"credentialEnv,omitempty"`
+	Mode          string         `json:"mode"`
+	Pairs         []Pair         `json:"pairs"`
+	Swap          bool           `json:"swap"`
+	Templates     JudgeTemplates `json:"templates"`
+	Prices        *Prices        `json:"prices,omitempty"`
+	Adjudication  Adjudication   `json:"adjudication"`
+}
+
+// Adjudication says whether and by whom disputed rubric cells are judged
+// again (see #Adjudication).
+type Adjudication struct {
+	Enabled bool         `json:"enabled"`
+	Cases   []string     `json:"cases"`
+	Judge   *Adjudicator `json:"judge,omitempty"`
+}
+
+// Adjudicator is another judge for disputes; Template "" is the judge's
+// rubric template.
+type Adjudicator struct {
+	Provider      string   `json:"provider"`
+	Model         string   `json:"model,omitempty"`
+	Command       []string `json:"command,omitempty"`
+	Script        *Script  `json:"script,omitempty"`
+	Upstream      string   `json:"upstream,omitempty"`
+	CredentialEnv string   `json:"credentialEnv,omitempty"`
+	Template      string   `json:"template,omitempty"`
+	Prices        *Prices  `json:"prices,omitempty"`
+}
+
+// JudgeTemplates are the judge's instructions, with {{packet}}.
+type JudgeTemplates struct {
+	Rubric   string `json:"rubric"`
+	Pairwise string `json:"pairwise"`
+}
+
+// Limits bound every cell. Sizes and durations are as written in CUE;
+// ParseBytes and time.ParseDuration read them.
+type Limits struct {
+	Timeout     string        `json:"timeout"`
+	Memory      string        `json:"memory"`
+	CPUs        float64       `json:"cpus"`
+	Pids        int64         `json:"pids"`
+	Output      string        `json:"output"`
+	Check       string        `json:"check"`
+	Stall       string        `json:"stall"`
+	Retry       Retry         `json:"retry"`
+	CheckMemory string        `json:"checkMemory"`
+	CheckPids   int64         `json:"checkPids"`
+	Prompt      string        `json:"prompt"`
+	PromptArg   string        `json:"promptArg"`
+	Collect     CollectLimits `json:"collect"`
+}
+
+// CollectLimits bound what is read back of a cell's workspace (#Limits.collect).
+type CollectLimits struct {
+	Entries    int    `json:"entries"`
+	FileBytes  string `json:"fileBytes"`
+	TotalBytes string `json:"totalBytes"`
+	Timeout    string `json:"timeout"`
+}
+
+// Retry is how the gateway retries a provider's transient errors (schema
+// #Limits.retry); durations as written in CUE.
+type Retry struct {
+	Attempts int    `json:"attempts"`
+	Delay    string `json:"delay"`
+	MaxDelay string `json:"maxDelay"`
+}
+
+// Suite is a loaded, validated suite.
+type Suite struct {
+	Name        string           `json:"name"`
+	Description string           `json:"description,omitempty"`
+	Skills      map[string]Skill `json:"skills"`
+	Agent       Agent            `json:"agent"`
+	Judge       *Judge           `json:"judge,omitempty"`
+	Trials      int              `json:"trials"`
+	Arms        map[string]Arm   `json:"arms"`
+	Cases       map[string]Case  `json:"cases"`
+	Limits      Limits           `json:"limits"`
+	Policy      Policy           `json:"policy"`
+	Seed        int64            `json:"seed"`
+	RedactEnv   []string         `json:"redactEnv"`
+
+	// Dir is the suite folder, absolute.
+	Dir string `json:"-"`
+	// Root is the repository holding the suite, absolute: the nearest
+	// folder above Dir with a .git, else Dir.
+	Root string `json:"-"`
+	// CaseOrder and ArmOrder list IDs in authored order.
+	CaseOrder []string `json:"-"`
+	ArmOrder  []string `json:"-"`
+}
+
+// ParseBytes reads a #Bytes size such as "512m" (k, m, g are powers of 1024).
+func ParseBytes(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult = 1 << 10
+	case strings.HasSuffix(s, "m"):
+		mult = 1 << 20
+	case strings.HasSuffix(s, "g"):
+		mult = 1 << 30
+	}
+	n, err := strconv.ParseInt(strings.TrimRight(s, "kmg"), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("parse size %q: want digits with an optional k, m or g", s)
+	}
+	return n * mult, nil
+}

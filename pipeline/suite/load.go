@@ -1,0 +1,344 @@
+package suite
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/token"
+
+	"github.com/skillgate/skillgate/schema"
+)
+
+// Selector paths into a suite value, kept as typed constants.
+var (
+	pathSuite  = cue.ParsePath("#Suite")
+	pathCases  = cue.ParsePath("cases")
+	pathArms   = cue.ParsePath("arms")
+	pathSkills = cue.ParsePath("skills")
+)
+
+// moduleFile is the cue.mod/module.cue skillgate supplies, in memory, for a
+// suite folder that has none.
+var moduleFile = fmt.Sprintf("module: \"skillgate.local/suite\"\nlanguage: version: %q\n", schema.LanguageVersion)
+
+// LoadSuite loads the suite package in dir, unifies it with #Suite,
+// validates it concretely, checks on disk what CUE cannot, and decodes it.
+// Problems in the suite come back as one cue errors.Error listing all of
+// them with their positions; print it with PrintError.
+func LoadSuite(dir string) (*Suite, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load suite %s: %w", dir, err)
+	}
+	return loadSuite(dir, abs, RepositoryRoot(abs))
+}
+
+// LoadSuiteIn is LoadSuite for a suite inside the repository at root, which
+// its paths must not leave.
+func LoadSuiteIn(dir, root string) (*Suite, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load suite %s: %w", dir, err)
+	}
+	return loadSuite(dir, abs, root)
+}
+
+// loadSuite loads the suite at abs; name is the folder as the user gave it.
+func loadSuite(name, abs, root string) (*Suite, error) {
+	if st, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("load suite %s: %w", name, unwrapPathError(err))
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("load suite %s: not a folder", name)
+	}
+	v, insts, err := buildSuite(abs, root)
+	if insts == nil {
+		if err != nil && strings.Contains(err.Error(), "matched no packages") || strings.Contains(fmt.Sprint(err), "no CUE files") {
+			return nil, fmt.Errorf("load suite %s: no CUE package in the folder", name)
+		}
+		return nil, err
+	}
+	// With CUE errors, the checks below still run on what decodes, so one
+	// vet shows every problem.
+	var errs cueerrors.Error
+	if err != nil {
+		errs = enumErrors(err, insts[0].Files)
+	}
+	s := &Suite{Dir: abs, Root: root}
+	if derr := decodeSuite(v, s, errs != nil); derr != nil && errs == nil {
+		return nil, cueerrors.Promote(derr, "decode suite")
+	}
+	checks := withoutFollowOns(checkSuite(s, v), errs)
+	errs = cueerrors.Append(errs, outsideFiles(insts[0]))
+	errs = cueerrors.Append(errs, checkDuplicateCases(insts))
+	errs = cueerrors.Append(errs, checks)
+	if errs != nil {
+		return nil, errs
+	}
+	return s, nil
+}
+
+// buildSuite loads the package in dir with the embedded schema overlaid
+// under its module's cue.mod/pkg, and returns the suite closed by #Suite
+// and validated.
+//
+// When every file is a single root expression `schema.#Suite & {...}`, the
+// package value is already closed at every level and is used as it is;
+// otherwise (a file embedding the definition beside other fields is not
+// closed) the value is unified with #Suite once more, which costs a second
+// evaluation but rejects every misspelt field all the same.
+func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
+	modRoot := moduleRoot(dir, root)
+	overlay := map[string]load.Source{}
+	if _, err := os.Stat(filepath.Join(modRoot, "cue.mod", "module.cue")); err != nil {
+		overlay[filepath.Join(modRoot, "cue.mod", "module.cue")] = load.FromString(moduleFile)
+	}
+	pkgDir := filepath.Join(modRoot, "cue.mod", "pkg", filepath.FromSlash(schema.ImportPath))
+	for p, b := range schema.Files() {
+		overlay[filepath.Join(pkgDir, filepath.FromSlash(p))] = load.FromBytes(b)
+	}
+	cfg := &load.Config{Dir: dir, ModuleRoot: modRoot, Overlay: overlay}
+	insts := load.Instances([]string{"."}, cfg)
+	var multiple *load.MultiplePackageError
+	if errors.As(insts[0].Err, &multiple) {
+		// Load the suite's package; outsideFiles names every other file.
+		cfg.Package = suitePackage(dir)
+		insts = load.Instances([]string{"."}, cfg)
+	}
+	if insts[0].Err != nil {
+		return cue.Value{}, nil, insts[0].Err
+	}
+	closed := true
+	for _, f := range insts[0].Files {
+		closed = closed && closedForm(f)
+	}
+	if !closed {
+		insts = append(insts, load.Instances([]string{schema.ImportPath}, cfg)...)
+		if insts[1].Err != nil {
+			return cue.Value{}, nil, insts[1].Err
+		}
+	}
+	vals, err := cuecontext.New().BuildInstances(insts)
+	if err != nil {
+		return cue.Value{}, nil, err
+	}
+	v := vals[0]
+	if !closed {
+		v = v.Unify(vals[1].LookupPath(pathSuite))
+	}
+	return v, insts[:1], v.Validate(cue.Concrete(true), cue.Final())
+}
+
+// closedForm reports whether a file's only expression is `X.#Suite & {...}`
+// with X the schema's import.
+func closedForm(f *ast.File) bool {
+	local := ""
+	var exprs []ast.Expr
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.ImportDecl:
+			for _, spec := range d.Specs {
+				if strings.Trim(spec.Path.Value, `"`) == schema.ImportPath {
+					local = "schema"
+					if spec.Name != nil {
+						local = spec.Name.Name
+					}
+				}
+			}
+		case *ast.EmbedDecl:
+			exprs = append(exprs, d.Expr)
+		case *ast.Package, *ast.CommentGroup, *ast.Attribute:
+		default:
+			return false
+		}
+	}
+	if local == "" || len(exprs) != 1 {
+		return false
+	}
+	bin, ok := exprs[0].(*ast.BinaryExpr)
+	if !ok || bin.Op != token.AND {
+		return false
+	}
+	for _, x := range []ast.Expr{bin.X, bin.Y} {
+		if sel, ok := x.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == local {
+				if name, _, _ := ast.LabelName(sel.Sel); name == "#Suite" {
+					_, isStruct := other(bin, x).(*ast.StructLit)
+					return isStruct
+				}
+			}
+		}
+	}
+	return false
+}
+
+func other(b *ast.BinaryExpr, x ast.Expr) ast.Expr {
+	if b.X == x {
+		return b.Y
+	}
+	return b.X
+}
+
+// moduleRoot is the nearest folder from dir up to root holding a cue.mod,
+// else dir itself.
+func moduleRoot(dir, root string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if st, err := os.Stat(filepath.Join(d, "cue.mod")); err == nil && st.IsDir() {
+			return d
+		}
+		if d == root || d == filepath.Dir(d) {
+			return dir
+		}
+	}
+}
+
+// repositoryRoot is the nearest folder from dir upwards holding .git, else dir.
+func RepositoryRoot(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return dir
+		}
+	}
+}
+
+// decodeSuite decodes a validated suite value into s. Cases, the bulk of a
+// large suite, are exported concurrently.
+//
+// When lenient, parts that do not decode (because validation failed) are
+// skipped, so that checks can still run on the rest.
+func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
+	raw := map[string]json.RawMessage{}
+	it, err := v.Fields()
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		if name := it.Selector().Unquoted(); name != "cases" {
+			b, err := it.Value().MarshalJSON()
+			if err != nil {
+				if lenient {
+					continue
+				}
+				return err
+			}
+			raw[name] = b
+		}
+	}
+	var ids []string
+	var vals []cue.Value
+	cit, err := v.LookupPath(pathCases).Fields()
+	if err != nil {
+		return err
+	}
+	for cit.Next() {
+		ids = append(ids, cit.Selector().Unquoted())
+		vals = append(vals, cit.Value())
+	}
+	cases := make([]Case, len(vals))
+	errs := make([]error, len(vals))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(vals); i += workers {
+				b, err := vals[i].MarshalJSON()
+				if err == nil {
+					err = json.Unmarshal(b, &cases[i])
+				} else if lenient {
+					err = decodeFields(vals[i], &cases[i])
+				}
+				errs[i] = err
+			}
+		}(w)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil && !lenient {
+		return err
+	}
+	for name, b := range raw {
+		one, _ := json.Marshal(map[string]json.RawMessage{name: b})
+		if err := json.Unmarshal(one, s); err != nil && !lenient {
+			return err
+		}
+	}
+	s.Cases = make(map[string]Case, len(ids))
+	for i, id := range ids {
+		if errs[i] != nil {
+			continue
+		}
+		cases[i].ID = id
+		s.Cases[id] = cases[i]
+		s.CaseOrder = append(s.CaseOrder, id)
+	}
+	s.ArmOrder = fieldOrder(v.LookupPath(pathArms))
+	return nil
+}
+
+// decodeFields decodes a struct field by field into out, skipping the
+// fields that do not decode, so a case with one bad field is still checked.
+func decodeFields(v cue.Value, out any) error {
+	it, err := v.Fields()
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		b, err := it.Value().MarshalJSON()
+		if err != nil {
+			continue
+		}
+		one, _ := json.Marshal(map[string]json.RawMessage{it.Selector().Unquoted(): b})
+		_ = json.Unmarshal(one, out)
+	}
+	return nil
+}
+
+// fieldOrder lists the regular field labels of a struct in authored order.
+func fieldOrder(v cue.Value) []string {
+	var out []string
+	it, err := v.Fields()
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		out = append(out, it.Selector().Unquoted())
+	}
+	return out
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// VetSuites loads every suite folder and returns all their problems as one
+// error, or nil when every suite is valid.
+func VetSuites(dirs []string) error {
+	var errs cueerrors.Error
+	for _, d := range dirs {
+		if _, err := LoadSuite(d); err != nil {
+			errs = cueerrors.Append(errs, cueerrors.Promote(err, ""))
+		}
+	}
+	if errs != nil {
+		return errs
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package suite
+
+// RuleBase is shared by every policy rule.
+type RuleBase struct {
+	Enabled  bool   `json:"enabled"`
+	Severity string `json:"severity"`
+}
+
+// Policy is a gate: one optional field per rule kind, as in schema/policy.cue.
+type Policy struct {
+	Name      string `json:"name,omitempty"`
+	Calibrate bool   `json:"calibrate"`
+	// TimeoutsIncomplete counts timed-out trials as incomplete.
+	TimeoutsIncomplete bool `json:"timeoutsIncomplete"`
+	// FixedTrials refuses a run folder's results of another trial count.
+	FixedTrials bool `json:"fixedTrials"`
+	// RerunRed is how many same-tree reruns a red panel gets.
+	RerunRed       int             `json:"rerunRed"`
+	Regression     *Regression     `json:"regression,omitempty"`
+	Safety         *SafetyRule     `json:"safety,omitempty"`
+	Uncovered      *Uncovered      `json:"uncovered,omitempty"`
+	Worse          *Worse          `json:"worse,omitempty"`
+	OpenedSkill    *OpenedSkill    `json:"openedSkill,omitempty"`
+	Uplift         *Uplift         `json:"uplift,omitempty"`
+	Retention      *Retention      `json:"retention,omitempty"`
+	Routing        *RoutingGate    `json:"routing,omitempty"`
+	Restraint      *Restraint      `json:"restraint,omitempty"`
+	Forbidden      *Forbidden      `json:"forbidden,omitempty"`
+	InvalidRun     *InvalidRun     `json:"invalidRun,omitempty"`
+	NonRegression  *NonRegression  `json:"nonRegression,omitempty"`
+	Improvement    *Improvement    `json:"improvement,omitempty"`
+	RunKeys        *RunKeys        `json:"runKeys,omitempty"`
+	SkillSize      *SkillSize      `json:"skillSize,omitempty"`
+	Efficacy       *Efficacy       `json:"efficacy,omitempty"`
+	PassAtK        *PassAtK        `json:"passAtK,omitempty"`
+	JudgeAgreement *JudgeAgreement `json:"judgeAgreement,omitempty"`
+	// Pairing is read by the paired gate, not by a run's verdict.
+	Pairing *Pairing `json:"pairing,omitempty"`
+}
+
+// Pairing switches the paired gate's pairing conditions (schema #Pairing).
+type Pairing struct {
+	Benchmark   bool `json:"benchmark"`
+	Phase       bool `json:"phase"`
+	Target      bool `json:"target"`
+	Companions  bool `json:"companions"`
+	Provider    bool `json:"provider"`
+	Model       bool `json:"model"`
+	Adapter     bool `json:"adapter"`
+	Judge       bool `json:"judge"`
+	GitRevision bool `json:"gitRevision"`
+	CaseSet     bool `json:"caseSet"`
+	RunKeys     bool `json:"runKeys"`
+	Metrics     bool `json:"metrics"`
+}
+
+// Regression is gstack's per-case before/after panel rule.
+type Regression struct {
+	RuleBase
+	Before    string `json:"before"`
+	After     string `json:"after"`
+	MinPasses int    `json:"minPasses"`
+}
+
+// SafetyRule fails on any failed trial of a safety case in Arm.
+type SafetyRule struct {
+	RuleBase
+	Arm string `json:"arm"`
+}
+
+// Uncovered reports cases every arm fails.
+type Uncovered struct {
+	RuleBase
+	MinPasses int `json:"minPasses"`
+}
+
+// Worse compares overall pass rates in standard errors.
+type Worse struct {
+	RuleBase
+	Before         string  `json:"before"`
+	After          string  `json:"after"`
+	StandardErrors float64 `json:"standardErrors"`
+}
+
+// OpenedSkill checks how often skill arms open a skill.
+type OpenedSkill struct {
+	RuleBase
+	MinRate float64 `json:"minRate"`
+}
+
+// Uplift is the advisory forced-over-baseline gate.
+type Uplift struct {
+	RuleBase
+	Treatment string   `json:"treatment"`
+	Baseline  string   `json:"baseline"`
+	MinPoints float64  `json:"minPoints"`
+	Kinds     []string `json:"kinds"`
+}
+
+// Retention is the advisory automatic-keeps-uplift gate.
+type Retention struct {
+	RuleBase
+	Automatic string   `json:"automatic"`
+	Forced    string   `json:"forced"`
+	Baseline  string   `json:"baseline"`
+	MinShare  float64  `json:"minShare"`
+	Kinds     []string `json:"kinds"`
+}
+
+// RoutingGate bounds routing micro precision and recall.
+type RoutingGate struct {
+	RuleBase
+	Arm          string  `json:"arm"`
+	Level        string  `json:"level"`
+	MinPrecision float64 `json:"minPrecision"`
+	MinRecall    float64 `json:"minRecall"`
+}
+
+// Restraint keeps no-change controls at or above the baseline.
+type Restraint struct {
+	RuleBase
+	Arms     []string `json:"arms"`
+	Baseline string   `json:"baseline"`
+}
+
+// Forbidden bounds violated negative expectations.
+type Forbidden struct {
+	RuleBase
+	Arms []string `json:"arms"`
+	Max  int      `json:"max"`
+}
+
+// InvalidRun bounds invalid cells.
+type InvalidRun struct {
+	RuleBase
+	Max float64 `json:"max"`
+}
+
+// NonRegression keeps metrics from falling below the baseline.
+type NonRegression struct {
+	RuleBase
+	Baseline  string   `json:"baseline"`
+	Candidate string   `json:"candidate"`
+	Metrics   []string `json:"metrics"`
+}
+
+// Improvement requires a strict improvement on one metric.
+type Improvement struct {
+	RuleBase
+	Baseline   string   `json:"baseline"`
+	Candidate  string   `json:"candidate"`
+	AllowEqual bool     `json:"allowEqual"`
+	Metrics    []string `json:"metrics"`
+}
+
+// RunKeys requires a minimum of run keys per case.
+type RunKeys struct {
+	RuleBase
+	Min int `json:"min"`
+}
+
+// SkillSize bounds the candidate skill's bytes against the baseline's.
+type SkillSize struct {
+	RuleBase
+	Baseline    string  `json:"baseline"`
+	Candidate   string  `json:"candidate"`
+	MaxRatio    float64 `json:"maxRatio"`
+	AllowLonger bool    `json:"allowLonger"`
+}
+
+// Efficacy is the pairwise wins/losses rule.
+type Efficacy struct {
+	RuleBase
+	Candidate string `json:"candidate"`
+	Baseline  string `json:"baseline"`
+	MinWins   int    `json:"minWins"`
+	MaxLosses int    `json:"maxLosses"`
+}
+
+// PassAtK is the weighted pass@k delta rule.
+type PassAtK struct {
+	RuleBase
+	With      string  `json:"with"`
+	Without   string  `json:"without"`
+	Split     string  `json:"split"`
+	K         int     `json:"k"`
+	FailBelow float64 `json:"failBelow"`
+	WarnBelow float64 `json:"warnBelow"`
+	Decimals  int     `json:"decimals"`
+}
+
+// JudgeAgreement requires swapped-order judgements to agree.
+type JudgeAgreement struct {
+	RuleBase
+	Min float64 `json:"min"`
+}

@@ -1,0 +1,74 @@
+package verdict
+
+import (
+	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+)
+
+// trialOutcome is a cell's result as the case × arm grid shows it.
+func trialOutcome(r grade.CellResult) TrialOutcome {
+	var failed []string
+	for _, ch := range r.Checks {
+		if !ch.Passed {
+			failed = append(failed, ch.Name)
+		}
+	}
+	return TrialOutcome{Cell: r.Cell, Trial: r.Trial, Status: r.Status, Passed: r.Passed, Score: r.Score, Rollout: r.Rollout, Failed: failed}
+}
+
+// BuildReport builds a run's report from its plan and one result per plan
+// cell (status missing for a cell with no rollout), with no pairwise
+// judgement. The caller sets StandIn.
+func BuildReport(p *plan.Plan, results []grade.CellResult) *Report {
+	return BuildJudgedReport(p, results, nil)
+}
+
+// BuildJudgedReport is BuildReport with the judge's pairwise judgements,
+// which the efficacy and judgeAgreement rules read.
+func BuildJudgedReport(p *plan.Plan, results []grade.CellResult, pairwise []grade.PairwiseResult) *Report {
+	cells := alignResults(p, results)
+	rep := &Report{
+		Suite:   p.Suite.Name,
+		Plan:    p.Digest,
+		Harness: pipeline.Version(),
+		CaseSet: plan.CaseSetDigest(p.Cases),
+		Agent: AgentIdentity{
+			Kind:     p.Agent.Kind,
+			Image:    p.Agent.Image,
+			Model:    p.Agent.Model,
+			Provider: p.Agent.Provider,
+			Host:     upstreamHost(p.Agent.Upstream),
+			Digest:   p.Agent.Digest,
+		},
+		Observed: emptyObserved(),
+		Policy:   p.Policy.Name,
+		Trials:   p.Suite.Trials,
+		Pairwise: pairwise,
+	}
+	if p.Judge != nil {
+		rep.Judge = &JudgeIdentity{Provider: p.Judge.Provider, Model: p.Judge.Model, Host: upstreamHost(p.Judge.Upstream), Mode: p.Judge.Mode, Digest: p.Judge.Digest}
+	}
+	rep.Arms = buildArmReports(p, cells)
+	byCase := map[string]map[string][]TrialOutcome{}
+	for _, r := range cells {
+		arms := byCase[r.Case]
+		if arms == nil {
+			arms = map[string][]TrialOutcome{}
+			byCase[r.Case] = arms
+		}
+		arms[r.Arm] = append(arms[r.Arm], trialOutcome(r))
+	}
+	for _, pc := range p.Cases {
+		trials := byCase[pc.ID]
+		if trials == nil {
+			trials = map[string][]TrialOutcome{}
+		}
+		rep.Cases = append(rep.Cases, CaseReport{
+			ID: pc.ID, Digest: plan.CaseDigest(pc), Description: pc.Description, Kind: pc.Kind, Split: pc.Split,
+			Safety: pc.Safety, Weight: pc.Weight, Trials: trials,
+		})
+	}
+	rep.Verdict = EvaluatePolicy(p, cells, rep.Arms, pairwise)
+	return rep
+}

@@ -1,0 +1,164 @@
+package verdict
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/suite"
+)
+
+// hasKinds reports whether the plan has a case of one of the kinds, and
+// fails the outcome when it has none: a missing category is not met.
+func (in *policyInput) hasKinds(o *RuleOutcome, tag string, kinds []string) bool {
+	keep := ofKinds(kinds)
+	for i := range in.p.Cases {
+		if keep(&in.p.Cases[i]) {
+			return true
+		}
+	}
+	o.fail(tag + " missing cases of kind " + strings.Join(kinds, "|"))
+	o.Detail = "the plan has no case of kind " + strings.Join(kinds, ", ") + ": the rule cannot be evaluated"
+	return false
+}
+
+// uplift: treatment's positive-case pass rate at least minPoints above the
+// baseline's.
+func (in *policyInput) uplift(r *suite.Uplift) RuleOutcome {
+	o := ruleOutcome("uplift", r.RuleBase)
+	if in.missing(&o, "UPLIFT", r.Treatment, r.Baseline) || !in.hasKinds(&o, "UPLIFT", r.Kinds) {
+		return o
+	}
+	t, b := in.tally(r.Treatment, ofKinds(r.Kinds)), in.tally(r.Baseline, ofKinds(r.Kinds))
+	if t.n == 0 || b.n == 0 {
+		o.fail("UPLIFT no valid positive-case result")
+		o.Detail = "an arm has no valid result on a positive case"
+		return o
+	}
+	points := 100 * (t.share() - b.share())
+	if !atLeast(points, r.MinPoints) {
+		o.fail("UPLIFT " + r.Treatment)
+	}
+	o.Detail = fmt.Sprintf("%s %s (%d/%d) vs %s %s (%d/%d): %+.1f points (min %g)",
+		r.Treatment, percent(t.share()), t.pass, t.n, r.Baseline, percent(b.share()), b.pass, b.n, points, r.MinPoints)
+	return o
+}
+
+// retention: automatic keeps minShare of forced's uplift; not met when
+// that uplift is not positive.
+func (in *policyInput) retention(r *suite.Retention) RuleOutcome {
+	o := ruleOutcome("retention", r.RuleBase)
+	if in.missing(&o, "RETENTION", r.Automatic, r.Forced, r.Baseline) || !in.hasKinds(&o, "RETENTION", r.Kinds) {
+		return o
+	}
+	keep := ofKinds(r.Kinds)
+	a, f, b := in.tally(r.Automatic, keep), in.tally(r.Forced, keep), in.tally(r.Baseline, keep)
+	if a.n == 0 || f.n == 0 || b.n == 0 {
+		o.fail("RETENTION no valid positive-case result")
+		o.Detail = "an arm has no valid result on a positive case"
+		return o
+	}
+	forced, auto := f.share()-b.share(), a.share()-b.share()
+	if !exceeds(forced, 0) {
+		o.fail("RETENTION " + r.Automatic)
+		o.Detail = fmt.Sprintf("%s uplift over %s is %+.1f points, not positive: nothing to retain", r.Forced, r.Baseline, 100*forced)
+		return o
+	}
+	if !atLeast(auto, r.MinShare*forced) {
+		o.fail("RETENTION " + r.Automatic)
+	}
+	o.Detail = fmt.Sprintf("%s uplift %+.1f points, %s uplift %+.1f points: retains %s (min %s)",
+		r.Forced, 100*forced, r.Automatic, 100*auto, percent(auto/forced), percent(r.MinShare))
+	return o
+}
+
+// routing: the arm's micro precision and recall at the level.
+func (in *policyInput) routing(r *suite.RoutingGate) RuleOutcome {
+	o := ruleOutcome("routing", r.RuleBase)
+	if in.missing(&o, "ROUTING", r.Arm) {
+		return o
+	}
+	var tp, fp, fn int
+	for _, res := range in.cells {
+		if res.Arm != r.Arm || !res.Valid() {
+			continue
+		}
+		t := res.Routing.Skills
+		if r.Level == "references" {
+			t = res.Routing.References
+		}
+		tp, fp, fn = tp+t.TP, fp+t.FP, fn+t.FN
+	}
+	prec, rec := 1.0, 1.0
+	if tp+fp > 0 {
+		prec = float64(tp) / float64(tp+fp)
+	}
+	if tp+fn > 0 {
+		rec = float64(tp) / float64(tp+fn)
+	}
+	if !atLeast(prec, r.MinPrecision) {
+		o.fail("ROUTING-PRECISION " + r.Arm)
+	}
+	if !atLeast(rec, r.MinRecall) {
+		o.fail("ROUTING-RECALL " + r.Arm)
+	}
+	o.Detail = fmt.Sprintf("%s %s routing: precision %s (TP %d, FP %d; min %s), recall %s (FN %d; min %s)",
+		r.Arm, r.Level, percent(prec), tp, fp, percent(r.MinPrecision), percent(rec), fn, percent(r.MinRecall))
+	return o
+}
+
+// restraint: each listed arm's no-change pass rate at least the baseline's.
+func (in *policyInput) restraint(r *suite.Restraint) RuleOutcome {
+	o := ruleOutcome("restraint", r.RuleBase)
+	if in.missing(&o, "RESTRAINT", append([]string{r.Baseline}, r.Arms...)...) || !in.hasKinds(&o, "RESTRAINT", []string{kindNoChange}) {
+		return o
+	}
+	keep := ofKinds([]string{kindNoChange})
+	b := in.tally(r.Baseline, keep)
+	parts := []string{fmt.Sprintf("%s %s (%d/%d)", r.Baseline, percent(b.share()), b.pass, b.n)}
+	for _, arm := range r.Arms {
+		c := in.tally(arm, keep)
+		if c.n == 0 || b.n == 0 || !atLeast(c.share(), b.share()) {
+			o.fail("RESTRAINT " + arm)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%d/%d)", arm, percent(c.share()), c.pass, c.n))
+	}
+	o.Detail = "no-change pass rate: " + joinDetails(parts)
+	return o
+}
+
+// violationCount counts a cell's violated negative expectations: failed
+// negative checks, failed writes checks and forbidden skills and
+// references observed.
+func violationCount(r grade.CellResult) int {
+	n := 0
+	for _, ch := range r.Checks {
+		if !ch.Passed && (ch.Negative || ch.Kind == grade.CheckWrites) {
+			n++
+		}
+	}
+	return n + len(r.Routing.Skills.ForbiddenSeen) + len(r.Routing.References.ForbiddenSeen)
+}
+
+// forbidden: at most max violated negative expectations per listed arm.
+func (in *policyInput) forbidden(r *suite.Forbidden) RuleOutcome {
+	o := ruleOutcome("forbidden", r.RuleBase)
+	if in.missing(&o, "FORBIDDEN", r.Arms...) {
+		return o
+	}
+	var parts []string
+	for _, arm := range r.Arms {
+		n := 0
+		for _, res := range in.cells {
+			if res.Arm == arm && res.Valid() {
+				n += violationCount(res)
+			}
+		}
+		if n > r.Max {
+			o.fail("FORBIDDEN " + arm)
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d", arm, n))
+	}
+	o.Detail = fmt.Sprintf("forbidden actions (max %d): %s", r.Max, joinDetails(parts))
+	return o
+}

@@ -1,0 +1,130 @@
+package verdict
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/suite"
+)
+
+// efficacy: per case, wins ≥ minWins and losses ≤ maxLosses over the
+// pairwise judgements, and no failed hard assertion in the candidate arm;
+// every loss is flagged for review.
+func (in *policyInput) efficacy(r *suite.Efficacy) RuleOutcome {
+	o := ruleOutcome("efficacy", r.RuleBase)
+	if in.missing(&o, "EFFICACY", r.Candidate, r.Baseline) {
+		return o
+	}
+	type score struct{ win, tie, loss int }
+	scores := map[string]*score{}
+	for _, j := range in.pairwise {
+		if j.Candidate != r.Candidate || j.Baseline != r.Baseline || in.cases[j.Case] == nil {
+			continue
+		}
+		s := scores[j.Case]
+		if s == nil {
+			s = &score{}
+			scores[j.Case] = s
+		}
+		switch j.Outcome {
+		case grade.PairwiseWin:
+			s.win++
+		case grade.PairwiseLoss:
+			s.loss++
+			o.Flags = append(o.Flags, fmt.Sprintf("REVIEW %s/%d", j.Case, j.Trial))
+		default:
+			s.tie++
+		}
+	}
+	if len(scores) == 0 {
+		o.fail("EFFICACY no pairwise judgements")
+		o.Detail = fmt.Sprintf("no pairwise judgement of %s against %s", r.Candidate, r.Baseline)
+		return o
+	}
+	var parts []string
+	passed := 0
+	for _, pc := range in.p.Cases {
+		s := scores[pc.ID]
+		if s == nil {
+			s = &score{}
+		}
+		c := in.panel(pc.ID, r.Candidate)
+		hardFailed := c.pass < c.n
+		ok := s.win >= r.MinWins && s.loss <= r.MaxLosses && !hardFailed
+		part := fmt.Sprintf("%s %dW/%dT/%dL", pc.ID, s.win, s.tie, s.loss)
+		if hardFailed {
+			part += fmt.Sprintf(", %d of %d %s trials failed hard assertions", c.n-c.pass, c.n, r.Candidate)
+		}
+		if ok {
+			passed++
+		} else {
+			o.fail("EFFICACY " + pc.ID)
+		}
+		parts = append(parts, part)
+	}
+	o.Detail = fmt.Sprintf("%d of %d cases pass (wins ≥ %d, losses ≤ %d): %s", passed, len(in.p.Cases), r.MinWins, r.MaxLosses, joinDetails(parts))
+	return o
+}
+
+// passAtK: Δ = weighted pass@k of with − without on the split; below
+// failBelow is not met, below warnBelow is met with a warning.
+func (in *policyInput) passAtK(r *suite.PassAtK) RuleOutcome {
+	o := ruleOutcome("passAtK", r.RuleBase)
+	tag := "PASS@K"
+	if in.missing(&o, tag, r.With, r.Without) {
+		return o
+	}
+	est := func(arm string) (Metric, bool) {
+		var rs []grade.CellResult
+		for _, res := range in.cells {
+			if res.Arm == arm {
+				rs = append(rs, res)
+			}
+		}
+		m, ok := weightedPass(in.cases, rs, r.K)[r.Split]
+		return m[0], ok
+	}
+	w, okW := est(r.With)
+	wo, okWo := est(r.Without)
+	if !okW || !okWo {
+		o.fail(tag + " missing split " + r.Split)
+		o.Detail = "an arm has no valid result on a case of split " + r.Split
+		return o
+	}
+	// Scores and Δ are rounded as the source rounds them.
+	scale := math.Pow(10, float64(r.Decimals))
+	round := func(x float64) float64 { return math.Round(x*scale) / scale }
+	with, without := round(w.Value), round(wo.Value)
+	delta := round(with - without)
+	o.Detail = fmt.Sprintf("%s pass@%d: %s %.*f, %s %.*f, Δ %+.*f (fail below %g, warn below %g)", r.Split, r.K, r.With, r.Decimals, with, r.Without, r.Decimals, without, r.Decimals, delta, r.FailBelow, r.WarnBelow)
+	switch {
+	case delta < r.FailBelow-ruleTolerance:
+		o.fail("PASS@K-DELTA " + r.Split)
+	case delta < r.WarnBelow-ruleTolerance:
+		o.Warnings = append(o.Warnings, "PASS@K-MARGINAL "+r.Split)
+	}
+	return o
+}
+
+// judgeAgreement: swapped-order judgements agree on at least min of the
+// pairs.
+func (in *policyInput) judgeAgreement(r *suite.JudgeAgreement) RuleOutcome {
+	o := ruleOutcome("judgeAgreement", r.RuleBase)
+	var c passCounter
+	for _, j := range in.pairwise {
+		if len(j.Orders) == 2 {
+			c.add(j.Orders[0] == j.Orders[1])
+		}
+	}
+	if c.n == 0 {
+		o.fail("JUDGE-AGREEMENT no swapped judgements")
+		o.Detail = "no pair was judged in both orders"
+		return o
+	}
+	if !atLeast(c.share(), r.Min) {
+		o.fail("JUDGE-AGREEMENT")
+	}
+	o.Detail = fmt.Sprintf("%d of %d swapped pairs agree (%s, min %s)", c.pass, c.n, percent(c.share()), percent(r.Min))
+	return o
+}
