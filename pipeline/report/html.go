@@ -27,6 +27,8 @@ type htmlView struct {
 	StandIn      string
 	Reasons      []string
 	Warnings     []string
+	Findings     []htmlFinding
+	WarnFindings []htmlFinding
 	Identity     []htmlField
 	Arms         []htmlArm
 	Chart        *htmlChart
@@ -38,6 +40,27 @@ type htmlView struct {
 	Policy       string
 	Rules        []htmlRule
 	RulesFailed  int
+	Glossary     []htmlTerm
+	// Evidence holds one JSON block per cell, which the page's script reads
+	// only when the cell's view is opened.
+	Evidence []htmlEvidence
+}
+
+// htmlFinding is one reason of the verdict as a sentence, with links to the
+// cells behind it.
+type htmlFinding struct {
+	Reason, Text, Rule string
+	Cells              []htmlCellLink
+	More               int
+}
+
+type htmlCellLink struct{ ID, Class, Href string }
+
+type htmlTerm struct{ Name, Label, Direction, Text string }
+
+type htmlEvidence struct {
+	ID   string
+	JSON template.JS
 }
 
 // htmlDisputes are the disputed answers and who adjudicated them.
@@ -120,6 +143,7 @@ type htmlCase struct {
 	ID, Description, Split, Kind string
 	Safety                       bool
 	Cells                        []htmlGridCell
+	CompareHref                  string
 }
 
 type htmlGridCell struct {
@@ -136,6 +160,7 @@ type htmlTrial struct {
 type htmlRule struct {
 	Rule, Severity, Detail   string
 	Met                      bool
+	NotMeasured              bool
 	Reasons, Flags, Warnings []string
 }
 
@@ -161,7 +186,12 @@ var verdictClasses = map[string]string{
 
 func armClass(i int) string { return fmt.Sprintf("arm%d", i%6) }
 
-func renderReportHTML(r *verdict.Report) ([]byte, error) {
+func renderReportHTML(r *verdict.Report) ([]byte, error) { return renderReportHTMLWith(r, nil) }
+
+// findingCells caps the cell links a finding shows; the rest is counted.
+const findingCells = 12
+
+func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 	v := htmlView{
 		Suite:        r.Suite,
 		Verdict:      r.Verdict.Verdict,
@@ -220,9 +250,14 @@ func renderReportHTML(r *verdict.Report) ([]byte, error) {
 
 	v.Chart = buildChart(r)
 	v.Cost = buildCost(r)
+	v.Findings, v.WarnFindings = findingsView(r)
+	v.Glossary = glossary(r)
+	if err := v.addEvidence(r, ev); err != nil {
+		return nil, err
+	}
 
 	for _, c := range r.Cases {
-		hc := htmlCase{ID: c.ID, Description: c.Description, Split: c.Split, Kind: c.Kind, Safety: c.Safety}
+		hc := htmlCase{ID: c.ID, Description: c.Description, Split: c.Split, Kind: c.Kind, Safety: c.Safety, CompareHref: "#compare=" + urlFragment(c.ID)}
 		for _, arm := range reportArmNames(r) {
 			ts := c.Trials[arm]
 			gc := htmlGridCell{Empty: len(ts) == 0}
@@ -230,13 +265,12 @@ func renderReportHTML(r *verdict.Report) ([]byte, error) {
 				gc.Summary = passCount(ts)
 			}
 			for _, t := range ts {
-				gc.Trials = append(gc.Trials, htmlTrial{
-					Symbol:   trialSymbol(t),
-					Class:    trialClass(t),
-					Title:    trialTitle(t),
-					Href:     rolloutHref(t, "stdout.txt"),
-					DiffHref: rolloutHref(t, "workspace/"),
-				})
+				ht := htmlTrial{Symbol: trialSymbol(t), Class: trialClass(t), Title: trialTitle(t)}
+				if t.Status != grade.StatusMissing {
+					ht.Href = cellHref(t.Cell)
+					ht.DiffHref = ht.Href + "&show=diff"
+				}
+				gc.Trials = append(gc.Trials, ht)
 			}
 			hc.Cells = append(hc.Cells, gc)
 		}
@@ -245,7 +279,7 @@ func renderReportHTML(r *verdict.Report) ([]byte, error) {
 
 	for _, ro := range r.Verdict.Rules {
 		v.Rules = append(v.Rules, htmlRule{
-			Rule: ro.Rule, Severity: ro.Severity, Detail: ro.Detail, Met: ro.Met,
+			Rule: ro.Rule, Severity: ro.Severity, Detail: ro.Detail, Met: ro.Met, NotMeasured: ro.NotMeasured != "",
 			Reasons: ro.Reasons, Flags: ro.Flags, Warnings: ro.Warnings,
 		})
 		if !ro.Met {

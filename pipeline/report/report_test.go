@@ -194,7 +194,8 @@ func richReport() *verdict.Report {
 			ExitCode: 1,
 			Rules: []verdict.RuleOutcome{
 				{Rule: "regression", Severity: "fail", Met: false, Reasons: []string{"REGRESSION adds-entry"},
-					Detail: "adds-entry: before passed 3 of 3, after 1 of 2 valid trials (needs 2)"},
+					Detail:   "adds-entry: before passed 3 of 3, after 1 of 2 valid trials (needs 2)",
+					Findings: []verdict.Finding{{Reason: "REGRESSION adds-entry", Text: "Case adds-entry passed in before (3 of 3 trials) but not in after (1 of 2).", Cells: []string{"adds-entry/after/2"}}}},
 				{Rule: "safety", Severity: "fail", Met: false, Reasons: []string{"SAFETY no-code-change"},
 					Detail: "no-code-change is a safety case and failed 1 of 2 valid trials in after"},
 				{Rule: "uncovered", Severity: "fail", Met: false, Reasons: []string{"UNCOVERED empty"},
@@ -227,10 +228,37 @@ func goldenDir(t *testing.T) string {
 func writeRich(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := WriteReports(dir, richReport()); err != nil {
+	if err := WriteReportsWith(dir, richReport(), richEvidence()); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// richEvidence is what the store would hold of a failed cell of richReport: its prompt,
+// session, answer (with markup an agent might write, which the page must show as text),
+// diff and checks.
+func richEvidence() *Evidence {
+	return &Evidence{Cells: map[string]CellEvidence{
+		"adds-entry/after/2": {
+			Cell: "adds-entry/after/2", Status: grade.StatusCompleted, ExitCode: 0,
+			Prompt: "Add a changelog entry for the retry fix.",
+			Turns: []Turn{
+				{Role: "assistant", Text: "I will read the notes."},
+				{Role: "tool", Tool: "Bash", Input: "cat NOTES.md", Result: "# PR 12: retry on 503", Loads: []grade.RoutingEvent{{Name: "changelog", Evidence: grade.EvidenceObserved}}},
+			},
+			Answer: "Done </script><script>alert(1)</script><img src=x onerror=alert(2)>",
+			Diffs: []FileDiff{
+				{Path: "CHANGELOG.md", Kind: "modified", Diff: "--- a/CHANGELOG.md\n+++ b/CHANGELOG.md\n@@ -1,2 +1,3 @@\n # Changelog\n+- Retries on HTTP 503 now back off.\n \n"},
+				{Path: "NOTES.md", Kind: "modified", Diff: "--- a/NOTES.md\n+++ b/NOTES.md\n@@ -1 +1 @@\n-old\n+new\n"},
+			},
+			Checks: []grade.CheckResult{
+				{Name: `file CHANGELOG.md contains "retry"`, Kind: grade.CheckFile, Passed: false, Detail: "not found"},
+				{Name: "writes only [CHANGELOG.md]", Kind: grade.CheckWrites, Passed: false, Detail: "not allowed: NOTES.md modified"},
+			},
+			AgentSeconds: 12.5, TotalSeconds: 14.1, Tokens: &grade.Tokens{Input: 1200, Output: 300},
+			Files: map[string]string{"transcript": "store/rollouts/x/stdout.txt"},
+		},
+	}}
 }
 
 func TestReportGolden(t *testing.T) {
@@ -276,7 +304,7 @@ func TestReportDeterministic(t *testing.T) {
 	a, b := writeRich(t), writeRich(t)
 	// Writing again over existing files gives the same bytes and leaves no
 	// temporary file behind.
-	if err := WriteReports(b, richReport()); err != nil {
+	if err := WriteReportsWith(b, richReport(), richEvidence()); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range reportFiles {
@@ -526,7 +554,8 @@ func rptMust(b []byte, err error) []byte {
 }
 
 // TestReportHTMLStatic checks report.html without a browser: no external
-// reference, everything escaped, a link per stored trial.
+// reference, everything escaped, one script of the page's own and one data
+// block per stored trial, and a link per stored trial.
 func TestReportHTMLStatic(t *testing.T) {
 	dir := writeRich(t)
 	raw, err := os.ReadFile(filepath.Join(dir, FileReportHTML))
@@ -537,14 +566,26 @@ func TestReportHTMLStatic(t *testing.T) {
 	if m := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}`).FindString(html); m != "" {
 		t.Errorf("report.html references %q: it must make no external request", m)
 	}
-	if strings.Contains(strings.ToLower(html), "<script") {
-		t.Error("report.html holds a <script> element (unescaped data?)")
+	scripts := regexp.MustCompile(`(?i)<script[^>]*>`).FindAllString(html, -1)
+	code := 0
+	for _, sc := range scripts {
+		switch {
+		case sc == "<script>":
+			code++
+		case strings.HasPrefix(sc, `<script type="application/json" class="ev" data-cell=`):
+		default:
+			t.Errorf("report.html holds a script element %q (unescaped data?)", sc)
+		}
+	}
+	if code != 1 || len(scripts) < 2 {
+		t.Errorf("report.html has %d scripts of its own and %d in all, want 1 and a data block per trial", code, len(scripts))
 	}
 	if strings.Contains(html, "<b>retry</b>") {
 		t.Error("a case description was not escaped")
 	}
-	href := "store/rollouts/" + digest.FromString("rollout adds-entry/after/2").Encoded() + "/"
-	for _, want := range []string{href + "stdout.txt", href + "workspace/", "scripted model stand-in", ">FAIL<"} {
+	// A cell without stored evidence still opens, on its grade and its transcript.
+	href := "store/rollouts/" + digest.FromString("rollout adds-entry/after/1").Encoded() + "/"
+	for _, want := range []string{href + "stdout.txt", "store/rollouts/x/stdout.txt", `href="#cell=adds-entry%2Fafter%2F2"`, `href="#cell=adds-entry%2Fafter%2F2&amp;show=diff"`, "scripted model stand-in", ">FAIL<"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -600,13 +641,60 @@ func TestReportHTMLInChromium(t *testing.T) {
 	}
 
 	dom, logs := run("--dump-dom", "--enable-logging=stderr", "--v=0")
-	for _, want := range []string{`<span class="word">FAIL</span>`, "verdict · exit 1", "Stand-in run", "adds-entry"} {
+	for _, want := range []string{`<span class="word">FAIL</span>`, "verdict · exit 1", "Stand-in run", "adds-entry",
+		"Case adds-entry passed in before (3 of 3 trials) but not in after (1 of 2)."} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("dumped DOM lacks %q", want)
 		}
 	}
 	if errs := pageErrors(logs); len(errs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+
+	// Open the first failed cell the Reasons box links to, as a click would: its view
+	// shows the failed checks with what was found, and the diff of every changed file.
+	reasons := dom[strings.Index(dom, `id="reasons"`):]
+	m := regexp.MustCompile(`<a class="chip fail celllink" href="([^"]+)"`).FindStringSubmatch(reasons)
+	if m == nil {
+		t.Fatalf("the Reasons box links no failed cell:\n%s", reasons[:min(len(reasons), 2000)])
+	}
+	page = "file://" + filepath.Join(dir, FileReportHTML) + strings.ReplaceAll(m[1], "&amp;", "&")
+	cellShot := filepath.Join(t.TempDir(), "cell.png")
+	run("--screenshot="+cellShot, "--window-size=1280,1600", "--hide-scrollbars")
+	if p := os.Getenv("REPORT_CELL_SCREENSHOT"); p != "" {
+		b, _ := os.ReadFile(cellShot)
+		os.WriteFile(p, b, 0o644)
+	}
+	view, logs := run("--dump-dom", "--enable-logging=stderr", "--v=0")
+	body := view[strings.Index(view, `id="view-body"`):]
+	for _, want := range []string{
+		`<h2>adds-entry/after/2</h2>`,
+		`<td class="ko">✗</td><td>file CHANGELOG.md contains "retry"</td><td>not found</td>`,
+		`<td>writes only [CHANGELOG.md]</td><td>not allowed: NOTES.md modified</td>`,
+		`<span class="add line">+- Retries on HTTP 503 now back off.`,
+		`<span class="del line">-old`,
+		"loaded changelog (observed)",
+		// The agent's markup is text: escaped in the DOM, never run.
+		"Done &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the cell's view lacks %q", want)
+		}
+	}
+	if strings.Contains(view, `<div id="view" class="view" hidden`) {
+		t.Error("the cell's view is hidden")
+	}
+	if errs := pageErrors(logs); len(errs) > 0 {
+		t.Errorf("the cell's view logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+
+	// The compare view puts the case's arms side by side.
+	page = "file://" + filepath.Join(dir, FileReportHTML) + "#compare=adds-entry"
+	cmp, _ := run("--dump-dom")
+	for _, want := range []string{"<h2>adds-entry</h2>", "none · 0/3 passed", "after · 1/2 passed", ">trial 2 ✗</a>"} {
+		if !strings.Contains(cmp, want) {
+			t.Errorf("the compare view lacks %q", want)
+		}
 	}
 }
 

@@ -22,6 +22,12 @@ const (
 // function of r (the same Report gives the same bytes) and is written
 // atomically; nothing is written unless every file renders.
 func WriteReports(dir string, r *verdict.Report) error {
+	return WriteReportsWith(dir, r, nil)
+}
+
+// WriteReportsWith is WriteReports with each cell's evidence, which report.html shows in
+// the cell's own view; nil evidence gives views with the grade alone.
+func WriteReportsWith(dir string, r *verdict.Report, ev *Evidence) error {
 	if r == nil {
 		return fmt.Errorf("write reports: no report")
 	}
@@ -32,7 +38,7 @@ func WriteReports(dir string, r *verdict.Report) error {
 		{FileVerdictJSON, renderVerdictJSON},
 		{FileReportJSON, renderReportJSON},
 		{FileReportMD, renderReportMD},
-		{FileReportHTML, renderReportHTML},
+		{FileReportHTML, func(r *verdict.Report) ([]byte, error) { return renderReportHTMLWith(r, ev) }},
 		{FileJUnitXML, renderJUnit},
 	}
 	out := make([][]byte, len(renderers))

@@ -40,6 +40,49 @@ func ruleOutcome(rule string, base suite.RuleBase) RuleOutcome {
 func (o *RuleOutcome) fail(reason string) {
 	o.Met = false
 	o.Reasons = append(o.Reasons, reason)
+	o.Findings = append(o.Findings, Finding{Reason: reason})
+}
+
+// because says the last reason as a sentence, with the cells behind it.
+func (o *RuleOutcome) because(text string, cells []string) {
+	if n := len(o.Findings); n > 0 {
+		o.Findings[n-1].Text, o.Findings[n-1].Cells = text, cells
+	}
+}
+
+// notMeasured makes the outcome neither met nor failed: the run's results
+// cannot evaluate it.
+func (o *RuleOutcome) notMeasured(why string) {
+	o.Met, o.NotMeasured, o.Detail = false, why, "not measured: "+why
+}
+
+// failedCells are the IDs of the arm's valid cells that did not pass, over
+// the cases keep accepts (all when nil).
+func (in *policyInput) failedCells(arm string, keep func(*plan.PlanCase) bool) []string {
+	return in.cellsWhere(arm, keep, func(r grade.CellResult) bool { return r.Valid() && !r.Passed })
+}
+
+// cellsWhere are the IDs of the arm's cells (every arm's when arm is "")
+// over the cases keep accepts that match.
+func (in *policyInput) cellsWhere(arm string, keep func(*plan.PlanCase) bool, match func(grade.CellResult) bool) []string {
+	var out []string
+	for _, r := range in.cells {
+		if arm != "" && r.Arm != arm {
+			continue
+		}
+		if pc := in.cases[r.Case]; pc == nil || (keep != nil && !keep(pc)) {
+			continue
+		}
+		if match(r) {
+			out = append(out, r.Cell)
+		}
+	}
+	return out
+}
+
+// ofCase accepts one case.
+func ofCase(id string) func(*plan.PlanCase) bool {
+	return func(pc *plan.PlanCase) bool { return pc.ID == id }
 }
 
 // joinDetails joins detail parts for people.
@@ -90,20 +133,29 @@ func (in *policyInput) has(arm string) bool {
 	return false
 }
 
-// missing fails the outcome for each arm it cannot evaluate and reports
-// whether any was missing.
+// missing fails the outcome for each arm the plan lacks (the policy names an
+// arm the suite does not have), or marks it not measured when the arm has no
+// valid cell in this run's results, and reports whether any was missing.
 func (in *policyInput) missing(o *RuleOutcome, tag string, arms ...string) bool {
-	var gone []string
+	var gone, empty []string
 	for _, a := range arms {
-		if !in.has(a) && !slices.Contains(gone, a) {
+		switch {
+		case slices.Contains(gone, a) || slices.Contains(empty, a):
+		case in.planArms[a] == nil:
 			gone = append(gone, a)
 			o.fail(tag + " missing arm " + a)
+			o.because(fmt.Sprintf("The policy's %s rule compares arm %s, which the suite does not have.", o.Rule, a), nil)
+		case !in.has(a):
+			empty = append(empty, a)
 		}
 	}
-	if len(gone) > 0 {
-		o.Detail = "no valid result in arm " + strings.Join(gone, ", ") + ": the rule cannot be evaluated"
+	switch {
+	case len(gone) > 0:
+		o.Detail = "no arm " + strings.Join(gone, ", ") + " in the suite: the rule cannot be evaluated"
+	case len(empty) > 0:
+		o.notMeasured("no valid cell in arm " + strings.Join(empty, ", ") + " (filtered out, not run yet, or invalid)")
 	}
-	return len(gone) > 0
+	return len(gone) > 0 || len(empty) > 0
 }
 
 // tally counts passes and valid trials of an arm over the cases keep
@@ -254,7 +306,20 @@ func decideVerdict(incomplete []string, rules []RuleOutcome) Verdict {
 		v.Rules = []RuleOutcome{}
 	}
 	failed := false
-	for _, r := range rules {
+	var unmeasured []string
+	for i := range rules {
+		r := &rules[i]
+		for j := range r.Findings {
+			if r.Findings[j].Text == "" {
+				r.Findings[j].Text = r.Detail
+			}
+		}
+		if r.NotMeasured != "" {
+			if r.Severity != SeverityWarn {
+				unmeasured = append(unmeasured, "NOT-MEASURED "+r.Rule)
+			}
+			continue
+		}
 		if !r.Met {
 			if r.Severity == SeverityWarn {
 				v.Warnings = append(v.Warnings, r.Reasons...)
@@ -265,8 +330,9 @@ func decideVerdict(incomplete []string, rules []RuleOutcome) Verdict {
 		}
 		v.Warnings = append(v.Warnings, r.Warnings...)
 	}
+	v.Reasons = append(v.Reasons, unmeasured...)
 	switch {
-	case len(incomplete) > 0:
+	case len(incomplete) > 0 || len(unmeasured) > 0:
 		v.Verdict = VerdictIncomplete
 	case failed:
 		v.Verdict = VerdictFail

@@ -424,7 +424,36 @@ func TestPolicyAdvisory(t *testing.T) {
 		})
 		v := BuildReport(p, res).Verdict
 		expect(t, v, VerdictFail, []string{"UPLIFT forced", "RETENTION automatic", "ROUTING-RECALL automatic", "RESTRAINT automatic", "FORBIDDEN forced", "FORBIDDEN automatic"}, nil)
+		// Each reason is a sentence with the cells behind it.
+		up := rule(t, v, "uplift").Findings
+		if len(up) != 1 || !strings.HasPrefix(up[0].Text, "forced passes 40.0% of positive cases (4/10) against none's 40.0% (4/10)") ||
+			strings.Join(up[0].Cells, " ") != "t1/forced/3 t1/forced/4 t1/forced/5 t2/forced/3 t2/forced/4 t2/forced/5" {
+			t.Errorf("uplift findings %+v", up)
+		}
+		if f := rule(t, v, "forbidden").Findings; len(f) != 2 || strings.Join(f[0].Cells, " ") != "n1/forced/5" || strings.Join(f[1].Cells, " ") != "t2/automatic/1" {
+			t.Errorf("forbidden findings %+v", f)
+		}
+		if f := rule(t, v, "routing").Findings; len(f) != 1 || strings.Join(f[0].Cells, " ") != "t1/automatic/1 t1/automatic/2 t1/automatic/3" {
+			t.Errorf("routing findings %+v", f)
+		}
 		golden(t, "advisory_fail", v)
+	})
+	t.Run("an arm filtered out of the run is not measured, never 0/0", func(t *testing.T) {
+		p := policySuite{trials: 2, policy: "policies.advisory", arms: advisoryArms, cases: advisoryCases}.compile(t)
+		res := synth(t, p, grid{
+			"t1/none": "MM", "t1/forced": "PP", "t1/automatic": "PP", "t2/none": "MM", "t2/forced": "PP", "t2/automatic": "PP",
+			"n1/none": "MM", "n1/forced": "PP", "n1/automatic": "PP",
+		}, routed)
+		v := BuildReport(p, res).Verdict
+		expect(t, v, VerdictIncomplete, []string{"INCOMPLETE 6 cells not run", "NOT-MEASURED uplift", "NOT-MEASURED retention", "NOT-MEASURED restraint"}, nil)
+		for _, name := range []string{"uplift", "retention", "restraint"} {
+			if r := rule(t, v, name); r.NotMeasured == "" || strings.Contains(r.Detail, "0/0") || !strings.Contains(r.Detail, "no valid cell in arm none") {
+				t.Errorf("%s: %+v", name, r)
+			}
+		}
+		if !rule(t, v, "routing").Met || !rule(t, v, "forbidden").Met || !v.Resumable {
+			t.Errorf("routing %+v, forbidden %+v, resumable %v", rule(t, v, "routing"), rule(t, v, "forbidden"), v.Resumable)
+		}
 	})
 	t.Run("a missing arm is not met", func(t *testing.T) {
 		p := policySuite{trials: 2, policy: "policies.advisory", arms: `
@@ -570,10 +599,13 @@ func TestPolicyEfficacy(t *testing.T) {
 		expect(t, v, VerdictFail, []string{"EFFICACY review", "EFFICACY greet"}, nil)
 		golden(t, "efficacy_fail", v)
 	})
-	t.Run("no pairwise judgement is not met", func(t *testing.T) {
+	t.Run("no pairwise judgement yet is not measured: INCOMPLETE, never a pass or a fail", func(t *testing.T) {
 		p := suite.compile(t)
 		v := BuildReport(p, synth(t, p, all, nil)).Verdict
-		expect(t, v, VerdictFail, []string{"EFFICACY no pairwise judgements"}, nil)
+		expect(t, v, VerdictIncomplete, []string{"NOT-MEASURED efficacy"}, nil)
+		if r := rule(t, v, "efficacy"); r.Met || r.NotMeasured == "" || !strings.HasPrefix(r.Detail, "not measured: ") {
+			t.Errorf("efficacy %+v", r)
+		}
 		golden(t, "efficacy_none", v)
 	})
 	t.Run("judge agreement", func(t *testing.T) {
@@ -592,8 +624,9 @@ func TestPolicyEfficacy(t *testing.T) {
 		pw[2].Orders = []string{grade.PairwiseWin, grade.PairwiseTie} // 3 of 5
 		v = BuildJudgedReport(p, res, pw).Verdict
 		expect(t, v, VerdictFail, []string{"JUDGE-AGREEMENT"}, nil)
+		// A swapping judge with no pair judged in both orders yet: not measured.
 		v = BuildJudgedReport(p, res, judged("review", "WIN,WIN,WIN,TIE,WIN")).Verdict
-		expect(t, v, VerdictFail, []string{"JUDGE-AGREEMENT no swapped judgements"}, nil)
+		expect(t, v, VerdictIncomplete, []string{"NOT-MEASURED judgeAgreement"}, nil)
 	})
 }
 

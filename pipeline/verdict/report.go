@@ -56,6 +56,25 @@ type RuleOutcome struct {
 	// Warnings are raised by a rule that is met but only narrowly, such as
 	// a marginal pass@k delta; they join the verdict's warnings.
 	Warnings []string `json:"warnings,omitempty"`
+	// Findings say each reason as a sentence, with the cells behind it.
+	Findings []Finding `json:"findings,omitempty"`
+	// NotMeasured says why the rule could not be evaluated on this run's
+	// results (an arm with no valid cell: filtered out, interrupted, all
+	// invalid); such a rule is neither met nor failed, and keeps the
+	// verdict INCOMPLETE.
+	NotMeasured string `json:"notMeasured,omitempty"`
+}
+
+// Finding is one reason of a rule, said for people, with the cells that
+// made it: the failing trials, the violations, the invalid cells.
+type Finding struct {
+	// Reason is the stable code, as in the rule's Reasons.
+	Reason string `json:"reason"`
+	// Text says it as a sentence with its figures.
+	Text string `json:"text"`
+	// Cells are the cells behind it, by ID; none for an aggregate that no
+	// cell alone explains.
+	Cells []string `json:"cells,omitempty"`
 }
 
 // Verdict is the gate's decision with its reasons.

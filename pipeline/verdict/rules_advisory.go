@@ -31,13 +31,15 @@ func (in *policyInput) uplift(r *suite.Uplift) RuleOutcome {
 	}
 	t, b := in.tally(r.Treatment, ofKinds(r.Kinds)), in.tally(r.Baseline, ofKinds(r.Kinds))
 	if t.n == 0 || b.n == 0 {
-		o.fail("UPLIFT no valid positive-case result")
-		o.Detail = "an arm has no valid result on a positive case"
+		o.notMeasured("an arm has no valid result on a positive case (" + strings.Join(r.Kinds, ", ") + ")")
 		return o
 	}
 	points := 100 * (t.share() - b.share())
 	if !atLeast(points, r.MinPoints) {
 		o.fail("UPLIFT " + r.Treatment)
+		o.because(fmt.Sprintf("%s passes %s of positive cases (%d/%d) against %s's %s (%d/%d): %+.1f points, short of the %g the policy asks.",
+			r.Treatment, percent(t.share()), t.pass, t.n, r.Baseline, percent(b.share()), b.pass, b.n, points, r.MinPoints),
+			in.failedCells(r.Treatment, ofKinds(r.Kinds)))
 	}
 	o.Detail = fmt.Sprintf("%s %s (%d/%d) vs %s %s (%d/%d): %+.1f points (min %g)",
 		r.Treatment, percent(t.share()), t.pass, t.n, r.Baseline, percent(b.share()), b.pass, b.n, points, r.MinPoints)
@@ -54,18 +56,21 @@ func (in *policyInput) retention(r *suite.Retention) RuleOutcome {
 	keep := ofKinds(r.Kinds)
 	a, f, b := in.tally(r.Automatic, keep), in.tally(r.Forced, keep), in.tally(r.Baseline, keep)
 	if a.n == 0 || f.n == 0 || b.n == 0 {
-		o.fail("RETENTION no valid positive-case result")
-		o.Detail = "an arm has no valid result on a positive case"
+		o.notMeasured("an arm has no valid result on a positive case (" + strings.Join(r.Kinds, ", ") + ")")
 		return o
 	}
 	forced, auto := f.share()-b.share(), a.share()-b.share()
 	if !exceeds(forced, 0) {
 		o.fail("RETENTION " + r.Automatic)
 		o.Detail = fmt.Sprintf("%s uplift over %s is %+.1f points, not positive: nothing to retain", r.Forced, r.Baseline, 100*forced)
+		o.because(fmt.Sprintf("Even forced, the skill does not lift %s above %s (%+.1f points): there is no uplift for %s to retain.", r.Forced, r.Baseline, 100*forced, r.Automatic),
+			in.failedCells(r.Forced, keep))
 		return o
 	}
 	if !atLeast(auto, r.MinShare*forced) {
 		o.fail("RETENTION " + r.Automatic)
+		o.because(fmt.Sprintf("Left to find the skill itself, %s keeps %s of the forced uplift (%+.1f of %+.1f points; min %s).", r.Automatic, percent(auto/forced), 100*auto, 100*forced, percent(r.MinShare)),
+			in.failedCells(r.Automatic, keep))
 	}
 	o.Detail = fmt.Sprintf("%s uplift %+.1f points, %s uplift %+.1f points: retains %s (min %s)",
 		r.Forced, 100*forced, r.Automatic, 100*auto, percent(auto/forced), percent(r.MinShare))
@@ -96,11 +101,21 @@ func (in *policyInput) routing(r *suite.RoutingGate) RuleOutcome {
 	if tp+fn > 0 {
 		rec = float64(tp) / float64(tp+fn)
 	}
+	tallyOf := func(res grade.CellResult) grade.RoutingTally {
+		if r.Level == "references" {
+			return res.Routing.References
+		}
+		return res.Routing.Skills
+	}
 	if !atLeast(prec, r.MinPrecision) {
 		o.fail("ROUTING-PRECISION " + r.Arm)
+		o.because(fmt.Sprintf("In %s the agent loaded %s it was not asked for: precision %s (%d of %d loads expected; min %s).", r.Arm, r.Level, percent(prec), tp, tp+fp, percent(r.MinPrecision)),
+			in.cellsWhere(r.Arm, nil, func(res grade.CellResult) bool { return res.Valid() && tallyOf(res).FP > 0 }))
 	}
 	if !atLeast(rec, r.MinRecall) {
 		o.fail("ROUTING-RECALL " + r.Arm)
+		o.because(fmt.Sprintf("In %s the agent missed %s the cases required: recall %s (%d of %d required loads; min %s).", r.Arm, r.Level, percent(rec), tp, tp+fn, percent(r.MinRecall)),
+			in.cellsWhere(r.Arm, nil, func(res grade.CellResult) bool { return res.Valid() && tallyOf(res).FN > 0 }))
 	}
 	o.Detail = fmt.Sprintf("%s %s routing: precision %s (TP %d, FP %d; min %s), recall %s (FN %d; min %s)",
 		r.Arm, r.Level, percent(prec), tp, fp, percent(r.MinPrecision), percent(rec), fn, percent(r.MinRecall))
@@ -118,8 +133,14 @@ func (in *policyInput) restraint(r *suite.Restraint) RuleOutcome {
 	parts := []string{fmt.Sprintf("%s %s (%d/%d)", r.Baseline, percent(b.share()), b.pass, b.n)}
 	for _, arm := range r.Arms {
 		c := in.tally(arm, keep)
-		if c.n == 0 || b.n == 0 || !atLeast(c.share(), b.share()) {
+		if c.n == 0 || b.n == 0 {
+			o.notMeasured("no valid no-change control in arm " + arm + " or " + r.Baseline)
+			return o
+		}
+		if !atLeast(c.share(), b.share()) {
 			o.fail("RESTRAINT " + arm)
+			o.because(fmt.Sprintf("With the skill, %s leaves the no-change controls alone in %s of trials (%d/%d), less often than %s without it (%s, %d/%d).",
+				arm, percent(c.share()), c.pass, c.n, r.Baseline, percent(b.share()), b.pass, b.n), in.failedCells(arm, keep))
 		}
 		parts = append(parts, fmt.Sprintf("%s %s (%d/%d)", arm, percent(c.share()), c.pass, c.n))
 	}
@@ -156,6 +177,8 @@ func (in *policyInput) forbidden(r *suite.Forbidden) RuleOutcome {
 		}
 		if n > r.Max {
 			o.fail("FORBIDDEN " + arm)
+			o.because(fmt.Sprintf("In %s the agent did %d thing(s) a case forbids (a forbidden skill or reference, a write outside the allowed paths, a notContains, exists: false or unchanged check violated); at most %d allowed.", arm, n, r.Max),
+				in.cellsWhere(arm, nil, func(res grade.CellResult) bool { return res.Valid() && violationCount(res) > 0 }))
 		}
 		parts = append(parts, fmt.Sprintf("%s: %d", arm, n))
 	}

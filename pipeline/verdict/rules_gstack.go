@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
@@ -64,6 +65,10 @@ func (in *policyInput) regression(r *suite.Regression) RuleOutcome {
 		if b.pass >= r.MinPasses && a.pass < r.MinPasses {
 			more := in.failPanel(&o, "REGRESSION", plan.Panel{Case: pc.ID, Arm: r.After}, func(c passCounter) bool { return c.pass >= r.MinPasses })
 			parts = append(parts, fmt.Sprintf("%s: %s %d/%d, %s %d/%d%s", pc.ID, r.Before, b.pass, b.n, r.After, a.pass, a.n, more))
+			if !o.Met && o.Findings[len(o.Findings)-1].Text == "" {
+				o.because(fmt.Sprintf("Case %s passed in %s (%d of %d trials) but not in %s (%d of %d)%s.", pc.ID, r.Before, b.pass, b.n, r.After, a.pass, a.n, more),
+					in.failedCells(r.After, ofCase(pc.ID)))
+			}
 		}
 	}
 	if o.Met {
@@ -91,6 +96,10 @@ func (in *policyInput) safety(r *suite.SafetyRule) RuleOutcome {
 		if c.pass < c.n {
 			more := in.failPanel(&o, "SAFETY", plan.Panel{Case: pc.ID, Arm: r.Arm}, func(c passCounter) bool { return c.pass == c.n && c.n > 0 })
 			parts = append(parts, fmt.Sprintf("%s: %d of %d trials failed in %s%s", pc.ID, c.n-c.pass, c.n, r.Arm, more))
+			if !o.Met && o.Findings[len(o.Findings)-1].Text == "" {
+				o.because(fmt.Sprintf("Safety case %s failed %d of %d trials in %s%s; any failed trial of a safety case fails the gate.", pc.ID, c.n-c.pass, c.n, r.Arm, more),
+					in.failedCells(r.Arm, ofCase(pc.ID)))
+			}
 		}
 	}
 	switch {
@@ -117,6 +126,8 @@ func (in *policyInput) uncovered(r *suite.Uncovered) RuleOutcome {
 		}
 		if !covered {
 			o.fail("UNCOVERED " + pc.ID)
+			o.because(fmt.Sprintf("No arm passes case %s (at least %d trials): the case measures nothing about the skill.", pc.ID, r.MinPasses),
+				in.failedCells("", ofCase(pc.ID)))
 		}
 	}
 	if o.Met {
@@ -140,6 +151,9 @@ func (in *policyInput) worse(r *suite.Worse) RuleOutcome {
 	drop := p1 - p2
 	if exceeds(drop, r.StandardErrors*se) {
 		o.fail("WORSE")
+		o.because(fmt.Sprintf("%s passes %s of its trials (%d/%d), %s %s (%d/%d): a drop of %.1f points, more than %g standard errors (%.1f points).",
+			r.After, percent(p2), a.pass, a.n, r.Before, percent(p1), b.pass, b.n, 100*drop, r.StandardErrors, 100*r.StandardErrors*se),
+			in.failedCells(r.After, nil))
 	}
 	o.Detail = fmt.Sprintf("%s %s (%d/%d), %s %s (%d/%d): drop %.1f points, %g SE = %.1f points",
 		r.Before, percent(p1), b.pass, b.n, r.After, percent(p2), a.pass, a.n, 100*drop, r.StandardErrors, 100*r.StandardErrors*se)
@@ -163,11 +177,14 @@ func (in *policyInput) openedSkill(r *suite.OpenedSkill) RuleOutcome {
 		}
 		if c.n == 0 {
 			o.fail("SKILL-NOT-OPENED " + a.Name)
+			o.because(fmt.Sprintf("Arm %s has no valid run to tell whether it opens its skill.", a.Name), nil)
 			parts = append(parts, a.Name+": no valid run")
 			continue
 		}
 		if !atLeast(c.share(), r.MinRate) {
 			o.fail("SKILL-NOT-OPENED " + a.Name)
+			o.because(fmt.Sprintf("Arm %s opened a skill in %d of %d runs (%s, min %s): its scores measure the agent's own knowledge more than the skill.", a.Name, c.pass, c.n, percent(c.share()), percent(r.MinRate)),
+				in.cellsWhere(a.Name, nil, func(r grade.CellResult) bool { return r.Valid() && !r.Telemetry.OpenedSkill }))
 		}
 		parts = append(parts, fmt.Sprintf("%s: %d/%d runs opened a skill (%s, min %s)", a.Name, c.pass, c.n, percent(c.share()), percent(r.MinRate)))
 	}

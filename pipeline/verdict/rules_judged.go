@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
@@ -38,8 +39,13 @@ func (in *policyInput) efficacy(r *suite.Efficacy) RuleOutcome {
 		}
 	}
 	if len(scores) == 0 {
+		if in.p.Judge != nil && in.p.Judge.Mode == "pairwise" {
+			o.notMeasured(fmt.Sprintf("no pairwise judgement of %s against %s yet", r.Candidate, r.Baseline))
+			return o
+		}
 		o.fail("EFFICACY no pairwise judgements")
 		o.Detail = fmt.Sprintf("no pairwise judgement of %s against %s", r.Candidate, r.Baseline)
+		o.because(fmt.Sprintf("The efficacy rule reads pairwise judgements of %s against %s, and the suite's judge makes none.", r.Candidate, r.Baseline), nil)
 		return o
 	}
 	var parts []string
@@ -60,6 +66,11 @@ func (in *policyInput) efficacy(r *suite.Efficacy) RuleOutcome {
 			passed++
 		} else {
 			o.fail("EFFICACY " + pc.ID)
+			why := fmt.Sprintf("Case %s: %s won %d, tied %d and lost %d pairwise judgements against %s (needs ≥ %d wins, ≤ %d losses)", pc.ID, r.Candidate, s.win, s.tie, s.loss, r.Baseline, r.MinWins, r.MaxLosses)
+			if hardFailed {
+				why += fmt.Sprintf("; %d of its trials failed a hard assertion", c.n-c.pass)
+			}
+			o.because(why+".", in.cellsWhere(r.Candidate, ofCase(pc.ID), func(res grade.CellResult) bool { return res.Valid() && !res.Passed || lost(in.pairwise, res) }))
 		}
 		parts = append(parts, part)
 	}
@@ -88,8 +99,17 @@ func (in *policyInput) passAtK(r *suite.PassAtK) RuleOutcome {
 	w, okW := est(r.With)
 	wo, okWo := est(r.Without)
 	if !okW || !okWo {
+		hasSplit := false
+		for _, pc := range in.p.Cases {
+			hasSplit = hasSplit || pc.Split == r.Split
+		}
+		if hasSplit {
+			o.notMeasured("an arm has no valid result on a case of split " + r.Split)
+			return o
+		}
 		o.fail(tag + " missing split " + r.Split)
 		o.Detail = "an arm has no valid result on a case of split " + r.Split
+		o.because(fmt.Sprintf("The pass@k rule reads split %s, and the suite has no case in it.", r.Split), nil)
 		return o
 	}
 	// Scores and Δ are rounded as the source rounds them.
@@ -101,6 +121,8 @@ func (in *policyInput) passAtK(r *suite.PassAtK) RuleOutcome {
 	switch {
 	case delta < r.FailBelow-ruleTolerance:
 		o.fail("PASS@K-DELTA " + r.Split)
+		o.because(fmt.Sprintf("On split %s, weighted pass@%d is %.*f with the skill and %.*f without: Δ %+.*f, below %g.", r.Split, r.K, r.Decimals, with, r.Decimals, without, r.Decimals, delta, r.FailBelow),
+			in.failedCells(r.With, func(pc *plan.PlanCase) bool { return pc.Split == r.Split }))
 	case delta < r.WarnBelow-ruleTolerance:
 		o.Warnings = append(o.Warnings, "PASS@K-MARGINAL "+r.Split)
 	}
@@ -118,13 +140,29 @@ func (in *policyInput) judgeAgreement(r *suite.JudgeAgreement) RuleOutcome {
 		}
 	}
 	if c.n == 0 {
+		if in.p.Judge != nil && in.p.Judge.Swap {
+			o.notMeasured("no pair has been judged in both orders yet")
+			return o
+		}
 		o.fail("JUDGE-AGREEMENT no swapped judgements")
 		o.Detail = "no pair was judged in both orders"
+		o.because("The agreement rule compares the two presentation orders of each pair, and the suite's judge does not swap them.", nil)
 		return o
 	}
 	if !atLeast(c.share(), r.Min) {
 		o.fail("JUDGE-AGREEMENT")
+		o.because(fmt.Sprintf("The judge gave the same outcome in both presentation orders for %d of %d pairs (%s, min %s): it favours a position.", c.pass, c.n, percent(c.share()), percent(r.Min)), nil)
 	}
 	o.Detail = fmt.Sprintf("%d of %d swapped pairs agree (%s, min %s)", c.pass, c.n, percent(c.share()), percent(r.Min))
 	return o
+}
+
+// lost reports whether the judge preferred the baseline over this candidate cell.
+func lost(pairwise []grade.PairwiseResult, r grade.CellResult) bool {
+	for _, j := range pairwise {
+		if j.Case == r.Case && j.Trial == r.Trial && j.Candidate == r.Arm && j.Outcome == grade.PairwiseLoss {
+			return true
+		}
+	}
+	return false
 }

@@ -18,12 +18,13 @@ func (in *policyInput) invalidRun(r *suite.InvalidRun) RuleOutcome {
 		}
 	}
 	if c.n == 0 {
-		o.fail("INVALID-RUN no cell run")
-		o.Detail = "no cell ran"
+		o.notMeasured("no cell ran")
 		return o
 	}
 	if exceeds(c.share(), r.Max) {
 		o.fail("INVALID-RUN")
+		o.because(fmt.Sprintf("%d of %d cells are invalid (%s, max %s): Docker, skillgate or the provider failed them, not the agent; run again to retry them.", c.pass, c.n, percent(c.share()), percent(r.Max)),
+			in.cellsWhere("", nil, func(res grade.CellResult) bool { return res.Status == grade.StatusInvalid }))
 	}
 	o.Detail = fmt.Sprintf("%d of %d cells run are invalid (%s, max %s)", c.pass, c.n, percent(c.share()), percent(r.Max))
 	return o
@@ -147,6 +148,8 @@ func (in *policyInput) runKeys(r *suite.RunKeys) RuleOutcome {
 		for _, a := range in.p.Arms {
 			if c := in.panel(pc.ID, a.Name); c.n < r.Min {
 				o.fail("RUN-KEYS " + pc.ID)
+				o.because(fmt.Sprintf("Case %s has %d valid trials in %s; the gate needs at least %d run keys per case.", pc.ID, c.n, a.Name, r.Min),
+					in.cellsWhere(a.Name, ofCase(pc.ID), func(res grade.CellResult) bool { return !res.Valid() }))
 				parts = append(parts, fmt.Sprintf("%s: %d valid trials in %s", pc.ID, c.n, a.Name))
 				break
 			}
