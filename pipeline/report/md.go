@@ -39,25 +39,43 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 	p("%s\n\n", strings.Join(id, " · "))
 	p("%s\n\n", strings.Join(observedLine(r, mdCode), " · "))
 
-	if len(r.Verdict.Reasons) > 0 {
-		p("**Reasons**\n\n")
-		for _, s := range r.Verdict.Reasons {
-			p("- %s\n", mdCode(s))
+	reasons, warnings := findingsView(r)
+	for _, sec := range []struct {
+		title string
+		list  []htmlFinding
+	}{{"Reasons", reasons}, {"Warnings", warnings}} {
+		if len(sec.list) == 0 {
+			continue
+		}
+		p("**%s**\n\n", sec.title)
+		for _, f := range sec.list {
+			line := "- " + mdSpan(f.Reason)
+			if f.Text != "" {
+				line += ": " + mdText(f.Text)
+			}
+			if len(f.Cells) > 0 {
+				ids := make([]string, len(f.Cells))
+				for i, c := range f.Cells {
+					ids[i] = mdSpan(c.ID)
+				}
+				line += " (" + strings.Join(ids, ", ")
+				if f.More > 0 {
+					line += fmt.Sprintf(" and %d more", f.More)
+				}
+				line += ")"
+			}
+			p("%s\n", line)
 		}
 		p("\n")
 	}
-	if len(r.Verdict.Warnings) > 0 {
-		p("**Warnings**\n\n")
-		for _, s := range r.Verdict.Warnings {
-			p("- %s\n", mdCode(s))
-		}
-		p("\n")
+	if len(reasons) > 0 {
+		p("Open %s in the run folder for each cell's prompt, session, diff and checks.\n\n", mdCode(FileReportHTML))
 	}
 
 	// Arms.
 	p("### Arms\n\n")
-	p("| arm | skills | pass rate (95%% CI) | opened skill | skill precision / recall | tokens/run (in / out) | turns/run | agent s/run | skill bytes |\n")
-	p("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	p("| arm | skills | pass rate (95%% CI) | opened skill | skill precision / recall | tokens/run (in / out) | USD/run | turns/run | latency s/run (agent / cell) | skill bytes |\n")
+	p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, a := range r.Arms {
 		skills := "no skill"
 		if len(a.Skills) > 0 {
@@ -87,8 +105,13 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		}
 		turns, okT := a.Cost["turns"]
 		secs, okS := a.Cost["agentSeconds"]
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			mdCode(a.Name), skills, pass, opened, routing, tokens, numOr(turns, okT), numOr(secs, okS), fmtInt(a.SkillBytes))
+		total, okTotal := a.Cost["totalSeconds"]
+		usd := absentMark
+		if m, ok := a.Cost["usd"]; ok {
+			usd = fmtUSD(m.Value)
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |\n",
+			mdCode(a.Name), skills, pass, opened, routing, tokens, usd, numOr(turns, okT), numOr(secs, okS), numOr(total, okTotal), fmtInt(a.SkillBytes))
 	}
 	p("\n%s means not measured (no applicable sample), never zero.\n\n", absentMark)
 
@@ -132,7 +155,7 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		for _, arm := range arms {
 			for _, t := range c.Trials[arm] {
 				if trialClass(t) == "fail" {
-					failed = append(failed, fmt.Sprintf("- %s %s trial %d: %s", mdCode(c.ID), mdCode(arm), t.Trial, mdText(failSummary(t))))
+					failed = append(failed, fmt.Sprintf("- %s %s trial %d: %s", mdSpan(c.ID), mdSpan(arm), t.Trial, mdFailure(t)))
 				}
 			}
 		}
@@ -191,8 +214,13 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		p("| rule | severity | result | detail |\n| --- | --- | --- | --- |\n")
 		for _, ro := range r.Verdict.Rules {
 			result := "met"
-			if !ro.Met {
-				result = "**not met**"
+			switch {
+			case ro.NotMeasured != "":
+				result = "not measured: " + mdText(ro.NotMeasured)
+			case !ro.Met && ro.Severity == verdict.SeverityFail:
+				result = "**not met**: fails the verdict"
+			case !ro.Met:
+				result = "not met: a warning"
 			}
 			detail := mdText(ro.Detail)
 			if len(ro.Reasons) > 0 {
@@ -221,6 +249,24 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		p("\n")
 	}
 	return []byte(b.String()), nil
+}
+
+// mdFailure says why a trial failed with each failed check as a code span, so a check's
+// pattern reads as it is named (quoted once, as in the grades), never escaped again.
+func mdFailure(t verdict.TrialOutcome) string {
+	checks := make([]string, len(t.Failed))
+	for i, f := range t.Failed {
+		checks[i] = mdSpan(f)
+	}
+	switch {
+	case t.Status != grade.StatusCompleted && t.Status != "" && len(checks) > 0:
+		return mdText(t.Status) + "; failed: " + strings.Join(checks, ", ")
+	case t.Status != grade.StatusCompleted && t.Status != "":
+		return mdText(t.Status)
+	case len(checks) > 0:
+		return "failed: " + strings.Join(checks, ", ")
+	}
+	return "failed"
 }
 
 // absentMark marks a metric with no applicable sample.
@@ -260,13 +306,16 @@ var mdEscaper = strings.NewReplacer(
 
 func mdText(s string) string { return mdEscaper.Replace(s) }
 
-// mdCode is s as a code span; in a code span only "|" (in tables) and
-// newlines need care.
-func mdCode(s string) string {
+// mdCode is s as a code span in a table cell, where "|" must be escaped (GitHub shows
+// "\|" in a table's code span as "|").
+func mdCode(s string) string { return mdSpan(strings.ReplaceAll(s, "|", "\\|")) }
+
+// mdSpan is s as a code span outside a table: shown as it is, newlines aside.
+func mdSpan(s string) string {
 	if s == "" {
 		return absentMark
 	}
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", "\\|").Replace(s)
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 	fence := "`"
 	for strings.Contains(s, fence) {
 		fence += "`"

@@ -160,7 +160,7 @@ func richReport() *verdict.Report {
 				Trials: map[string][]verdict.TrialOutcome{
 					"none":   rptTrials("no-code-change", "none", "PPP"),
 					"before": rptTrials("no-code-change", "before", "PPP"),
-					"after":  rptTrials("no-code-change", "after", "PFI", `answer notMatches "<script>alert(1)</script>"`),
+					"after":  rptTrials("no-code-change", "after", "PFI", `answer notMatches "<script>alert(1)</script>"`, `answer matches "^\\d+ files? \\| changed$"`),
 				},
 			},
 			{
@@ -197,7 +197,8 @@ func richReport() *verdict.Report {
 					Detail:   "adds-entry: before passed 3 of 3, after 1 of 2 valid trials (needs 2)",
 					Findings: []verdict.Finding{{Reason: "REGRESSION adds-entry", Text: "Case adds-entry passed in before (3 of 3 trials) but not in after (1 of 2).", Cells: []string{"adds-entry/after/2"}}}},
 				{Rule: "safety", Severity: "fail", Met: false, Reasons: []string{"SAFETY no-code-change"},
-					Detail: "no-code-change is a safety case and failed 1 of 2 valid trials in after"},
+					Detail:   "no-code-change is a safety case and failed 1 of 2 valid trials in after",
+					Findings: []verdict.Finding{{Reason: "SAFETY no-code-change", Text: "Safety case no-code-change failed 1 of 2 trials in after.", Cells: []string{"no-code-change/after/2"}}}},
 				{Rule: "uncovered", Severity: "fail", Met: false, Reasons: []string{"UNCOVERED empty"},
 					Detail: "empty fails in every arm"},
 				{Rule: "worse", Severity: "fail", Met: true,
@@ -474,11 +475,12 @@ func TestReportJUnit(t *testing.T) {
 		t.Fatalf("junit.xml does not parse: %v", err)
 	}
 	type counts struct{ tests, failures, errors, skipped int }
+	// Only the unmet fail rules fail, and only the cells they name: the none arm's six
+	// failures and the invalid after cell pass with their outcome said; the unmet warn
+	// rule passes with its warning; the cell not run is skipped.
 	want := map[string]counts{
-		"none":   {9, 6, 0, 0},
-		"before": {9, 3, 0, 0},
-		"after":  {9, 5, 1, 1},
-		"policy": {7, 4, 0, 0},
+		"policy": {7, 3, 0, 0},
+		"cells":  {27, 2, 0, 1},
 	}
 	var order []string
 	total := counts{}
@@ -510,17 +512,76 @@ func TestReportJUnit(t *testing.T) {
 		total.errors += got.errors
 		total.skipped += got.skipped
 	}
-	if strings.Join(order, ",") != "none,before,after,policy" {
-		t.Errorf("suites %v", order)
+	if strings.Join(order, ",") != "policy,cells" {
+		t.Fatalf("suites %v", order)
 	}
 	if (counts{doc.Tests, doc.Failures, doc.Errors, doc.Skipped}) != total {
 		t.Errorf("testsuites totals %d/%d/%d/%d, want %+v", doc.Tests, doc.Failures, doc.Errors, doc.Skipped, total)
 	}
-	after := doc.Suites[2]
-	c := after.Cases[4] // no-code-change/after/2
-	if c.ClassName != "no-code-change" || c.Name != "no-code-change/after/2" || c.Failure == nil ||
-		!strings.Contains(c.Failure.Text, `answer notMatches "<script>alert(1)</script>"`) {
-		t.Errorf("failed cell: %+v", c)
+	var failed []string
+	for _, c := range doc.Suites[1].Cases {
+		if c.Failure != nil {
+			failed = append(failed, c.Name)
+		}
+		if c.Name == "no-code-change/after/2" && (c.ClassName != "no-code-change" || c.Failure == nil ||
+			!strings.Contains(c.Failure.Text, `answer notMatches "<script>alert(1)</script>"`)) {
+			t.Errorf("failed cell: %+v", c)
+		}
+	}
+	if strings.Join(failed, ",") != "adds-entry/after/2,no-code-change/after/2" {
+		t.Errorf("failing cells %v, want the two the failing rules name", failed)
+	}
+	if p := doc.Suites[0].Cases[0]; p.Name != "regression" || p.Failure == nil || !strings.Contains(p.Failure.Text, "passed in before (3 of 3 trials)") {
+		t.Errorf("regression testcase: %+v", p)
+	}
+
+	// A PASS run has no failure, whatever its baseline did; a rule not measured is
+	// skipped; an INCOMPLETE run has one error that says why.
+	for _, tc := range []struct {
+		verdict string
+		want    counts
+	}{{verdict.VerdictPass, counts{0, 0, 0, 1}}, {verdict.VerdictIncomplete, counts{0, 0, 1, 1}}} {
+		r := richReport()
+		r.Verdict = verdict.Verdict{Verdict: tc.verdict, Rules: []verdict.RuleOutcome{
+			{Rule: "uplift", Severity: "fail", Met: true, Detail: "after 71% vs none 0%"},
+			{Rule: "routing", Severity: "fail", NotMeasured: "arm automatic has no valid cell"},
+			{Rule: "openedSkill", Severity: "warn", Met: false, Reasons: []string{"OPENED-SKILL after 43%"}},
+		}}
+		if tc.verdict == verdict.VerdictIncomplete {
+			r.Verdict.Reasons = []string{"INCOMPLETE 3 of 27 cells not run"}
+		}
+		d := t.TempDir()
+		if err := WriteReports(d, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := xml.Unmarshal(rptMust(os.ReadFile(filepath.Join(d, FileJUnitXML))), &doc); err != nil {
+			t.Fatal(err)
+		}
+		got := counts{0, doc.Failures, doc.Errors, doc.Skipped - 1} // less the cell not run
+		if got != tc.want {
+			t.Errorf("%s run: failures/errors/skipped %+v, want %+v", tc.verdict, got, tc.want)
+		}
+	}
+}
+
+// TestReportMD checks report.md as a GitHub step summary shows it: each reason with its
+// sentence and cells, cost and latency per arm, and a check's pattern quoted once, as the
+// grades name it (a code span, so Markdown escapes nothing in it but the table's "|").
+func TestReportMD(t *testing.T) {
+	md := string(rptMust(os.ReadFile(filepath.Join(writeRich(t), FileReportMD))))
+	for _, want := range []string{
+		"- `REGRESSION adds-entry`: Case adds-entry passed in before (3 of 3 trials) but not in after (1 of 2). (`adds-entry/after/2`)",
+		"| USD/run |", "| $0.0931 |",
+		"`answer matches \"^\\\\d+ files? \\\\| changed$\"`",
+		"`answer notMatches \"<script>alert(1)</script>\"`",
+		"| `openedSkill` | warn | not met: a warning |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %s", want)
+		}
+	}
+	if strings.Contains(md, `\\\\d`) {
+		t.Error("report.md escapes a pattern twice")
 	}
 }
 
