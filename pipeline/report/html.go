@@ -34,15 +34,20 @@ type htmlView struct {
 	Chart        *htmlChart
 	Cost         htmlCost
 	ArmNames     []htmlArmName
-	Cases        []htmlCase
-	Pairwise     []htmlPairGroup
-	Disputes     *htmlDisputes
-	Policy       string
-	Rules        []htmlRule
-	RulesFailed  int
-	Glossary     []htmlTerm
-	// Evidence holds one JSON block per cell, which the page's script reads
-	// only when the cell's view is opened.
+	// CaseChunks are the grid's rows in chunks, each its own table that the browser lays
+	// out only when it scrolls near (content-visibility), so a run of thousands of cells
+	// opens as fast as a small one.
+	CaseChunks []htmlCaseChunk
+	// ArmWidth is the width in pixels of an arm's column, for the widest trial count.
+	ArmWidth    int
+	Pairwise    []htmlPairGroup
+	Disputes    *htmlDisputes
+	Policy      string
+	Rules       []htmlRule
+	RulesFailed int
+	Glossary    []htmlTerm
+	// Evidence holds one JSON block per case (its cells' evidence), which the page's
+	// script parses only when one of its cells, or its comparison, is opened.
 	Evidence []htmlEvidence
 }
 
@@ -59,9 +64,19 @@ type htmlCellLink struct{ ID, Class, Href string }
 type htmlTerm struct{ Name, Label, Direction, Text string }
 
 type htmlEvidence struct {
-	ID   string
+	Case string
 	JSON template.JS
 }
+
+type htmlCaseChunk struct {
+	First bool
+	Cases []htmlCase
+	// Height is the chunk's estimated height in pixels until it is laid out.
+	Height int
+}
+
+// gridChunkRows is the number of cases per chunk of the grid.
+const gridChunkRows = 40
 
 // htmlDisputes are the disputed answers and who adjudicated them.
 type htmlDisputes struct {
@@ -274,7 +289,20 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 			}
 			hc.Cells = append(hc.Cells, gc)
 		}
-		v.Cases = append(v.Cases, hc)
+		if len(v.CaseChunks) == 0 || len(v.CaseChunks[len(v.CaseChunks)-1].Cases) == gridChunkRows {
+			v.CaseChunks = append(v.CaseChunks, htmlCaseChunk{First: len(v.CaseChunks) == 0})
+		}
+		ch := &v.CaseChunks[len(v.CaseChunks)-1]
+		ch.Cases = append(ch.Cases, hc)
+		ch.Height += 58
+		if c.Description != "" {
+			ch.Height += 18
+		}
+		trials := 0
+		for _, gc := range hc.Cells {
+			trials = max(trials, len(gc.Trials))
+		}
+		v.ArmWidth = max(v.ArmWidth, 28*trials+24, 110)
 	}
 
 	for _, ro := range r.Verdict.Rules {

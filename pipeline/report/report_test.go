@@ -633,13 +633,13 @@ func TestReportHTMLStatic(t *testing.T) {
 		switch {
 		case sc == "<script>":
 			code++
-		case strings.HasPrefix(sc, `<script type="application/json" class="ev" data-cell=`):
+		case strings.HasPrefix(sc, `<script type="application/json" class="ev" data-case=`):
 		default:
 			t.Errorf("report.html holds a script element %q (unescaped data?)", sc)
 		}
 	}
 	if code != 1 || len(scripts) < 2 {
-		t.Errorf("report.html has %d scripts of its own and %d in all, want 1 and a data block per trial", code, len(scripts))
+		t.Errorf("report.html has %d scripts of its own and %d in all, want 1 and a data block per case", code, len(scripts))
 	}
 	if strings.Contains(html, "<b>retry</b>") {
 		t.Error("a case description was not escaped")

@@ -132,10 +132,12 @@ func glossary(r *verdict.Report) []htmlTerm {
 	return out
 }
 
-// addEvidence embeds every cell's capped evidence as its own JSON block. Without evidence
-// a cell's block holds its grade from the report, so every view opens.
+// addEvidence embeds every cell's capped evidence, one JSON block per case (an array in
+// arm and trial order). Without evidence a cell's entry holds its grade from the report,
+// so every view opens.
 func (v *htmlView) addEvidence(r *verdict.Report, ev *Evidence) error {
 	for _, c := range r.Cases {
+		var cells []CellEvidence
 		for _, arm := range reportArmNames(r) {
 			for _, t := range c.Trials[arm] {
 				if t.Status == grade.StatusMissing {
@@ -152,14 +154,18 @@ func (v *htmlView) addEvidence(r *verdict.Report, ev *Evidence) error {
 					}
 					ce.Files = map[string]string{"transcript": rolloutHref(t, "stdout.txt")}
 				}
-				ce.Case, ce.Arm, ce.Trial = c.ID, arm, t.Trial
-				b, err := json.Marshal(ce.forPage())
-				if err != nil {
-					return err
-				}
-				v.Evidence = append(v.Evidence, htmlEvidence{ID: t.Cell, JSON: template.JS(b)})
+				ce.Cell, ce.Case, ce.Arm, ce.Trial = t.Cell, c.ID, arm, t.Trial
+				cells = append(cells, ce.forPage())
 			}
 		}
+		if len(cells) == 0 {
+			continue
+		}
+		b, err := json.Marshal(cells)
+		if err != nil {
+			return err
+		}
+		v.Evidence = append(v.Evidence, htmlEvidence{Case: c.ID, JSON: template.JS(b)})
 	}
 	return nil
 }
