@@ -47,10 +47,6 @@ const (
 	AuditReject = "reject"
 )
 
-// AuditSamplePercent is the share of the remaining valid cells sampled,
-// rounded up.
-const AuditSamplePercent = 10
-
 // AuditItem is one cell a person should audit, and why.
 type AuditItem struct {
 	// ID is "case:arm:trial", as `skillgate audit --id` takes it.
@@ -159,7 +155,7 @@ func AuditQueue(p *plan.Plan, results []CellResult, seed int64) []AuditItem {
 			rest = append(rest, r)
 		}
 	}
-	if k := (len(rest)*AuditSamplePercent + 99) / 100; k > 0 {
+	if k := (len(rest)*p.Suite.Audit.SamplePercent + 99) / 100; k > 0 {
 		drawn := slices.Clone(rest)
 		slices.SortStableFunc(drawn, func(a, b CellResult) int {
 			ka, kb := sampleKey(seed, a.Cell), sampleKey(seed, b.Cell)

@@ -23,6 +23,7 @@ import (
 func auditPlan(cases int, arms []string, trials int) (*plan.Plan, []CellResult) {
 	p := &plan.Plan{Format: plan.PlanFormat, Skills: map[string]plan.PlanSkill{}, Fixtures: map[string]plan.Tree{}}
 	p.Suite.Name, p.Suite.Trials, p.Suite.Seed = "audit", trials, 7
+	p.Suite.Audit.SamplePercent = 10 // the schema's default (TestBaseSuiteIsValid)
 	var rs []CellResult
 	for i := 1; i <= cases; i++ {
 		id := fmt.Sprintf("c%03d", i)

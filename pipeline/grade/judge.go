@@ -209,7 +209,7 @@ func AdjudicatorOf(pj *plan.PlanJudge) (suite.Judge, string) {
 		return pj.Judge, pj.Templates.Rubric
 	}
 	j := suite.Judge{Provider: a.Provider, Model: a.Model, Command: a.Command, Script: a.Script, Upstream: a.Upstream,
-		CredentialEnv: a.CredentialEnv, Prices: a.Prices, Mode: "rubric", Templates: pj.Templates}
+		CredentialEnv: a.CredentialEnv, Prices: a.Prices, Mode: "rubric", Templates: pj.Templates, Packet: pj.Packet}
 	if a.Template != "" {
 		j.Templates.Rubric = a.Template
 	}

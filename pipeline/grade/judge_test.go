@@ -426,17 +426,21 @@ func TestJudgeBlindKeepsTask(t *testing.T) {
 func TestJudgePacketCaps(t *testing.T) {
 	p, root := judgePlan(t)
 	c := cellOf(t, p, "fixit/armzeta/2")
+	_, _, diffCap, answerCap, _, err := PacketCaps(p)
+	if err != nil || answerCap != 32<<10 {
+		t.Fatalf("packet caps: answer %d, %v; want the schema's 32k", answerCap, err)
+	}
 	big := strings.Repeat("é line of text\n", 4000) // 2-byte runes: cuts must not split one
-	a := judgeAttempt(t, p, root, c, strings.Repeat("x", PacketAnswerBytes+10), map[string]string{"big.txt": big},
+	a := judgeAttempt(t, p, root, c, strings.Repeat("x", answerCap+10), map[string]string{"big.txt": big},
 		[]FileChange{{Path: "big.txt", Kind: "added"}}, true)
 	rp, err := BuildRubricPacket(p, p.Cases[0], a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rp.AnswerTruncated || len(rp.Answer) != PacketAnswerBytes {
+	if !rp.AnswerTruncated || len(rp.Answer) != answerCap {
 		t.Errorf("answer %d bytes, truncated %v", len(rp.Answer), rp.AnswerTruncated)
 	}
-	if d := rp.Diff[0]; !d.Truncated || len(d.Diff) > PacketDiffBytes || !strings.HasPrefix(d.Diff, "--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,4000 @@\n+é line") {
+	if d := rp.Diff[0]; !d.Truncated || len(d.Diff) > diffCap || !strings.HasPrefix(d.Diff, "--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,4000 @@\n+é line") {
 		t.Errorf("diff truncated %v, %d bytes, starts %q", d.Truncated, len(d.Diff), d.Diff[:80])
 	}
 	if !strings.Contains(rp.InitialFiles.Note, "16384 bytes") || len(rp.InitialFiles.Omitted) != 1 || rp.InitialFiles.Omitted[0] != "logo.bin (binary)" {

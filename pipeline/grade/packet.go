@@ -21,20 +21,39 @@ import (
 // and the stored changed files). What a packet holds and what it hides is
 // the package comment's "Blinding".
 
-// Packet caps. A packet notes where it cut.
-const (
-	// PacketFileBytes caps each initial file's content.
-	PacketFileBytes = 16 << 10
-	// PacketFilesBytes caps the initial files' content in all; files past
-	// it are listed as omitted.
-	PacketFilesBytes = 96 << 10
-	// PacketDiffBytes caps each changed file's diff.
-	PacketDiffBytes = 32 << 10
-	// PacketAnswerBytes caps the final answer.
-	PacketAnswerBytes = 32 << 10
-	// PacketDetailBytes caps a check's detail.
-	PacketDetailBytes = 2 << 10
-)
+// packetCaps are a judge's #PacketCaps in bytes. A packet notes where it cut.
+type packetCaps struct {
+	file, files, diff, answer, detail int
+}
+
+// PacketCaps reads the plan's judge's packet caps.
+func PacketCaps(p *plan.Plan) (file, files, diff, answer, detail int, err error) {
+	c, err := capsOf(p)
+	return c.file, c.files, c.diff, c.answer, c.detail, err
+}
+
+func capsOf(p *plan.Plan) (packetCaps, error) {
+	if p.Judge == nil {
+		return packetCaps{}, fmt.Errorf("read packet caps: the plan has no judge")
+	}
+	var c packetCaps
+	for _, f := range []struct {
+		name string
+		size string
+		to   *int
+	}{
+		{"fileBytes", p.Judge.Packet.FileBytes, &c.file}, {"filesBytes", p.Judge.Packet.FilesBytes, &c.files},
+		{"diffBytes", p.Judge.Packet.DiffBytes, &c.diff}, {"answerBytes", p.Judge.Packet.AnswerBytes, &c.answer},
+		{"detailBytes", p.Judge.Packet.DetailBytes, &c.detail},
+	} {
+		n, err := suite.ParseBytes(f.size)
+		if err != nil {
+			return packetCaps{}, fmt.Errorf("read judge.packet.%s: %w", f.name, err)
+		}
+		*f.to = int(n)
+	}
+	return c, nil
+}
 
 // Candidate positions in a pairwise packet.
 const (
@@ -78,7 +97,7 @@ type PacketFiles struct {
 type PacketChange struct {
 	Path   string `json:"path"`
 	Change string `json:"change"`
-	// Truncated says Diff is cut at PacketDiffBytes.
+	// Truncated says Diff is cut at the judge's packet.diffBytes.
 	Truncated bool   `json:"truncated,omitempty"`
 	Diff      string `json:"diff"`
 }
@@ -177,12 +196,16 @@ func RubricJudged(p *plan.Plan, pc plan.PlanCase) bool {
 
 // BuildRubricPacket builds the blinded packet of one cell.
 func BuildRubricPacket(p *plan.Plan, pc plan.PlanCase, a JudgeAttempt) (*RubricPacket, error) {
-	b := newBlinder(p)
-	files, err := initialFiles(p, pc, a.World, b)
+	caps, err := capsOf(p)
 	if err != nil {
 		return nil, err
 	}
-	att, err := attempt(a, b)
+	b := newBlinder(p)
+	files, err := initialFiles(p, pc, a.World, b, caps)
+	if err != nil {
+		return nil, err
+	}
+	att, err := attempt(a, b, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +217,7 @@ func BuildRubricPacket(p *plan.Plan, pc plan.PlanCase, a JudgeAttempt) (*RubricP
 		}
 		// The check's name is the suite's own text; its detail is output the
 		// agent's work produced.
-		d, _ := capText(ch.Detail, PacketDetailBytes)
+		d, _ := capText(ch.Detail, caps.detail)
 		pk.Evidence = append(pk.Evidence, PacketEvidence{Check: ch.Name, Detail: b.text(d)})
 	}
 	return pk, nil
@@ -203,16 +226,20 @@ func BuildRubricPacket(p *plan.Plan, pc plan.PlanCase, a JudgeAttempt) (*RubricP
 // BuildPairwisePacket builds the blinded packet of two attempts at one
 // case, already in presentation order: first is shown as A.
 func BuildPairwisePacket(p *plan.Plan, pc plan.PlanCase, first, second JudgeAttempt) (*PairwisePacket, error) {
+	caps, err := capsOf(p)
+	if err != nil {
+		return nil, err
+	}
 	b := newBlinder(p)
-	files, err := initialFiles(p, pc, first.World, b)
+	files, err := initialFiles(p, pc, first.World, b, caps)
 	if err != nil {
 		return nil, err
 	}
-	pa, err := attempt(first, b)
+	pa, err := attempt(first, b, caps)
 	if err != nil {
 		return nil, err
 	}
-	pb, err := attempt(second, b)
+	pb, err := attempt(second, b, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -259,14 +286,14 @@ func criteria(pc plan.PlanCase) []PacketCriterion {
 }
 
 // initialFiles reads the fixture's text files in path order, each capped at
-// PacketFileBytes and all at PacketFilesBytes. They are the same for every
+// caps.file and all at caps.files. They are the same for every
 // arm, so they are never blinded; b learns what they hold (every file
 // whole, those past the caps too), with the case's own text, so that the
 // task's words are not taken for signs of an arm.
-func initialFiles(p *plan.Plan, pc plan.PlanCase, w World, b *blinder) (PacketFiles, error) {
+func initialFiles(p *plan.Plan, pc plan.PlanCase, w World, b *blinder, caps packetCaps) (PacketFiles, error) {
 	out := PacketFiles{
 		Note: fmt.Sprintf("The workspace before the attempt. Each file's content is cut at %d bytes (truncated: true); after %d bytes of content in all, files are listed in omitted. Binary files and symlinks are omitted.",
-			PacketFileBytes, PacketFilesBytes),
+			caps.file, caps.files),
 		Files: []PacketFile{},
 	}
 	b.shareCase(pc)
@@ -300,11 +327,11 @@ func initialFiles(p *plan.Plan, pc plan.PlanCase, w World, b *blinder) (PacketFi
 			continue
 		}
 		b.share(string(data))
-		if total >= PacketFilesBytes {
+		if total >= caps.files {
 			out.Omitted = append(out.Omitted, f+" (over the packet's cap)")
 			continue
 		}
-		content, cut := capText(string(data), min(PacketFileBytes, PacketFilesBytes-total))
+		content, cut := capText(string(data), min(caps.file, caps.files-total))
 		total += len(content)
 		out.Files = append(out.Files, PacketFile{Path: f, Bytes: int64(len(data)), Truncated: cut, Content: content})
 	}
@@ -312,8 +339,8 @@ func initialFiles(p *plan.Plan, pc plan.PlanCase, w World, b *blinder) (PacketFi
 }
 
 // attempt is one attempt's answer and final diff, changed files in path order.
-func attempt(a JudgeAttempt, b *blinder) (PacketAttempt, error) {
-	ans, cut := capText(a.Answer, PacketAnswerBytes)
+func attempt(a JudgeAttempt, b *blinder, caps packetCaps) (PacketAttempt, error) {
+	ans, cut := capText(a.Answer, caps.answer)
 	out := PacketAttempt{Answer: b.text(ans), AnswerTruncated: cut, Diff: []PacketChange{}}
 	changes := append([]FileChange(nil), a.World.Changes...)
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
@@ -337,7 +364,7 @@ func attempt(a JudgeAttempt, b *blinder) (PacketAttempt, error) {
 			pc.Diff = "(binary file; content not shown)"
 		default:
 			d := UnifiedDiff(ch.Path, string(before), string(after), hadBefore, hasAfter)
-			d, pc.Truncated = capText(d, PacketDiffBytes)
+			d, pc.Truncated = capText(d, caps.diff)
 			pc.Diff = b.diff(d)
 		}
 		out.Diff = append(out.Diff, pc)

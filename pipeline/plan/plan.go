@@ -45,6 +45,8 @@ type PlanSuite struct {
 	Dir    string `json:"dir"`
 	Trials int    `json:"trials"`
 	Seed   int64  `json:"seed"`
+	// Audit is what `skillgate audit` samples.
+	Audit suite.Audit `json:"audit"`
 	// RedactEnv names host variables whose values are never stored.
 	RedactEnv []string `json:"redactEnv"`
 }
@@ -128,7 +130,7 @@ func Compile(s *suite.Suite) (*Plan, error) {
 	}
 	p := &Plan{
 		Format:   PlanFormat,
-		Suite:    PlanSuite{Name: s.Name, Description: s.Description, Dir: filepath.ToSlash(rel), Trials: s.Trials, Seed: s.Seed, RedactEnv: s.RedactEnv},
+		Suite:    PlanSuite{Name: s.Name, Description: s.Description, Dir: filepath.ToSlash(rel), Trials: s.Trials, Seed: s.Seed, Audit: s.Audit, RedactEnv: s.RedactEnv},
 		Policy:   s.Policy,
 		Skills:   map[string]PlanSkill{},
 		Fixtures: map[string]Tree{},

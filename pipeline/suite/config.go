@@ -168,6 +168,16 @@ type Judge struct {
 	Templates     JudgeTemplates `json:"templates"`
 	Prices        *Prices        `json:"prices,omitempty"`
 	Adjudication  Adjudication   `json:"adjudication"`
+	Packet        PacketCaps     `json:"packet"`
+}
+
+// PacketCaps bound a judge's packet, as #Bytes sizes (see #PacketCaps).
+type PacketCaps struct {
+	FileBytes   string `json:"fileBytes"`
+	FilesBytes  string `json:"filesBytes"`
+	DiffBytes   string `json:"diffBytes"`
+	AnswerBytes string `json:"answerBytes"`
+	DetailBytes string `json:"detailBytes"`
 }
 
 // Adjudication says whether and by whom disputed rubric cells are judged
@@ -244,6 +254,7 @@ type Suite struct {
 	Limits      Limits           `json:"limits"`
 	Policy      Policy           `json:"policy"`
 	Seed        int64            `json:"seed"`
+	Audit       Audit            `json:"audit"`
 	RedactEnv   []string         `json:"redactEnv"`
 
 	// Dir is the suite folder, absolute.
@@ -254,6 +265,12 @@ type Suite struct {
 	// CaseOrder and ArmOrder list IDs in authored order.
 	CaseOrder []string `json:"-"`
 	ArmOrder  []string `json:"-"`
+}
+
+// Audit is what the audit queue samples.
+type Audit struct {
+	// SamplePercent of the valid cells no other reason queues are drawn.
+	SamplePercent int `json:"samplePercent"`
 }
 
 // ParseBytes reads a #Bytes size such as "512m" (k, m, g are powers of 1024).

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,7 +108,7 @@ func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 		overlay[filepath.Join(modRoot, "cue.mod", "module.cue")] = load.FromString(moduleFile)
 	}
 	pkgDir := filepath.Join(modRoot, "cue.mod", "pkg", filepath.FromSlash(schema.ImportPath))
-	for p, b := range schema.Files() {
+	for p, b := range schemaFiles() {
 		overlay[filepath.Join(pkgDir, filepath.FromSlash(p))] = load.FromBytes(b)
 	}
 	cfg := &load.Config{Dir: dir, ModuleRoot: modRoot, Overlay: overlay}
@@ -217,6 +218,10 @@ func RepositoryRoot(dir string) string {
 	}
 }
 
+// schemaFiles are the schema a suite is loaded against; a test swaps it to check that Go
+// refuses what the schema declares and Go does not mirror.
+var schemaFiles = schema.Files
+
 // decodeSuite decodes a validated suite value into s. Cases, the bulk of a
 // large suite, are exported concurrently.
 //
@@ -261,7 +266,10 @@ func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
 			for i := w; i < len(vals); i += workers {
 				b, err := vals[i].MarshalJSON()
 				if err == nil {
-					err = json.Unmarshal(b, &cases[i])
+					err = decodeStrict(b, &cases[i])
+					if err != nil {
+						err = fmt.Errorf("decode case %s: %w", ids[i], err)
+					}
 				} else if lenient {
 					err = decodeFields(vals[i], &cases[i])
 				}
@@ -275,8 +283,8 @@ func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
 	}
 	for name, b := range raw {
 		one, _ := json.Marshal(map[string]json.RawMessage{name: b})
-		if err := json.Unmarshal(one, s); err != nil && !lenient {
-			return err
+		if err := decodeStrict(one, s); err != nil && !lenient {
+			return fmt.Errorf("decode suite field %s: %w", name, err)
 		}
 	}
 	s.Cases = make(map[string]Case, len(ids))
@@ -289,6 +297,19 @@ func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
 		s.CaseOrder = append(s.CaseOrder, id)
 	}
 	s.ArmOrder = fieldOrder(v.LookupPath(pathArms))
+	return nil
+}
+
+// decodeStrict decodes JSON exported from a validated suite into out and refuses a field
+// out lacks. The schema's definitions are closed, so a user's stray field fails CUE's
+// validation first; a field that gets here unknown is one the schema declares and the Go
+// mirror does not, and would otherwise be dropped without a word.
+func decodeStrict(b []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("the schema and skillgate's Go mirror of it disagree: %w", err)
+	}
 	return nil
 }
 

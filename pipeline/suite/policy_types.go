@@ -142,6 +142,8 @@ type NonRegression struct {
 	Baseline  string   `json:"baseline"`
 	Candidate string   `json:"candidate"`
 	Metrics   []string `json:"metrics"`
+	// Required are the metrics the paired gate always compares.
+	Required []string `json:"required"`
 }
 
 // Improvement requires a strict improvement on one metric.

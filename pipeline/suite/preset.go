@@ -34,7 +34,11 @@ func PresetPolicy(name string) (Policy, error) {
 		return Policy{}, fmt.Errorf("evaluate policy preset %s: %w", name, err)
 	}
 	var p Policy
-	if err := v.Decode(&p); err != nil {
+	b, err := v.MarshalJSON()
+	if err == nil {
+		err = decodeStrict(b, &p)
+	}
+	if err != nil {
 		return Policy{}, fmt.Errorf("decode policy preset %s: %w", name, err)
 	}
 	return p, nil

@@ -16,6 +16,9 @@ func TestBaseSuiteIsValid(t *testing.T) {
 		t.Fatalf("LoadSuite: %s", PrintError(err, root))
 	}
 	// Defaults come from the schema, not from Go.
+	if s.Audit.SamplePercent != 10 {
+		t.Errorf("audit.samplePercent = %d, want the schema's 10", s.Audit.SamplePercent)
+	}
 	if s.Trials != 3 || s.Limits.Timeout != "2m" || s.Limits.Memory != "2g" || s.Cases["a"].Kind != "task" || s.Cases["a"].Weight != 1 {
 		t.Errorf("defaults not applied: trials=%d limits=%+v case=%+v", s.Trials, s.Limits, s.Cases["a"])
 	}
@@ -27,6 +30,32 @@ func TestBaseSuiteIsValid(t *testing.T) {
 	}
 	if got := strings.Join(s.ArmOrder, ","); got != "none,forced" {
 		t.Errorf("arm order = %s", got)
+	}
+}
+
+// TestDecodeRefusesFieldsGoLacks adds a field to the schema's #Case that the Go mirror
+// does not have: a suite that sets it must fail to load, naming the field, rather than
+// lose it; one that does not set it still loads.
+func TestDecodeRefusesFieldsGoLacks(t *testing.T) {
+	orig := schemaFiles
+	t.Cleanup(func() { schemaFiles = orig })
+	schemaFiles = func() map[string][]byte {
+		files := orig()
+		const anchor = "#Case: {\n"
+		if !strings.Contains(string(files["case.cue"]), anchor) {
+			t.Fatalf("case.cue lacks %q", anchor)
+		}
+		files["case.cue"] = []byte(strings.Replace(string(files["case.cue"]), anchor, anchor+"\tcolour?: string\n", 1))
+		return files
+	}
+	root := suitetest.WriteSuite(t, suitetest.BaseSuite)
+	if _, err := LoadSuite(filepath.Join(root, "suite")); err != nil {
+		t.Fatalf("a suite that does not use the new field: %s", PrintError(err, root))
+	}
+	root = suitetest.WriteSuite(t, suitetest.Edit(t, "suite/cases.cue", `prompt:  "Add an entry."`, `prompt: "Add an entry.", colour: "red"`))
+	_, err := LoadSuite(filepath.Join(root, "suite"))
+	if err == nil || !strings.Contains(err.Error(), `unknown field "colour"`) || !strings.Contains(err.Error(), "case a") {
+		t.Fatalf("LoadSuite with a field Go lacks = %v, want an error naming the field and the case", err)
 	}
 }
 

@@ -40,6 +40,9 @@ type GateOptions struct {
 	MinRunKeys int
 	// Improve lists the metrics whose strict improvement counts.
 	Improve []string
+	// Required lists the metrics every pair is compared on, whether or not both
+	// runs have them.
+	Required []string
 	// Pairing switches the conditions two runs must share.
 	Pairing suite.Pairing
 }
@@ -51,10 +54,6 @@ type GateRun struct {
 	Plan   *plan.Plan
 	Report *Report
 }
-
-// gateRequired are the metrics SkillOpt's gate always requires not to
-// regress.
-var gateRequired = []string{MetricTaskSuccess, MetricValidUnseen}
 
 // gateSide is one run's compared arm.
 type gateSide struct {
@@ -198,7 +197,7 @@ func Gate(baseline, candidate GateRun, opts GateOptions) (Verdict, error) {
 	// improvable ones first.
 	both := len(ba.Installed) > 0 && len(ca.Installed) > 0
 	var checked []string
-	for _, m := range append(slices.Clone(gateRequired), opts.Improve...) {
+	for _, m := range append(slices.Clone(opts.Required), opts.Improve...) {
 		if !slices.Contains(checked, m) {
 			checked = append(checked, m)
 		}
@@ -312,8 +311,11 @@ func SkillOptGateOptions() (GateOptions, error) {
 	if err != nil {
 		return GateOptions{}, err
 	}
-	if p.SkillSize == nil || p.RunKeys == nil || p.Improvement == nil || p.Pairing == nil {
-		return GateOptions{}, fmt.Errorf("read skillopt preset: it lacks skillSize, runKeys, improvement or pairing")
+	if p.SkillSize == nil || p.RunKeys == nil || p.Improvement == nil || p.NonRegression == nil || p.Pairing == nil {
+		return GateOptions{}, fmt.Errorf("read skillopt preset: it lacks skillSize, runKeys, improvement, nonRegression or pairing")
 	}
-	return GateOptions{MaxRatio: p.SkillSize.MaxRatio, MinRunKeys: p.RunKeys.Min, Improve: p.Improvement.Metrics, Pairing: *p.Pairing}, nil
+	return GateOptions{
+		MaxRatio: p.SkillSize.MaxRatio, MinRunKeys: p.RunKeys.Min, Improve: p.Improvement.Metrics,
+		Required: p.NonRegression.Required, Pairing: *p.Pairing,
+	}, nil
 }
