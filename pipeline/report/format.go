@@ -217,7 +217,11 @@ func passCount(ts []verdict.TrialOutcome) string {
 			valid++
 		}
 	}
-	return fmt.Sprintf("%d/%d", pass, valid)
+	if valid == 0 {
+		// Not 0/0: nothing was measured here.
+		return "no valid trial"
+	}
+	return fmt.Sprintf("%d/%d passed", pass, valid)
 }
 
 var metricLabels = map[string]string{

@@ -147,7 +147,7 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		}
 		p("\n")
 	}
-	p("\n✓ passed · ✗ failed · – not run · ! invalid (neither pass nor fail); n/m counts passes over valid trials.\n\n")
+	p("\n✓ passed · ✗ failed · – not run · ! invalid (neither pass nor fail); n/m passed counts passes over valid trials.\n\n")
 
 	// Failed checks, so a red cell can be read without the HTML report.
 	var failed []string
@@ -223,6 +223,9 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 				result = "not met: a warning"
 			}
 			detail := mdText(ro.Detail)
+			if ro.NotMeasured != "" && ro.Detail == "not measured: "+ro.NotMeasured {
+				detail = ""
+			}
 			if len(ro.Reasons) > 0 {
 				var rs []string
 				for _, s := range ro.Reasons {
