@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	cuecmd "cuelang.org/go/cmd/cue/cmd"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -32,6 +35,7 @@ func TestScripts(t *testing.T) {
 		Dir:           "../../testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_GOLDEN") != "",
 		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"standin": standIn},
+		Condition:     condition,
 		Setup: func(e *testscript.Env) error {
 			work := e.Getenv("WORK")
 			// git commits in the diff scripts need an identity and must not
@@ -47,6 +51,23 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// condition answers a script's [docker]: whether a Docker engine answers. On CI
+// (CI set) it must: a script that needs the engine fails there rather than skip.
+func condition(cond string) (bool, error) {
+	if cond != "docker" {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := exec.CommandContext(ctx, "docker", "info", "--format", "{{.ServerVersion}}").Run(); err != nil {
+		if os.Getenv("CI") != "" {
+			return false, fmt.Errorf("CI needs a Docker engine: docker info: %w", err)
+		}
+		return false, nil
+	}
+	return true, nil
 }
 
 // standIn is the script command `standin STATUS TYPE MESSAGE FILE...`: it starts a
