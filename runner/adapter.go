@@ -1,73 +1,23 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"time"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
-// The gateway as the agent sees it: a forwarder inside the cell listens
-// here and relays to the gateway's socket, mounted read-only at /skillgate.
-const (
-	cellGatewayMount = "/skillgate"
-	cellModelURL     = "http://127.0.0.1:8080"
-	agentHome        = "/home/agent"
-)
+// cellGatewayMount is where the gateway's folder (its socket and the
+// forwarder) is mounted read-only in a cell.
+const cellGatewayMount = "/skillgate"
 
 // usesGateway reports whether the agent reaches a model.
 func usesGateway(p *plan.Plan) bool { return p.Agent.Provider != "none" }
-
-// adapterFiles are files an agent kind needs in its cell image, such as
-// Codex's config.toml; they enter the cell image's key.
-func adapterFiles(p *plan.Plan) map[string][]byte {
-	if p.Agent.Kind != "codex" {
-		return nil
-	}
-	var b bytes.Buffer
-	if p.Agent.Model != "" {
-		fmt.Fprintf(&b, "model = %q\n", p.Agent.Model)
-	}
-	// The container is the sandbox: Codex's own (bwrap) cannot start in it.
-	b.WriteString(`model_provider = "skillgate"
-sandbox_mode = "danger-full-access"
-approval_policy = "never"
-
-[model_providers.skillgate]
-name = "skillgate gateway"
-base_url = "` + cellModelURL + `/v1"
-env_key = "OPENAI_API_KEY"
-wire_api = "responses"
-
-[analytics]
-enabled = false
-`)
-	return map[string][]byte{path.Join(agentHome, ".codex", "config.toml"): b.Bytes()}
-}
-
-// adapterEnv is what an agent kind needs to reach its model through the
-// gateway with the cell's dummy key.
-func adapterEnv(p *plan.Plan, token string) []string {
-	switch p.Agent.Kind {
-	case "claude-code":
-		env := []string{"ANTHROPIC_BASE_URL=" + cellModelURL, "ANTHROPIC_API_KEY=" + token, "HOME=" + agentHome}
-		if p.Agent.Model != "" {
-			env = append(env, "ANTHROPIC_MODEL="+p.Agent.Model)
-		}
-		return env
-	case "codex":
-		return []string{"OPENAI_API_KEY=" + token, "CODEX_HOME=" + path.Join(agentHome, ".codex"), "HOME=" + agentHome}
-	default:
-		return []string{"SKILLGATE_MODEL_URL=" + cellModelURL, "SKILLGATE_MODEL_KEY=" + token}
-	}
-}
 
 // startGateway starts the run's gateway and puts the forwarder beside its
 // socket. The real credential is read from the host here and nowhere else.
@@ -151,51 +101,6 @@ func preflight(ctx context.Context, g *Gateway, p *plan.Plan, log io.Writer) err
 	}
 	if note != "" {
 		fmt.Fprintf(log, "check provider %s: %s\n", p.Agent.Provider, note)
-	}
-	return nil
-}
-
-// redactor removes secrets from everything stored.
-type redactor struct{ secrets [][]byte }
-
-func newRedactor(p *plan.Plan, extra ...string) *redactor {
-	r := &redactor{}
-	for _, name := range p.Suite.RedactEnv {
-		extra = append(extra, os.Getenv(name))
-	}
-	for _, s := range extra {
-		if len(s) >= 4 {
-			r.secrets = append(r.secrets, []byte(s))
-		}
-	}
-	return r
-}
-
-// Redacted marks where a secret was removed.
-const Redacted = "[REDACTED]"
-
-func (r *redactor) bytes(b []byte) []byte {
-	for _, s := range r.secrets {
-		if bytes.Contains(b, s) {
-			b = bytes.ReplaceAll(b, s, []byte(Redacted))
-		}
-	}
-	return b
-}
-
-func (r *redactor) string(s string) string { return string(r.bytes([]byte(s))) }
-
-// file redacts a stored file in place, if it holds a secret.
-func (r *redactor) file(p string) error {
-	if len(r.secrets) == 0 {
-		return nil
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return err
-	}
-	if red := r.bytes(b); !bytes.Equal(red, b) {
-		return os.WriteFile(p, red, 0o644)
 	}
 	return nil
 }

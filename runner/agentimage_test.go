@@ -46,24 +46,24 @@ func (l agentTestLog) Write(p []byte) (int, error) {
 func TestAgentImage(t *testing.T) {
 	e := agentImageEngine(t)
 	for _, tc := range []struct{ agent, version string }{
-		{AgentClaudeCode, "2.1.332 (Claude Code)"},
-		{AgentCodex, "codex-cli 0.171.0"},
+		{ClaudeCode, "2.1.332 (Claude Code)"},
+		{Codex, "codex-cli 0.171.0"},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
 			ctx := context.Background()
 			t0 := time.Now()
-			ref, err := e.BuildAgentImage(ctx, tc.agent, "", agentTestLog{t})
+			ref, err := BuildImage(ctx, e, tc.agent, "", agentTestLog{t})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("image %s ready in %s", ref, time.Since(t0).Round(100*time.Millisecond))
-			if want := AgentImageRepo(tc.agent) + ":" + AgentVersion(tc.agent) + "-"; !strings.HasPrefix(ref, want) || len(ref) != len(want)+12 {
+			if want := ImageRepo(tc.agent) + ":" + Version(tc.agent) + "-"; !strings.HasPrefix(ref, want) || len(ref) != len(want)+12 {
 				t.Errorf("ref = %s, want %sDIGEST12", ref, want)
 			}
-			if _, ok, err := e.ImageExists(ctx, AgentImageRepo(tc.agent)+":"+AgentVersion(tc.agent)); err != nil || !ok {
+			if _, ok, err := e.ImageExists(ctx, ImageRepo(tc.agent)+":"+Version(tc.agent)); err != nil || !ok {
 				t.Errorf("version tag missing: %v", err)
 			}
-			bin := map[string]string{AgentClaudeCode: "claude", AgentCodex: "codex"}[tc.agent]
+			bin := map[string]string{ClaudeCode: "claude", Codex: "codex"}[tc.agent]
 			run := func(env []string, cmd ...string) *ContainerOutcome {
 				t.Helper()
 				out, err := e.RunContainer(ctx, ContainerSpec{

@@ -19,27 +19,6 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
-// Labels skillgate puts on what it creates.
-const (
-	LabelImage = "dev.skillgate.image" // kind of image: sandbox, cell
-	LabelRun   = "dev.skillgate.run"   // one invocation of skillgate run
-	LabelOut   = "dev.skillgate.out"   // digest of the run folder's path
-	LabelCell  = "dev.skillgate.cell"  // the cell's ID
-	LabelPlan  = "dev.skillgate.plan"  // the plan's digest
-	LabelSuite = "dev.skillgate.suite" // the suite's name
-	LabelKind  = "dev.skillgate.kind"  // what a container is for: a check container is "check"
-	// LabelCellKey is a cell image's key: the digest of the agent image ID
-	// and of every tree it holds, each verified while the image was built.
-	// An image found by its tag is reused only when it carries its key.
-	LabelCellKey = "dev.skillgate.cell-key"
-)
-
-// Workspace is where a cell's fixture lives and the agent starts.
-const Workspace = "/workspace"
-
-// CellImageRepo is the repository of cell images.
-const CellImageRepo = "skillgate/cell"
-
 // owner parses an agent's "uid[:gid]".
 func owner(user string) (uid, gid int, err error) {
 	u, g, hasGid := strings.Cut(user, ":")
@@ -104,10 +83,10 @@ func (im *images) agentImage(ctx context.Context) (ref, id, version string, err 
 		}
 		// skillgate's own agent images are built from their npm packages
 		// when missing, so a suite naming one runs on a fresh machine.
-		for _, agent := range []string{AgentClaudeCode, AgentCodex} {
-			if version, ok := strings.CutPrefix(ref, AgentImageRepo(agent)+":"); ok {
+		for _, kind := range ImageKinds() {
+			if version, ok := strings.CutPrefix(ref, ImageRepo(kind)+":"); ok {
 				if _, exists, err := im.engine.ImageExists(ctx, ref); err == nil && !exists {
-					if _, b.err = im.engine.BuildAgentImage(ctx, agent, version, im.log); b.err != nil {
+					if _, b.err = BuildImage(ctx, im.engine, kind, version, im.log); b.err != nil {
 						return
 					}
 				}
@@ -148,7 +127,7 @@ func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.Plan
 		Fixture   digest.Digest     `json:"fixture"`
 		Skills    []skill           `json:"skills"`
 		Files     map[string][]byte `json:"files,omitempty"`
-	}{agentID, a.User, a.SkillsDir, pc.FixtureDigest, []skill{}, adapterFiles(im.plan)}
+	}{agentID, a.User, a.SkillsDir, pc.FixtureDigest, []skill{}, agentFiles(im.plan)}
 	for _, k := range arm.Skills {
 		key.Skills = append(key.Skills, skill{im.plan.Skills[k].Name, im.plan.Skills[k].Digest})
 	}
@@ -200,7 +179,7 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 		t := im.plan.Fixtures[fx]
 		dir, err := im.snapshot("fixture "+fx, t)
 		if err == nil {
-			err = bc.AddTree(Workspace, dir, t, uid, gid)
+			err = bc.AddTree(Workspace, dir, treeFiles(t), uid, gid)
 		}
 		if err != nil {
 			return "", fmt.Errorf("build cell image for %s: %w", pc.ID, err)
@@ -216,18 +195,18 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 			sk := im.plan.Skills[k]
 			snap, err := im.snapshot("skill "+k, sk.Tree)
 			if err == nil {
-				err = bc.AddTree(path.Join(dir, sk.Name), snap, sk.Tree, uid, gid)
+				err = bc.AddTree(path.Join(dir, sk.Name), snap, treeFiles(sk.Tree), uid, gid)
 			}
 			if err != nil {
 				return "", fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
 			}
 		}
 	}
-	for p, data := range adapterFiles(im.plan) {
+	for p, data := range agentFiles(im.plan) {
 		dir := "/"
 		for _, part := range strings.Split(strings.Trim(path.Dir(p), "/"), "/") {
 			dir = path.Join(dir, part)
-			if strings.HasPrefix(dir, agentHome) {
+			if strings.HasPrefix(dir, Home) {
 				bc.AddDir(dir, 0o755, uid, gid)
 			}
 		}
@@ -330,10 +309,11 @@ func cellEnv(p *plan.Plan, arm plan.PlanArm, in cellInput) []string {
 const PromptArg = "{{prompt}}"
 
 // cellCommand substitutes the prompt into the agent's command. A prompt too large for the
-// command line goes to the agent's standard input instead, as the CLI reads it there:
-// Claude Code takes stdin when no prompt argument is given, Codex when the argument is "-".
+// command line goes to the agent's standard input instead, when its kind's CLI reads it
+// there (Claude Code when no prompt argument is given, Codex when the argument is "-").
 // It returns the standard input to give, or nil.
 func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, error) {
+	kind := Of(p.Agent.Kind)
 	out := make([]string, 0, len(p.Agent.Command))
 	var stdin []byte
 	for _, a := range p.Agent.Command {
@@ -341,14 +321,27 @@ func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, error) {
 			out = append(out, strings.ReplaceAll(a, PromptArg, in.prompt))
 			continue
 		}
-		switch {
-		case a == PromptArg && p.Agent.Kind == "claude-code":
-			stdin = []byte(in.prompt)
-		case a == PromptArg && p.Agent.Kind == "codex":
-			out, stdin = append(out, "-"), []byte(in.prompt)
-		default:
+		if a != PromptArg || !kind.Stdin {
 			return nil, nil, fmt.Errorf("build the agent's command: its prompt (%d bytes) is over limits.promptArg (%s) for the command line; read it from $SKILLGATE_PROMPT_FILE instead of {{prompt}}", len(in.prompt), p.Limits.PromptArg)
 		}
+		out, stdin = append(out, kind.StdinArgs...), []byte(in.prompt)
 	}
 	return out, stdin, nil
+}
+
+// agentFiles are the files the plan's agent kind needs in its cell images.
+func agentFiles(p *plan.Plan) map[string][]byte {
+	if files := Of(p.Agent.Kind).Files; files != nil {
+		return files(p.Agent.Model)
+	}
+	return nil
+}
+
+// treeFiles are a tree's files as a build context verifies them.
+func treeFiles(t plan.Tree) map[string]TreeFile {
+	files := make(map[string]TreeFile, len(t.Files))
+	for p, e := range t.Files {
+		files[p] = TreeFile(e)
+	}
+	return files
 }

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"archive/tar"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,20 +11,22 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/docker/docker/api/types/container"
 
 	"golang.org/x/sys/unix"
 )
 
-// Types of WorkspaceEntry, as the stored changes name them.
+// Types of WorkspaceEntry. They are the words the stored changes use for
+// the same types, so an entry's Type is stored as it is.
 const (
-	entryFile    = grade.TypeFile
-	entryDir     = grade.TypeDir
-	entrySymlink = grade.TypeSymlink
-	entryOther   = grade.TypeOther
+	TypeFile    = "file"
+	TypeDir     = "dir"
+	TypeSymlink = "symlink"
+	TypeOther   = "other"
 )
 
 // WorkspaceEntry is one path below a finished container's CollectPrefix as the container
@@ -32,7 +36,7 @@ type WorkspaceEntry struct {
 	// Path is relative to the prefix, slash-separated; its elements may hold any byte but
 	// NUL and '/'.
 	Path string
-	// Type is pipeline.TypeFile, TypeDir, TypeSymlink or TypeOther; "" for a deletion.
+	// Type is TypeFile, TypeDir, TypeSymlink or TypeOther; "" for a deletion.
 	Type string
 	// Deleted: the image's entry at Path, and everything below it, is gone.
 	Deleted bool
@@ -204,14 +208,14 @@ func walkUpper(upper, prefix string, lim CollectLimits, deadline time.Time) ([]W
 		case m&fs.ModeCharDevice != 0 && isWhiteout(fi):
 			e.Deleted, e.Size, e.Mode = true, 0, 0
 		case m.IsDir():
-			e.Type = entryDir
+			e.Type = TypeDir
 			v, ok := hasXattr(hp, xattrOpaque)
 			e.Opaque = ok && v == "y"
 		case m.IsRegular():
 			if _, ok := hasXattr(hp, xattrMetacopy); ok {
 				return errUpperUnsupported
 			}
-			e.Type = entryFile
+			e.Type = TypeFile
 			file := hp
 			e.open = func() (io.ReadCloser, error) { return openNoFollow(file) }
 		case m&fs.ModeSymlink != 0:
@@ -219,9 +223,9 @@ func walkUpper(upper, prefix string, lim CollectLimits, deadline time.Time) ([]W
 			if err != nil {
 				return err
 			}
-			e.Type, e.Target = entrySymlink, t
+			e.Type, e.Target = TypeSymlink, t
 		default:
-			e.Type = entryOther
+			e.Type = TypeOther
 		}
 		out = append(out, e)
 		return nil
@@ -271,4 +275,142 @@ func cutSlash(s string) (string, string, bool) {
 		}
 	}
 	return s, "", false
+}
+
+// collect visits what the container changed below spec.CollectPrefix. On a local overlay2
+// engine it reads the container's own upper layer, which holds only the changes, so the
+// cost follows them and not the image; elsewhere it asks the engine for its change list and
+// an archive of the folder (the whole final folder, listed, with the content of what
+// changed).
+func (e *Engine) collect(ctx context.Context, id, driver, upper string, spec ContainerSpec) (Collection, error) {
+	prefix := path.Clean("/" + spec.CollectPrefix)
+	lim := spec.CollectLimits
+	var deadline time.Time
+	if lim.Timeout > 0 {
+		deadline = time.Now().Add(lim.Timeout)
+	}
+	if driver == "overlay2" && !spec.CollectAPI && upperReadable(upper) {
+		entries, cut, err := walkUpper(upper, prefix, lim, deadline)
+		if err == nil {
+			col := Collection{Method: "upper", Cut: cut}
+			for _, en := range entries {
+				if en.open != nil {
+					en.open = deadlineOpen(en.open, deadline, lim.Timeout)
+				}
+				if err := spec.Collect(en); err != nil {
+					if errors.Is(err, errCollectCut) {
+						col.Cut = cutReason(err)
+						break
+					}
+					return col, err
+				}
+				col.Entries++
+			}
+			return col, nil
+		}
+		if !errors.Is(err, errUpperUnsupported) {
+			return Collection{}, fmt.Errorf("collect container %s: %w", shortID(id), err)
+		}
+	}
+	return e.collectAPI(ctx, id, prefix, spec.Collect, lim, deadline)
+}
+
+// collectAPI collects through the engine's API: the change list says what changed, and
+// one archive of the folder lists everything in it and carries the changed content.
+func (e *Engine) collectAPI(ctx context.Context, id, prefix string, visit func(WorkspaceEntry) error, lim CollectLimits, deadline time.Time) (Collection, error) {
+	col := Collection{Method: "api"}
+	diff, err := e.c.ContainerDiff(ctx, id)
+	if err != nil {
+		return col, fmt.Errorf("diff container %s: %w", shortID(id), err)
+	}
+	changed := map[string]bool{}
+	var deleted []WorkspaceEntry
+	for _, c := range diff {
+		rel, ok := under(prefix, path.Clean(c.Path))
+		if !ok {
+			continue
+		}
+		if c.Kind == container.ChangeDelete {
+			deleted = append(deleted, WorkspaceEntry{Path: rel, Deleted: true})
+		} else {
+			changed[rel] = true
+		}
+	}
+	if len(changed) == 0 && len(deleted) == 0 {
+		return col, nil
+	}
+	sortEntries(deleted)
+	for _, d := range deleted {
+		if err := visit(d); err != nil {
+			return col, err
+		}
+		col.Entries++
+	}
+	rc, _, err := e.c.CopyFromContainer(ctx, id, prefix)
+	if err != nil {
+		return col, fmt.Errorf("copy %s from container %s: %w", prefix, shortID(id), err)
+	}
+	defer rc.Close()
+	base := path.Base(prefix)
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return col, nil
+		}
+		if err != nil {
+			return col, fmt.Errorf("copy %s from container %s: %w", prefix, shortID(id), err)
+		}
+		rel, ok := strings.CutPrefix(path.Clean(hdr.Name), base+"/")
+		if !ok {
+			continue // the folder itself
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			col.Cut = fmt.Sprintf("the collection took longer than limits.collect.timeout (%s)", lim.Timeout)
+			return col, nil
+		}
+		en := WorkspaceEntry{Path: rel, Mode: hdr.FileInfo().Mode().Perm(), Size: hdr.Size, Listed: !changed[rel]}
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			en.Type = TypeDir
+		case tar.TypeReg:
+			en.Type = TypeFile
+			if !en.Listed {
+				size := hdr.Size
+				en.open = deadlineOpen(func() (io.ReadCloser, error) { return io.NopCloser(io.LimitReader(tr, size)), nil }, deadline, lim.Timeout)
+			}
+		case tar.TypeSymlink:
+			en.Type, en.Target = TypeSymlink, hdr.Linkname
+		case tar.TypeLink:
+			// A hard link: the archive does not repeat the content of its earlier name.
+			en.Type, en.Size = TypeFile, 0
+			target := strings.TrimPrefix(path.Clean(hdr.Linkname), base+"/")
+			en.open = func() (io.ReadCloser, error) { return nil, fmt.Errorf("%s is a hard link to %s", rel, target) }
+		default:
+			en.Type = TypeOther
+		}
+		if !en.Listed {
+			if lim.Entries > 0 && col.Entries >= lim.Entries {
+				col.Cut = fmt.Sprintf("more than %d changed paths (limits.collect.entries): the rest was not collected", lim.Entries)
+				return col, nil
+			}
+			col.Entries++
+		}
+		if err := visit(en); err != nil {
+			if errors.Is(err, errCollectCut) {
+				col.Cut = cutReason(err)
+				return col, nil
+			}
+			return col, err
+		}
+	}
+}
+
+// under returns full relative to prefix when it lies strictly below it.
+func under(prefix, full string) (string, bool) {
+	if prefix == "/" {
+		return strings.TrimPrefix(full, "/"), full != "/"
+	}
+	rel, ok := strings.CutPrefix(full, prefix+"/")
+	return rel, ok && rel != ""
 }

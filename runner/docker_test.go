@@ -111,9 +111,7 @@ func collectRun(t *testing.T, e *Engine, spec ContainerSpec, api bool) ([]Change
 	t.Helper()
 	blobs := t.TempDir()
 	col := newWorkspaceCollector(testFixture(), blobs, &redactor{}, workspaceLimits{})
-	spec.CollectPrefix, spec.Collect = "/workspace", col.visit
-	e.apiCollect = api
-	defer func() { e.apiCollect = false }()
+	spec.CollectPrefix, spec.Collect, spec.CollectAPI = "/workspace", col.visit, api
 	out := runOK(t, e, spec)
 	if out.ExitCode != 0 {
 		t.Fatalf("exit %d; stderr %q", out.ExitCode, out.Stderr)

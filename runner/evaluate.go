@@ -19,9 +19,6 @@ import (
 	"github.com/skillgate/skillgate/pipeline"
 )
 
-// FilePlan is the plan a run folder's reports describe.
-const FilePlan = "plan.json"
-
 // Evaluate runs the plan's selected cells, grades them, judges them, and
 // writes the verdict and reports for the whole plan into the run folder.
 // The plan is written first, before anything runs, so whatever stops the

@@ -44,7 +44,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	// The report names who answered: the scripted model, the Claude Code
 	// version of the image's label and of the transcripts, one for all.
-	version := strings.TrimPrefix(p.Agent.Image, AgentImageRepo(AgentClaudeCode)+":")
+	version := strings.TrimPrefix(p.Agent.Image, ImageRepo(ClaudeCode)+":")
 	if o := r.Observed; o.Rollouts != len(p.Cells) || len(o.Models) != 1 || len(o.AgentImages) != 1 ||
 		strings.Join(o.AgentVersions, ",") != version || strings.Join(o.CLIVersions, ",") != version || len(o.Harness) != 1 {
 		t.Errorf("observed identity %+v, want one model and Claude Code %s", o, version)

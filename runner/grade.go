@@ -3,12 +3,8 @@ package runner
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -21,76 +17,6 @@ import (
 
 	"github.com/opencontainers/go-digest"
 )
-
-const storeGrades = "store/grades"
-
-// GradePath is where the grade stored under key lives.
-func (s *Store) GradePath(key digest.Digest) string {
-	return filepath.Join(s.Dir, storeGrades, key.Encoded()+".json")
-}
-
-// Grade reads the cell result stored under a grade key.
-func (s *Store) Grade(key digest.Digest) (*grade.CellResult, bool, error) {
-	b, err := os.ReadFile(s.GradePath(key))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read grade %s: %w", key, err)
-	}
-	var r grade.CellResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, false, fmt.Errorf("read grade %s: %w", key, err)
-	}
-	return &r, true, nil
-}
-
-// putGrade stores a cell result under its grade key, atomically.
-func (s *Store) putGrade(r grade.CellResult) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err == nil {
-		err = s.putFile(s.GradePath(r.Grade), append(b, '\n'))
-	}
-	if err != nil {
-		return fmt.Errorf("store grade %s: %w", r.Cell, err)
-	}
-	return nil
-}
-
-// Results returns one CellResult per plan cell from the store alone: a
-// stored grade, else an invalid rollout, else missing. It needs no Docker
-// and no model.
-func Results(p *plan.Plan, store *Store) ([]grade.CellResult, error) {
-	out := make([]grade.CellResult, len(p.Cells))
-	for i, c := range p.Cells {
-		r, err := storedResult(store, c)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = r
-	}
-	return out, nil
-}
-
-func storedResult(store *Store, c plan.Cell) (grade.CellResult, error) {
-	base := grade.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade, Status: grade.StatusMissing, Checks: []grade.CheckResult{}}
-	if g, ok, err := store.Grade(c.Grade); err != nil || ok {
-		if ok {
-			// A grade is shared by cells with equal keys: name this one.
-			g.Cell, g.Case, g.Arm, g.Trial = c.ID, c.Case, c.Arm, c.Trial
-			return *g, nil
-		}
-		return base, err
-	}
-	ro, ok, err := store.Rollout(c.Rollout)
-	if err != nil || !ok {
-		return base, err
-	}
-	if ro.Status == StatusInvalid {
-		base.Status, base.Error = ro.Status, ro.Error
-	}
-	return base, nil
-}
 
 // Grade grades every selected cell whose rollout is stored and whose grade is not (or is
 // invalid): typed checks in Go on the stored workspace, run: checks in a network-less
@@ -136,7 +62,7 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 	if len(todo) == 0 {
 		return 0, nil
 	}
-	if err := pinFixtures(p, opts.SuiteDir, store, todo); err != nil {
+	if err := store.PinFixtures(p, opts.SuiteDir, todo); err != nil {
 		return 0, err
 	}
 	g := &grader{plan: p, store: store, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
@@ -247,38 +173,6 @@ func (g *grader) grade(ctx context.Context, c plan.Cell) error {
 		return err
 	}
 	return g.store.putGrade(r)
-}
-
-// storedAnswer is a rollout's final answer as the agent gave it, byte for byte.
-func storedAnswer(store *Store, ro *Rollout) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(store.RolloutDir(ro.Key), FileAnswer))
-	if errors.Is(err, fs.ErrNotExist) {
-		return []byte(ro.Answer), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read answer of %s: %w", ro.Cell, err)
-	}
-	return b, nil
-}
-
-// rolloutWorld is a stored rollout's final workspace: the plan's fixture and skill trees,
-// read from their verified snapshots in the store, and the stored changes.
-func rolloutWorld(p *plan.Plan, store *Store, suiteDir string, pc plan.PlanCase, arm plan.PlanArm, ro *Rollout) grade.World {
-	w := grade.World{Changed: filepath.Join(store.RolloutDir(ro.Key), DirFiles), Changes: ro.Changes}
-	if pc.Fixture != "" {
-		t := p.Fixtures[path.Clean(pc.Fixture)]
-		w.Fixture, w.FixtureTree = store.TreeDir(pc.FixtureDigest), &t // the verified snapshot, not the live folder
-	}
-	for _, k := range arm.Skills {
-		sk := p.Skills[k]
-		t := sk.Tree
-		dir := store.TreeDir(sk.Digest)
-		if _, err := os.Stat(dir); err != nil {
-			dir = filepath.Join(suiteDir, filepath.FromSlash(sk.Path)) // a rollout stored without its run
-		}
-		w.Skills = append(w.Skills, grade.WorldSkill{At: path.Join(p.Agent.SkillsDir, sk.Name), Dir: dir, Tree: &t})
-	}
-	return w
 }
 
 // checkDir holds, in a check container, what the checks are given besides the workspace.
@@ -466,7 +360,7 @@ func checkWorld(p *plan.Plan, w grade.World, answer []byte) (checkWorldTars, err
 	given.AddDir(strings.TrimPrefix(checkDir, "/"), 0o555, 0, 0)
 	given.AddFile(strings.TrimPrefix(checkAnswer, "/"), 0o444, 0, 0, answer)
 	given.AddFile(strings.TrimPrefix(checkDelete, "/"), 0o444, 0, 0, del.Bytes())
-	if out.given, err = given.layer(); err != nil {
+	if out.given, err = given.Layer(); err != nil {
 		return out, fmt.Errorf("lay out the final workspace: %w", err)
 	}
 	changed := NewBuildContext("")
@@ -495,12 +389,12 @@ func checkWorld(p *plan.Plan, w grade.World, answer []byte) (checkWorldTars, err
 			if ch.Digest == "" {
 				blob = filepath.Join(w.Changed, filepath.FromSlash(ch.Path))
 			}
-			changed.addHostFileMode(rel, blob, mode, uid, gid)
+			changed.AddHostFileMode(rel, blob, mode, uid, gid)
 		}
 		n++
 	}
 	if n > 0 {
-		if out.changed, err = changed.layer(); err != nil {
+		if out.changed, err = changed.Layer(); err != nil {
 			return out, fmt.Errorf("lay out the final workspace: %w", err)
 		}
 	}

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline/plan"
-
 	"github.com/opencontainers/go-digest"
 )
 
@@ -147,26 +145,34 @@ func (b *BuildContext) AddHostTree(prefix string, hostDir string, uid, gid int) 
 	return b.err
 }
 
-// AddTree adds the folder dir, which holds the tree t (a snapshot of a
-// skill or fixture the plan digested), at prefix: every file of t with its
+// TreeFile is one file of a tree a plan digested, as AddTree verifies it:
+// Mode is "" for a regular file, "exec" for an executable one and
+// "symlink" for a link, whose Digest is that of its target text.
+type TreeFile struct {
+	Digest digest.Digest
+	Mode   string
+	Size   int64
+}
+
+// AddTree adds the folder dir, which holds the files of a tree (a snapshot
+// of a skill or fixture the plan digested), at prefix: every file with its
 // mode, prefix itself and every folder leading to a file, all owned by
-// uid:gid. The bytes
-// of each file are hashed while the context is written and must have the
-// digest t gives them, else writing fails naming the file: an image holds
-// exactly the plan's bytes or is not built.
-func (b *BuildContext) AddTree(prefix, dir string, t plan.Tree, uid, gid int) error {
+// uid:gid. The bytes of each file are hashed while the context is written
+// and must have the digest the tree gives them, else writing fails naming
+// the file: an image holds exactly the plan's bytes or is not built.
+func (b *BuildContext) AddTree(prefix, dir string, files map[string]TreeFile, uid, gid int) error {
 	root, err := imagePath(prefix)
 	if err != nil {
 		return fmt.Errorf("add tree %s: %w", dir, err)
 	}
 	b.AddDir(root, 0o755, uid, gid)
-	paths := make([]string, 0, len(t.Files))
-	for p := range t.Files {
+	paths := make([]string, 0, len(files))
+	for p := range files {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
 	for _, rel := range paths {
-		e := t.Files[rel]
+		e := files[rel]
 		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
 			if _, ok := b.entries[path.Join(root, d)]; ok {
 				break
@@ -224,6 +230,9 @@ func (b *BuildContext) add(p string, typ byte, mode int64, uid, gid int, e *laye
 	}
 	b.entries[strings.TrimSuffix(name, "/")] = e
 }
+
+// Err is the first error an Add met, which writing the context reports too.
+func (b *BuildContext) Err() error { return b.err }
 
 func (b *BuildContext) fail(err error) {
 	if b.err == nil {
@@ -419,8 +428,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// addHostFileMode adds a regular file streamed from hostPath with the given mode.
-func (b *BuildContext) addHostFileMode(p, hostPath string, mode int64, uid, gid int) {
+// AddHostFileMode adds a regular file streamed from hostPath with the given mode.
+func (b *BuildContext) AddHostFileMode(p, hostPath string, mode int64, uid, gid int) {
 	fi, err := os.Stat(hostPath)
 	if err != nil {
 		b.fail(fmt.Errorf("add host file %s: %w", hostPath, err))
@@ -429,8 +438,9 @@ func (b *BuildContext) addHostFileMode(p, hostPath string, mode int64, uid, gid 
 	b.add(p, tar.TypeReg, mode, uid, gid, &layerEntry{hostPath: hostPath}, fi.Size(), "")
 }
 
-// layer is the context's entries as one tar, without a Dockerfile: what CopyIn unpacks.
-func (b *BuildContext) layer() ([]byte, error) {
+// Layer is the context's entries as one tar, without a Dockerfile: what a Session's
+// CopyIn unpacks.
+func (b *BuildContext) Layer() ([]byte, error) {
 	if b.err != nil {
 		return nil, b.err
 	}

@@ -284,7 +284,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.tag(context.Background(), sandbox, ref); err != nil {
+	if err := e.Tag(context.Background(), sandbox, ref); err != nil {
 		t.Fatal(err)
 	}
 	_, again, err := newImages().cellImage(context.Background(), pc, arm)

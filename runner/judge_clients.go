@@ -35,13 +35,6 @@ type packetJudge interface {
 	AskPacket(ctx context.Context, prompt string, packet json.RawMessage) (string, JudgeUsage, error)
 }
 
-// JudgeUsage is what one judge call used, as far as the judge reports it.
-type JudgeUsage struct {
-	Model   string        `json:"model,omitempty"`
-	Tokens  *grade.Tokens `json:"tokens,omitempty"`
-	Seconds float64       `json:"seconds"`
-}
-
 // NewJudge makes the plan's judge. A scripted judge starts its own
 // gateway; close stops it. Missing credentials are an error here, before
 // anything runs. A command judge runs in suiteDir, and a relative program
@@ -346,7 +339,7 @@ func (j *commandJudge) AskPacket(ctx context.Context, prompt string, packet json
 	cmd := exec.CommandContext(ctx, j.argv[0], j.argv[1:]...)
 	cmd.Dir = j.dir
 	cmd.Stdin = bytes.NewReader(in)
-	stdout, stderr := &cappedBuffer{limit: judgeMaxBody}, &cappedBuffer{limit: 4 << 10}
+	stdout, stderr := &capped{limit: judgeMaxBody}, &capped{limit: 4 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
@@ -374,4 +367,20 @@ func (j *commandJudge) program() string {
 		return j.name
 	}
 	return j.argv[0]
+}
+
+// capped keeps the first limit bytes of a judge command's output and counts
+// the rest, so a runaway command cannot fill the memory.
+type capped struct {
+	limit int64
+	buf   []byte
+	total int64
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.total += int64(len(p))
+	if room := c.limit - int64(len(c.buf)); room > 0 {
+		c.buf = append(c.buf, p[:min(room, int64(len(p)))]...)
+	}
+	return len(p), nil
 }

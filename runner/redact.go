@@ -3,6 +3,9 @@ package runner
 import (
 	"bytes"
 	"io"
+	"os"
+
+	"github.com/skillgate/skillgate/pipeline/plan"
 )
 
 // writer redacts a stream on its way to w, in constant memory: it holds back only the
@@ -76,4 +79,49 @@ func (rw *redactWriter) Close() error {
 		return nil
 	}
 	return rw.flush(true)
+}
+
+// redactor removes secrets from everything stored.
+type redactor struct{ secrets [][]byte }
+
+func newRedactor(p *plan.Plan, extra ...string) *redactor {
+	r := &redactor{}
+	for _, name := range p.Suite.RedactEnv {
+		extra = append(extra, os.Getenv(name))
+	}
+	for _, s := range extra {
+		if len(s) >= 4 {
+			r.secrets = append(r.secrets, []byte(s))
+		}
+	}
+	return r
+}
+
+// Redacted marks where a secret was removed.
+const Redacted = "[REDACTED]"
+
+func (r *redactor) bytes(b []byte) []byte {
+	for _, s := range r.secrets {
+		if bytes.Contains(b, s) {
+			b = bytes.ReplaceAll(b, s, []byte(Redacted))
+		}
+	}
+	return b
+}
+
+func (r *redactor) string(s string) string { return string(r.bytes([]byte(s))) }
+
+// file redacts a stored file in place, if it holds a secret.
+func (r *redactor) file(p string) error {
+	if len(r.secrets) == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	if red := r.bytes(b); !bytes.Equal(red, b) {
+		return os.WriteFile(p, red, 0o644)
+	}
+	return nil
 }

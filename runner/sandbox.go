@@ -52,7 +52,7 @@ func (e *Engine) EnsureSandbox(ctx context.Context) (ref string, err error) {
 	if _, err := e.BuildImage(ctx, ref, map[string]string{LabelImage: "sandbox"}, bc); err != nil {
 		return "", err
 	}
-	if err := e.tag(ctx, ref, SandboxImage+":latest"); err != nil {
+	if err := e.Tag(ctx, ref, SandboxImage+":latest"); err != nil {
 		return "", err
 	}
 	return ref, nil

@@ -56,32 +56,6 @@ type SpendEntry struct {
 	Estimated bool `json:"estimated,omitempty"`
 }
 
-// priceTokens prices t; nil without per-token prices or without tokens. A missing cache
-// price falls back to the input price.
-func priceTokens(p *suite.Prices, t *grade.Tokens) *float64 {
-	if t == nil || !tokenPriced(p) {
-		return nil
-	}
-	val := func(f *float64, fallback *float64) float64 {
-		if f != nil {
-			return *f
-		}
-		if fallback != nil {
-			return *fallback
-		}
-		return 0
-	}
-	usd := (float64(t.Input)*val(p.InputPerMTok, nil) +
-		float64(t.Output)*val(p.OutputPerMTok, nil) +
-		float64(t.CacheRead)*val(p.CacheReadPerMTok, p.InputPerMTok) +
-		float64(t.CacheWrite)*val(p.CacheWritePerMTok, p.InputPerMTok)) / 1e6
-	return &usd
-}
-
-func tokenPriced(p *suite.Prices) bool {
-	return p != nil && (p.InputPerMTok != nil || p.OutputPerMTok != nil || p.CacheReadPerMTok != nil || p.CacheWritePerMTok != nil)
-}
-
 // capPriced: prices the spend cap can count with.
 func capPriced(p *suite.Prices) bool {
 	return p != nil && (p.PerCall != nil || p.InputPerMTok != nil && p.OutputPerMTok != nil)
@@ -322,25 +296,4 @@ func (b *spendBudget) totals() (folder, run float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.spent, b.runSpent
-}
-
-// runAdmitted runs a cell once the budget admits it (started is called then) and
-// records its cost in the ledger, whatever became of it. A cell the cap leaves no
-// room for is not started: the error wraps ErrSpendCap.
-func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, started func(string)) (*Rollout, error) {
-	res, err := r.budget.admit(ctx, kind)
-	if err != nil {
-		return nil, err
-	}
-	started(c.ID)
-	ro, err := r.run(ctx, c)
-	var u CellUsage
-	if r.gateway != nil {
-		u = r.gateway.Usage(c.ID)
-	}
-	usd, estimated, priced := spendCost(r.plan.Agent.Prices, u.Tokens, u.Requests > 0)
-	if serr := r.budget.settle(res, SpendEntry{Kind: kind, ID: c.ID, Rollout: c.Rollout, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
-		err = serr
-	}
-	return ro, err
 }

@@ -243,3 +243,6 @@ func (s *Store) putFile(file string, data []byte) error {
 	}
 	return err
 }
+
+// FilePlan is the plan a run folder's reports describe.
+const FilePlan = "plan.json"

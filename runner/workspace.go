@@ -124,7 +124,7 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 		ch.Kind = grade.ChangeModified
 	}
 	switch e.Type {
-	case entryDir:
+	case TypeDir:
 		if e.Opaque {
 			w.under(e.Path, remove)
 			removeDirs(e.Path)
@@ -133,12 +133,12 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 			return nil // a folder only holds what is listed below it
 		}
 		// A folder where the fixture had a file or link.
-	case entrySymlink:
+	case TypeSymlink:
 		ch.Target = e.Target
 		if had && init.Mode == "symlink" && init.Digest == digest.FromString(filepath.ToSlash(e.Target)) {
 			return nil
 		}
-	case entryFile:
+	case TypeFile:
 		ch.Exec, ch.Size = e.Mode&0o111 != 0, e.Size
 		same, err := w.store(e, &ch, init, had)
 		if err != nil {

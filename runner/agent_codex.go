@@ -1,13 +1,68 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"path"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 )
 
-func init() {
-	parsers["codex"] = parseCodex
+// CodexVersion is the Codex CLI built by default: the one the samples in
+// ../shared/samples/agent-transcripts came from. The codex preset of
+// schema/agents names its image.
+const CodexVersion = "0.171.0"
+
+// codex runs Codex's `exec` mode, its transcript as JSON events. Given "-"
+// for its prompt it reads the prompt on its standard input.
+var codex = Kind{
+	recipe: &recipe{
+		// The binary finds its helpers (codex-path/rg, codex-resources/bwrap,
+		// codex-package.json) next to its real path, so the whole folder is kept and
+		// /usr/local/bin/codex links to it. The voice helper and its GStreamer libraries
+		// are left out: a headless run has no audio.
+		pkg:      "@openai/codex",
+		platform: "@openai/codex-linux-x64",
+		dir:      "vendor/x86_64-unknown-linux-musl", dest: "usr/local/lib/codex", bin: "bin/codex",
+		skip:    []string{"codex-resources/voice/"},
+		links:   map[string]string{"usr/local/bin/codex": "../lib/codex/bin/codex", "usr/local/bin/rg": "../lib/codex/codex-path/rg"},
+		version: CodexVersion,
+	},
+	Env:       codexEnv,
+	Files:     codexFiles,
+	Stdin:     true,
+	StdinArgs: []string{"-"},
+	Parse:     parseCodex,
+}
+
+// codexEnv gives Codex the cell's dummy key; its config.toml points it at
+// the gateway.
+func codexEnv(_, token string) []string {
+	return []string{"OPENAI_API_KEY=" + token, "CODEX_HOME=" + path.Join(Home, ".codex"), "HOME=" + Home}
+}
+
+// codexFiles is Codex's config.toml: the gateway as its model provider.
+func codexFiles(model string) map[string][]byte {
+	var b bytes.Buffer
+	if model != "" {
+		fmt.Fprintf(&b, "model = %q\n", model)
+	}
+	// The container is the sandbox: Codex's own (bwrap) cannot start in it.
+	b.WriteString(`model_provider = "skillgate"
+sandbox_mode = "danger-full-access"
+approval_policy = "never"
+
+[model_providers.skillgate]
+name = "skillgate gateway"
+base_url = "` + ModelURL + `/v1"
+env_key = "OPENAI_API_KEY"
+wire_api = "responses"
+
+[analytics]
+enabled = false
+`)
+	return map[string][]byte{path.Join(Home, ".codex", "config.toml"): b.Bytes()}
 }
 
 // codexEvent is the part of a `codex exec --json` event that telemetry needs.

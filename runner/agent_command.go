@@ -9,22 +9,15 @@ import (
 	"github.com/skillgate/skillgate/pipeline/grade"
 )
 
-// Telemetry is what an agent's transcript tells about its session.
-type Telemetry = grade.CellTelemetry
+// command runs any program in any image, named by the suite; it reaches
+// its model, if it calls one, at $SKILLGATE_MODEL_URL with the cell's
+// dummy key in $SKILLGATE_MODEL_KEY. It takes its prompt from
+// $SKILLGATE_PROMPT_FILE when the prompt is too large for its command line.
+var command = Kind{Env: commandEnv, Parse: parseCommand}
 
-// Transcript parsers by agent kind: they return the final answer and the
-// telemetry of a finished session.
-var parsers = map[string]func(stdout, stderr []byte) (string, Telemetry){
-	"command": parseCommand,
-}
-
-// ParseTranscript reads an agent's final answer and telemetry from its
-// output, by agent kind.
-func ParseTranscript(kind string, stdout, stderr []byte) (string, Telemetry) {
-	if p, ok := parsers[kind]; ok {
-		return p(stdout, stderr)
-	}
-	return string(stdout), Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}}
+// commandEnv names the gateway and the cell's dummy key.
+func commandEnv(_, token string) []string {
+	return []string{"SKILLGATE_MODEL_URL=" + ModelURL, "SKILLGATE_MODEL_KEY=" + token}
 }
 
 // parseCommand: a command agent's stdout is its answer; its stderr lines
