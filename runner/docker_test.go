@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/redact"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 
 	"github.com/opencontainers/go-digest"
@@ -110,7 +112,7 @@ func testFixture() map[string]plan.TreeEntry {
 func collectRun(t *testing.T, e *Engine, spec ContainerSpec, api bool) ([]Change, string, Collection) {
 	t.Helper()
 	blobs := t.TempDir()
-	col := newWorkspaceCollector(testFixture(), blobs, &redactor{}, workspaceLimits{})
+	col := newWorkspaceCollector(testFixture(), blobs, &redact.Redactor{}, workspaceLimits{})
 	spec.CollectPrefix, spec.Collect, spec.CollectAPI = "/workspace", col.visit, api
 	out := runOK(t, e, spec)
 	if out.ExitCode != 0 {

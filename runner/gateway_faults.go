@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/skillgate/skillgate/runner/redact"
 )
 
 // Kinds of ProviderFault.
@@ -390,7 +392,7 @@ func (g *Gateway) outcome(r *http.Request, ow *observingWriter, ex *exchange, cu
 	default:
 		return nil, true
 	}
-	f.Message = strings.ReplaceAll(f.Message, g.cfg.APIKey, Redacted)
+	f.Message = strings.ReplaceAll(f.Message, g.cfg.APIKey, redact.Redacted)
 	return &f, false
 }
 
@@ -463,7 +465,7 @@ func (g *Gateway) Preflight(ctx context.Context) (note string, err error) {
 		return "", nil
 	}
 	pe := parseProviderError(b)
-	f.Kind, f.Status, f.Type, f.Message = FaultStatus, resp.StatusCode, pe.Type, strings.ReplaceAll(pe.Message, g.cfg.APIKey, Redacted)
+	f.Kind, f.Status, f.Type, f.Message = FaultStatus, resp.StatusCode, pe.Type, strings.ReplaceAll(pe.Message, g.cfg.APIKey, redact.Redacted)
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return "", &PreflightError{Fault: f}

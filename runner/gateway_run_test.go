@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/redact"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
@@ -101,7 +103,7 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 		if ro.Gateway == nil || ro.Gateway.Requests != 1 || ro.Gateway.ModelAnswered != "m-answered" || ro.Gateway.Tokens == nil || ro.Gateway.Tokens.Input != 7 {
 			t.Errorf("%s: gateway usage %+v", c.ID, ro.Gateway)
 		}
-		if !strings.Contains(ro.Answer, "hello "+Redacted) {
+		if !strings.Contains(ro.Answer, "hello "+redact.Redacted) {
 			t.Errorf("%s: answer %q: want the secret redacted", c.ID, ro.Answer)
 		}
 	}

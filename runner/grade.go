@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/redact"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -81,7 +83,7 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 		}
 		fmt.Fprintf(opts.logger(), "grade %s: %v (the cell is invalid until a run grades it)\n", c.ID, err)
 		r := grade.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade,
-			Status: StatusInvalid, Error: "grade: " + g.redact().string(err.Error()), Checks: []grade.CheckResult{}}
+			Status: StatusInvalid, Error: "grade: " + g.redact().String(err.Error()), Checks: []grade.CheckResult{}}
 		if perr := store.putGrade(r); perr != nil {
 			fmt.Fprintf(opts.logger(), "store grade %s: %v\n", c.ID, perr)
 		}
@@ -115,7 +117,7 @@ type grader struct {
 	engine *Engine
 	images *images
 	err    error
-	red    *redactor
+	red    *redact.Redactor
 }
 
 func (g *grader) close() {
@@ -125,9 +127,9 @@ func (g *grader) close() {
 }
 
 // redact is the run's redactor of stored text.
-func (g *grader) redact() *redactor {
+func (g *grader) redact() *redact.Redactor {
 	if g.red == nil {
-		g.red = newRedactor(g.plan)
+		g.red = redact.New(g.plan)
 	}
 	return g.red
 }

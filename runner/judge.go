@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/redact"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -76,7 +78,7 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	}
 	adj, adjTemplate := grade.AdjudicatorOf(p.Judge)
 	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, adjPrices: adj.Prices, store: store, opts: opts,
-		budget: budget, redact: newRedactor(p, judgeSecrets(p)...), cases: map[string]plan.PlanCase{}}
+		budget: budget, redact: redact.New(p, judgeSecrets(p)...), cases: map[string]plan.PlanCase{}}
 	for _, pc := range p.Cases {
 		jr.cases[pc.ID] = pc
 	}
@@ -113,7 +115,7 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 			capped++
 		case errors.As(err, &ce):
 			failed++
-			msg := jr.redact.string(ce.err.Error())
+			msg := jr.redact.String(ce.err.Error())
 			fmt.Fprintf(opts.Log, "[judge %d/%d] %s: %s (not judged)\n", done, len(tasks), ce.name, msg)
 			f := &JudgeFailure{Key: ce.key, Mode: p.Judge.Mode, Role: ce.role, Judge: p.Judge.Digest, Name: ce.name, Cells: ce.cells, Error: msg}
 			if err := store.putJudgeFailure(f); err != nil && fatal == nil {
@@ -168,7 +170,7 @@ type judgeRun struct {
 	store       *Store
 	opts        Options
 	budget      *spendBudget
-	redact      *redactor
+	redact      *redact.Redactor
 	cases       map[string]plan.PlanCase
 }
 
@@ -256,7 +258,7 @@ func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, tem
 	if err != nil {
 		return nil, &callError{key: key, role: role, name: name, cells: []string{c.ID}, err: err}
 	}
-	jd = &Judgement{Key: key, Mode: "rubric", Judge: jr.plan.Judge.Digest, Cells: []string{c.ID}, Reply: jr.redact.string(reply), Usage: usage}
+	jd = &Judgement{Key: key, Mode: "rubric", Judge: jr.plan.Judge.Digest, Cells: []string{c.ID}, Reply: jr.redact.String(reply), Usage: usage}
 	if role != roleJudge {
 		jd.Role = role
 	}
@@ -434,7 +436,7 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 	if err != nil {
 		return "", failed(err)
 	}
-	reply = jr.redact.string(reply)
+	reply = jr.redact.String(reply)
 	jd := &Judgement{Key: key, Mode: "pairwise", Judge: jr.plan.Judge.Digest, Cells: []string{s.cand.ID, s.base.ID}, Position: pos, Reply: reply, Usage: usage}
 	if jd.Winner, jd.Evidence, err = grade.ParsePairwiseReply(reply); err != nil {
 		jd.Error, jd.Outcome = err.Error(), grade.PairwiseInvalid

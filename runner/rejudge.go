@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/redact"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
@@ -122,7 +124,7 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 		return nil, "", err
 	}
 	rj := &rejudgeRun{run: p, plan: q, store: store, dir: RejudgeDir(out, q.Judge.Digest), opts: opts,
-		redact: newRedactor(q, judgeSecrets(q)...), cases: map[string]plan.PlanCase{}}
+		redact: redact.New(q, judgeSecrets(q)...), cases: map[string]plan.PlanCase{}}
 	for _, pc := range p.Cases {
 		rj.cases[pc.ID] = pc
 	}
@@ -219,7 +221,7 @@ type rejudgeRun struct {
 	store  *Store
 	dir    string
 	opts   RejudgeOptions
-	redact *redactor
+	redact *redact.Redactor
 	cases  map[string]plan.PlanCase
 }
 
@@ -436,7 +438,7 @@ func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*Judgemen
 	if err != nil {
 		return nil, err
 	}
-	reply = rj.redact.string(reply)
+	reply = rj.redact.String(reply)
 	jd := &Judgement{Key: a.rejudgementKey(), Mode: pj.Mode, Judge: pj.Digest, Role: a.role, Cells: a.cells, Position: a.position, Reply: reply, Usage: usage}
 	if pj.Mode == "pairwise" {
 		if jd.Winner, jd.Evidence, err = grade.ParsePairwiseReply(reply); err != nil {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/redact"
+
 	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -80,7 +82,7 @@ func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string
 		gateway: gateway, budget: budget,
 		git: plan.SuiteGitRevision(p, opts.SuiteDir, out),
 	}
-	r.redact = newRedactor(p, key)
+	r.redact = redact.New(p, key)
 	return r, func() {
 		closeGateway()
 		engine.Close()
@@ -106,7 +108,7 @@ type cellRunner struct {
 	runID    string
 	gateway  *Gateway
 	budget   *spendBudget
-	redact   *redactor
+	redact   *redact.Redactor
 	cases    map[string]plan.PlanCase
 	arms     map[string]plan.PlanArm
 	// git is where the suite's repository stood when the run started.
@@ -132,7 +134,7 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		ro.Status, ro.Error = StatusInvalid, r.redact.string(err.Error())
+		ro.Status, ro.Error = StatusInvalid, r.redact.String(err.Error())
 		ro.Durations.Total = time.Since(start).Seconds()
 		return ro, r.store.Commit(staged, ro)
 	}
@@ -166,16 +168,16 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 	default:
 		ro.Status = StatusCompleted
 	}
-	stdout, stderr := r.redact.bytes(oc.Stdout), r.redact.bytes(oc.Stderr)
+	stdout, stderr := r.redact.Bytes(oc.Stdout), r.redact.Bytes(oc.Stderr)
 	ro.Answer, ro.Telemetry = ParseTranscript(r.plan.Agent.Kind, stdout, stderr)
 	if r.gateway != nil {
 		u := r.gateway.Usage(c.ID)
 		for i := range u.Faults {
-			u.Faults[i].Message = r.redact.string(u.Faults[i].Message)
+			u.Faults[i].Message = r.redact.String(u.Faults[i].Message)
 		}
 		if u.Unrecovered != "" {
 			// The provider's doing, not the agent's: invalid, so it reruns.
-			u.Unrecovered = r.redact.string(u.Unrecovered)
+			u.Unrecovered = r.redact.String(u.Unrecovered)
 			ro.Status, ro.Error = StatusInvalid, u.Unrecovered
 		}
 		ro.Gateway = &u

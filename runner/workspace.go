@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/redact"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 
@@ -49,7 +51,7 @@ type workspaceCollector struct {
 	initial map[string]plan.TreeEntry
 	sorted  []string // initial paths, sorted
 	blobs   string
-	redact  *redactor
+	redact  *redact.Redactor
 	lim     workspaceLimits
 
 	dirs map[string]bool // initial folders: those holding an initial file
@@ -61,7 +63,7 @@ type workspaceCollector struct {
 	listed      map[string]bool             // paths a listing collection saw
 }
 
-func newWorkspaceCollector(initial map[string]plan.TreeEntry, blobs string, redact *redactor, lim workspaceLimits) *workspaceCollector {
+func newWorkspaceCollector(initial map[string]plan.TreeEntry, blobs string, redact *redact.Redactor, lim workspaceLimits) *workspaceCollector {
 	w := &workspaceCollector{initial: initial, blobs: blobs, redact: redact, lim: lim, dirs: map[string]bool{},
 		final: map[string]grade.FileChange{}, removed: map[string]bool{}, removedDirs: map[string]bool{}, listed: map[string]bool{}}
 	for p := range initial {
@@ -179,7 +181,7 @@ func (w *workspaceCollector) store(e WorkspaceEntry, ch *grade.FileChange, init 
 	defer os.Remove(tmp.Name()) // gone once renamed
 	raw, stored := sha256.New(), sha256.New()
 	var sink io.Writer = io.MultiWriter(tmp, stored)
-	rw := w.redact.writer(sink)
+	rw := w.redact.Writer(sink)
 	// At most one byte past the limit is read: a file that grew is cut, not stored whole.
 	limit := e.Size + 1
 	if w.lim.FileBytes > 0 {
@@ -210,7 +212,7 @@ func (w *workspaceCollector) store(e WorkspaceEntry, ch *grade.FileChange, init 
 	}
 	ch.Size = n
 	ch.Digest = digest.NewDigest(digest.SHA256, stored)
-	ch.Redacted = rw.(*redactWriter).redacted
+	ch.Redacted = rw.Redacted()
 	w.stored += n
 	if err := os.Rename(tmp.Name(), filepath.Join(w.blobs, ch.Digest.Encoded())); err != nil {
 		return false, fmt.Errorf("store %s: %w", e.Path, err)
