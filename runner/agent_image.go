@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/skillgate/skillgate/runner/docker"
 )
 
 // recipe says where an agent's native binary is in its npm packages and where it
@@ -49,7 +51,7 @@ var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/l
 const imageLibDir = "lib/x86_64-linux-gnu"
 
 const agentDockerfile = `FROM scratch
-ADD ` + LayerTar + ` /
+ADD ` + docker.LayerTar + ` /
 ENV PATH=/usr/local/bin:/bin HOME=/home/agent USER=agent LANG=C.UTF-8 SHELL=/bin/bash%s
 USER 1000:1000
 WORKDIR /workspace
@@ -59,7 +61,7 @@ CMD ["/bin/bash"]
 // Builder is what building an agent's image asks of an engine.
 type Builder interface {
 	ImageExists(ctx context.Context, ref string) (id string, ok bool, err error)
-	BuildImage(ctx context.Context, tag string, labels map[string]string, bc *BuildContext) (id string, err error)
+	BuildImage(ctx context.Context, tag string, labels map[string]string, bc *docker.BuildContext) (id string, err error)
 	Tag(ctx context.Context, source, target string) error
 }
 
@@ -85,10 +87,10 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 	if !exactVersion.MatchString(version) {
 		return "", fmt.Errorf("build %s image: version %q is not an exact version (see npm view %s versions)", agent, version, r.pkg)
 	}
-	if err := checkStatic(busyboxPath); err != nil {
-		return "", fmt.Errorf("build %s image: needs a static busybox at %s: %w; install one with `apt-get install busybox-static`", agent, busyboxPath, err)
+	if err := docker.CheckStatic(docker.BusyboxPath); err != nil {
+		return "", fmt.Errorf("build %s image: needs a static busybox at %s: %w; install one with `apt-get install busybox-static`", agent, docker.BusyboxPath, err)
 	}
-	if err := checkStatic(bashStaticPath); err != nil {
+	if err := docker.CheckStatic(bashStaticPath); err != nil {
 		return "", fmt.Errorf("build %s image: needs a static bash at %s: %w; install it with `apt-get install bash-static`", agent, bashStaticPath, err)
 	}
 	cache, err := NpmCacheDir()
@@ -128,7 +130,7 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 		return "", fmt.Errorf("build %s image: %s@%s has no %s", agent, pkg, ver, path.Join(r.dir, r.bin))
 	}
 
-	bc := NewBuildContext(fmt.Sprintf(agentDockerfile, r.env))
+	bc := docker.NewBuildContext(fmt.Sprintf(agentDockerfile, r.env))
 	if err := agentBase(bc); err != nil {
 		return "", fmt.Errorf("build %s image: %w", agent, err)
 	}
@@ -175,7 +177,7 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 	} else {
 		fmt.Fprintf(log, "building %s\n", ref)
 		t1 := time.Now()
-		labels := map[string]string{LabelImage: "agent", LabelAgent: agent, LabelAgentVersion: version}
+		labels := map[string]string{docker.LabelImage: "agent", docker.LabelAgent: agent, docker.LabelAgentVersion: version}
 		if _, err := e.BuildImage(ctx, ref, labels, bc); err != nil {
 			return "", err
 		}
@@ -189,10 +191,10 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 
 // agentBase adds what every agent image has besides the agent: busybox and its applets,
 // bash, the C.utf8 locale, the users and the folders.
-func agentBase(bc *BuildContext) error {
+func agentBase(bc *docker.BuildContext) error {
 	bc.AddDir("bin", 0o755, 0, 0)
-	bc.AddHostFile("bin/busybox", busyboxPath, 0, 0)
-	for _, a := range append(append([]string{}, sandboxApplets...), agentApplets...) {
+	bc.AddHostFile("bin/busybox", docker.BusyboxPath, 0, 0)
+	for _, a := range append(append([]string{}, docker.SandboxApplets...), agentApplets...) {
 		bc.AddSymlink("bin/"+a, "busybox", 0, 0)
 	}
 	bc.AddHostFile("bin/bash", bashStaticPath, 0, 0)
@@ -208,13 +210,13 @@ func agentBase(bc *BuildContext) error {
 			return err
 		}
 	}
-	addUserland(bc, "/bin/bash")
+	docker.AddUserland(bc, "/bin/bash")
 	return bc.Err()
 }
 
 // addParents adds the folders above image path p (root-owned, 0755; adding one twice is
 // harmless).
-func addParents(bc *BuildContext, p string) {
+func addParents(bc *docker.BuildContext, p string) {
 	var dirs []string
 	for d := path.Dir(strings.TrimPrefix(p, "/")); d != "." && d != "/"; d = path.Dir(d) {
 		dirs = append(dirs, d)
@@ -306,12 +308,12 @@ func hostLibraries(p string) (libs map[string]string, interp string, err error) 
 
 // addLibraries adds shared libraries to the image's library folder, and the loader at
 // its path: a link to the library folder's copy when that has it, else a copy.
-func addLibraries(bc *BuildContext, libs map[string]string, interp string) error {
+func addLibraries(bc *docker.BuildContext, libs map[string]string, interp string) error {
 	addParents(bc, imageLibDir+"/x")
 	for name, host := range libs {
 		bc.AddHostFile(imageLibDir+"/"+name, host, 0, 0)
 	}
-	ip, err := imagePath(interp)
+	ip, err := docker.ImagePath(interp)
 	if err != nil {
 		return fmt.Errorf("loader %s: %w", interp, err)
 	}

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillgate/skillgate/runner/docker"
 )
 
 // agentImageEngine returns an engine for the agent image tests, or skips them when the
 // engine, npm or bash-static is missing (and fails under CI=true).
-func agentImageEngine(t *testing.T) *Engine {
+func agentImageEngine(t *testing.T) *docker.Engine {
 	t.Helper()
 	miss := t.Skipf
 	if os.Getenv("CI") == "true" {
@@ -23,10 +25,10 @@ func agentImageEngine(t *testing.T) *Engine {
 	if out, err := exec.Command("npm", "--version").CombinedOutput(); err != nil {
 		miss("npm does not work: %v %s", err, out)
 	}
-	if err := checkStatic(bashStaticPath); err != nil {
+	if err := docker.CheckStatic(bashStaticPath); err != nil {
 		miss("no static bash at %s (%v): apt-get install bash-static", bashStaticPath, err)
 	}
-	e, err := NewEngine(context.Background())
+	e, err := docker.NewEngine(context.Background())
 	if err != nil {
 		miss("no Docker engine: %v", err)
 	}
@@ -64,9 +66,9 @@ func TestAgentImage(t *testing.T) {
 				t.Errorf("version tag missing: %v", err)
 			}
 			bin := map[string]string{ClaudeCode: "claude", Codex: "codex"}[tc.agent]
-			run := func(env []string, cmd ...string) *ContainerOutcome {
+			run := func(env []string, cmd ...string) *docker.ContainerOutcome {
 				t.Helper()
-				out, err := e.RunContainer(ctx, ContainerSpec{
+				out, err := e.RunContainer(ctx, docker.ContainerSpec{
 					Image: ref, Cmd: cmd, Env: env, User: "1000:1000", WorkingDir: "/workspace",
 					Memory: 1 << 30, PidsLimit: 256, Timeout: 2 * time.Minute, OutputCap: 1 << 20,
 				})
@@ -126,7 +128,7 @@ func TestAgentImagePlatformDependency(t *testing.T) {
 
 // A dynamically linked host program gets its loader and libc; a static one needs nothing.
 func TestAgentImageHostLibraries(t *testing.T) {
-	libs, interp, err := hostLibraries(busyboxPath)
+	libs, interp, err := hostLibraries(docker.BusyboxPath)
 	if err != nil || interp != "" || libs != nil {
 		t.Errorf("static busybox: %v %q %v", libs, interp, err)
 	}
@@ -144,15 +146,15 @@ func TestAgentImageHostLibraries(t *testing.T) {
 	if libs["libc.so.6"] == "" {
 		t.Errorf("%s: libc.so.6 not found among %v", ls, libs)
 	}
-	bc := NewBuildContext("FROM scratch\nADD " + LayerTar + " /\n")
+	bc := docker.NewBuildContext("FROM scratch\nADD " + docker.LayerTar + " /\n")
 	if err := addLibraries(bc, libs, interp); err != nil {
 		t.Fatal(err)
 	}
-	ip, _ := imagePath(interp)
-	if _, ok := bc.entries[ip]; !ok {
+	ip, _ := docker.ImagePath(interp)
+	if !bc.Has(ip) {
 		t.Errorf("loader %s not in the image", interp)
 	}
-	if _, ok := bc.entries[imageLibDir+"/libc.so.6"]; !ok {
+	if !bc.Has(imageLibDir + "/libc.so.6") {
 		t.Errorf("libc.so.6 not in %s", imageLibDir)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 )
 
@@ -16,7 +19,7 @@ import (
 
 // copyAgentSuite copies testdata/agents/NAME into a fresh repository, compiles it, and
 // removes the cell images the test builds for it when the test ends.
-func copyAgentSuite(t *testing.T, e *Engine, name string) runSuite {
+func copyAgentSuite(t *testing.T, e *docker.Engine, name string) runSuite {
 	t.Helper()
 	return copyTestdataSuite(t, e, filepath.Join("agents", name))
 }
@@ -25,7 +28,7 @@ func copyAgentSuite(t *testing.T, e *Engine, name string) runSuite {
 // reads the skill through Codex's shell tool (exec_command), so the parser infers the
 // skill from the command; in the none arm it answers at once and no skill shows.
 func TestCodexEndToEnd(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copyAgentSuite(t, e, "codex")
 	out := t.TempDir()
 	var log bytes.Buffer
@@ -84,7 +87,7 @@ func TestCodexEndToEnd(t *testing.T) {
 // TestBigPromptReachesClaudeCode: a 200 KiB prompt, too large for a command-line argument,
 // reaches the real Claude Code CLI through its standard input, whole, in every arm.
 func TestBigPromptReachesClaudeCode(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copyAgentSuite(t, e, "bigprompt")
 	out := t.TempDir()
 	var log bytes.Buffer

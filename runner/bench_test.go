@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
@@ -101,7 +103,7 @@ func nonce() string {
 // when the benchmark ends.
 func needDocker(b *testing.B, suite string) {
 	b.Helper()
-	e, err := runner.NewEngine(context.Background())
+	e, err := docker.NewEngine(context.Background())
 	if err != nil {
 		b.Skipf("no Docker engine: %v", err)
 	}
@@ -109,7 +111,7 @@ func needDocker(b *testing.B, suite string) {
 		defer e.Close()
 		// Only cell images carry the suite label (the sandbox has none), so
 		// this removes the cell images of this suite and nothing else.
-		if _, err := e.RemoveImages(context.Background(), runner.LabelSuite+"="+suite); err != nil {
+		if _, err := e.RemoveImages(context.Background(), docker.LabelSuite+"="+suite); err != nil {
 			b.Errorf("remove cell images of %s: %v", suite, err)
 		}
 	})
@@ -161,8 +163,8 @@ func warmUp(b *testing.B, dir string, p *plan.Plan, jobs int) (build time.Durati
 		img = max(img, r.Durations.Image)
 	}
 	ids := dockerOut(b, "images", "-q", "--no-trunc",
-		"--filter", "label="+runner.LabelImage+"=cell",
-		"--filter", "label="+runner.LabelSuite+"="+p.Suite.Name)
+		"--filter", "label="+docker.LabelImage+"=cell",
+		"--filter", "label="+docker.LabelSuite+"="+p.Suite.Name)
 	if f := strings.Fields(ids); len(f) != 1 {
 		b.Fatalf("cell images of suite %s: %q, want one", p.Suite.Name, ids)
 	} else {

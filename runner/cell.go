@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
@@ -38,7 +40,7 @@ func owner(user string) (uid, gid int, err error) {
 // skills) every trial starts a container from the same image, so a trial's
 // setup does not grow with the fixture's size.
 type images struct {
-	engine *Engine
+	engine backend
 	plan   *plan.Plan
 	// store holds the tree snapshots cell images are built from.
 	store *Store
@@ -59,7 +61,7 @@ type imageBuild struct {
 }
 
 // newImages is the image builder of a plan's cells.
-func newImages(e *Engine, p *plan.Plan, store *Store, log io.Writer) *images {
+func newImages(e backend, p *plan.Plan, store *Store, log io.Writer) *images {
 	return &images{engine: e, plan: p, store: store, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 }
 
@@ -76,7 +78,7 @@ func (im *images) agentImage(ctx context.Context) (ref, id, version string, err 
 	im.mu.Unlock()
 	b.once.Do(func() {
 		ref := im.plan.Agent.Image
-		if ref == SandboxImage || ref == SandboxImage+":latest" {
+		if ref == docker.SandboxImage || ref == docker.SandboxImage+":latest" {
 			if ref, b.err = im.engine.EnsureSandbox(ctx); b.err != nil {
 				return
 			}
@@ -99,7 +101,7 @@ func (im *images) agentImage(ctx context.Context) (ref, id, version string, err 
 		case !ok:
 			b.err = fmt.Errorf("find agent image %s: not in the Docker engine; build or load it first (no registry is used)", ref)
 		default:
-			b.ref, b.id, b.version = ref, id, labels[LabelAgentVersion]
+			b.ref, b.id, b.version = ref, id, labels[docker.LabelAgentVersion]
 		}
 	})
 	return b.ref, b.id, b.version, b.err
@@ -137,7 +139,7 @@ func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.Plan
 	im.mu.Lock()
 	b, ok := im.cells[kd]
 	if !ok {
-		b = &imageBuild{ref: CellImageRepo + ":" + kd.Encoded()[:24]}
+		b = &imageBuild{ref: docker.CellImageRepo + ":" + kd.Encoded()[:24]}
 		im.cells[kd] = b
 	}
 	im.mu.Unlock()
@@ -149,7 +151,7 @@ func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.Plan
 		}
 		// An image under the tag without the key (built by an older
 		// skillgate, or tagged by hand) is not trusted: it is rebuilt.
-		if ok && labels[LabelCellKey] == kd.String() {
+		if ok && labels[docker.LabelCellKey] == kd.String() {
 			b.id = id
 			return
 		}
@@ -172,21 +174,21 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 	if err != nil {
 		return "", err
 	}
-	bc := NewBuildContext("FROM " + agentRef + "\nADD " + LayerTar + " /\n")
-	bc.AddDir(Workspace, 0o755, uid, gid)
+	bc := docker.NewBuildContext("FROM " + agentRef + "\nADD " + docker.LayerTar + " /\n")
+	bc.AddDir(docker.Workspace, 0o755, uid, gid)
 	if pc.Fixture != "" {
 		fx := path.Clean(pc.Fixture)
 		t := im.plan.Fixtures[fx]
 		dir, err := im.snapshot("fixture "+fx, t)
 		if err == nil {
-			err = bc.AddTree(Workspace, dir, treeFiles(t), uid, gid)
+			err = bc.AddTree(docker.Workspace, dir, treeFiles(t), uid, gid)
 		}
 		if err != nil {
 			return "", fmt.Errorf("build cell image for %s: %w", pc.ID, err)
 		}
 	}
 	if len(arm.Skills) > 0 {
-		dir := Workspace
+		dir := docker.Workspace
 		for _, part := range strings.Split(im.plan.Agent.SkillsDir, "/") {
 			dir = path.Join(dir, part)
 			bc.AddDir(dir, 0o755, uid, gid)
@@ -212,7 +214,7 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 		}
 		bc.AddFile(p, 0o644, uid, gid, data)
 	}
-	labels := map[string]string{LabelImage: "cell", LabelSuite: im.plan.Suite.Name, LabelCellKey: key.String()}
+	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: im.plan.Suite.Name, docker.LabelCellKey: key.String()}
 	id, err := im.engine.BuildImage(ctx, tag, labels, bc)
 	if err != nil {
 		return "", fmt.Errorf("build cell image for %s/%s: %w", pc.ID, arm.Name, err)
@@ -276,10 +278,10 @@ func newCellInput(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) (cellInput, 
 }
 
 // files are the prompt and seed files of the cell.
-func (in cellInput) files() []SpecFile {
-	fs := []SpecFile{{Path: PromptFile, Mode: 0o444, Data: []byte(in.prompt)}}
+func (in cellInput) files() []docker.SpecFile {
+	fs := []docker.SpecFile{{Path: PromptFile, Mode: 0o444, Data: []byte(in.prompt)}}
 	if in.seed != nil {
-		fs = append(fs, SpecFile{Path: SeedFile, Mode: 0o444, Data: in.seed})
+		fs = append(fs, docker.SpecFile{Path: SeedFile, Mode: 0o444, Data: in.seed})
 	}
 	return fs
 }
@@ -297,7 +299,7 @@ func cellEnv(p *plan.Plan, arm plan.PlanArm, in cellInput) []string {
 		}
 	}
 	if len(arm.Skills) > 0 {
-		env = append(env, "SKILLGATE_SKILLS_DIR="+path.Join(Workspace, p.Agent.SkillsDir))
+		env = append(env, "SKILLGATE_SKILLS_DIR="+path.Join(docker.Workspace, p.Agent.SkillsDir))
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Agent.Env)) {
 		env = append(env, k+"="+p.Agent.Env[k])
@@ -338,10 +340,10 @@ func agentFiles(p *plan.Plan) map[string][]byte {
 }
 
 // treeFiles are a tree's files as a build context verifies them.
-func treeFiles(t plan.Tree) map[string]TreeFile {
-	files := make(map[string]TreeFile, len(t.Files))
+func treeFiles(t plan.Tree) map[string]docker.TreeFile {
+	files := make(map[string]docker.TreeFile, len(t.Files))
 	for p, e := range t.Files {
-		files[p] = TreeFile(e)
+		files[p] = docker.TreeFile(e)
 	}
 	return files
 }

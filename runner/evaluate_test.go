@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -19,7 +21,7 @@ import (
 // telemetry and reports, and rebuilds the reports from the store byte for
 // byte.
 func TestDemoEndToEnd(t *testing.T) {
-	testEngine(t)
+	dockertest.Engine(t)
 	p, err := plan.CompileDir("../suites/demo")
 	if err != nil {
 		t.Fatal(suite.PrintError(err, ".."))
@@ -170,7 +172,7 @@ func TestDemoEndToEnd(t *testing.T) {
 // TestRegradeWithoutAgent changes only an assertion: the next run regrades
 // the stored rollouts and starts no agent (no engine is even reachable).
 func TestRegradeWithoutAgent(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	out := t.TempDir()
 	if _, _, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 4}); err != nil {
@@ -209,7 +211,7 @@ func TestRegradeWithoutAgent(t *testing.T) {
 // TestDemoCalibration: the demo's stand-in passes the three calibration
 // checks through the real Claude Code CLI, and nothing else runs.
 func TestDemoCalibration(t *testing.T) {
-	testEngine(t)
+	dockertest.Engine(t)
 	p, err := plan.CompileDir("../suites/demo")
 	if err != nil {
 		t.Fatal(suite.PrintError(err, ".."))
@@ -234,7 +236,7 @@ func TestDemoCalibration(t *testing.T) {
 // command does: run: checks bind-mount folders of the store, which Docker
 // accepts only as absolute paths.
 func TestRelativeRunFolder(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	file := filepath.Join(s.Dir, "suite.cue")
 	src, _ := os.ReadFile(file)
@@ -267,7 +269,7 @@ func TestRelativeRunFolder(t *testing.T) {
 // starts only the cells of the arms that install it; the baseline's stored
 // rollouts are reused.
 func TestSkillChangeRerunsOnlyItsArms(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	out := t.TempDir()
 	first := s.run(t, out, Options{})

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -17,7 +20,7 @@ import (
 // claudeStandInSuite writes a one-cell suite whose agent is the real Claude Code CLI
 // with provider "anthropic" and its upstream the stand-in provider, compiles it, and
 // removes its cell images when the test ends.
-func claudeStandInSuite(t *testing.T, e *Engine, up *standIn) runSuite {
+func claudeStandInSuite(t *testing.T, e *docker.Engine, up *standIn) runSuite {
 	t.Helper()
 	root := writeRepo(t, map[string]string{
 		"s/skill/SKILL.md": "---\nname: s\ndescription: A test skill.\n---\n# S\n",
@@ -56,7 +59,7 @@ schema.#Suite & {
 	if err != nil {
 		t.Fatal(suite.PrintError(err, root))
 	}
-	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
 	return runSuite{Dir: dir, Plan: p}
 }
 
@@ -74,7 +77,7 @@ func evaluateLogged(t *testing.T, s runSuite, out string) (*Summary, *verdict.Re
 // cell is invalid with the provider's own message, the verdict INCOMPLETE (exit 2),
 // and once the provider takes the key a rerun finishes the run.
 func TestClaudeCodeBadKey(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in-bad-key")
 	up := newStandIn(t, false)
 	s := claudeStandInSuite(t, e, up)
@@ -90,7 +93,7 @@ func TestClaudeCodeBadKey(t *testing.T) {
 	if err == nil || err.Error() != want || time.Since(start) > 10*time.Second {
 		t.Fatalf("after %s:\n got %v\nwant %s\n%s", time.Since(start), err, want, log)
 	}
-	if up.count("POST /v1/messages") != 0 || len(runContainers(t, e, out)) != 0 {
+	if up.count("POST /v1/messages") != 0 || len(runContainers(t, out)) != 0 {
 		t.Errorf("a cell ran: %v", up.served)
 	}
 	if rollouts, _ := filepath.Glob(filepath.Join(out, "store", "rollouts", "*")); len(rollouts) != 0 {
@@ -140,7 +143,7 @@ func TestClaudeCodeBadKey(t *testing.T) {
 // completes and the CLI never saw a 429. For good: the cell is invalid, with the
 // provider's message.
 func TestClaudeCodeRateLimited(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in-key")
 	up := newStandIn(t, false)
 	s := claudeStandInSuite(t, e, up)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -68,7 +70,7 @@ schema.#Suite & {
 // (local) upstream: the upstream sees the host's real key, while no cell and
 // no stored file ever holds it.
 func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
-	testEngine(t)
+	dockertest.Engine(t)
 	canary := "sk-canary-" + newRunID()
 	secret := "secret-" + newRunID()
 	t.Setenv("SKILLGATE_TEST_KEY", canary)
@@ -131,7 +133,7 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 // the run folder's, so running again under the same cap starts nothing, and
 // only a higher cap finishes what is left. The ledger holds every cell.
 func TestSpendCapStopsAndResumes(t *testing.T) {
-	testEngine(t)
+	dockertest.Engine(t)
 	dir, p := gatewaySuite(t, `provider: "scripted", script: rules: [{reply: [{text: "ok"}], usage: {input: 1000000, output: 0}}], prices: {inputPerMTok: 1, outputPerMTok: 1}`, 4)
 	out := t.TempDir()
 	run := func(capUSD float64) *Summary {

@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
@@ -517,18 +520,18 @@ func TestForwarderExec(t *testing.T) {
 // TestGatewayForwarderContainer runs a request from a real cell: network none, uid 1000,
 // the gateway folder mounted read-only, the forwarder relaying to the socket.
 func TestGatewayForwarderContainer(t *testing.T) {
-	e := testEngine(t)
-	labels, _ := testLabels(t, e)
+	e := dockertest.Engine(t)
+	labels, _ := dockertest.Labels(t, e)
 	ctx := context.Background()
 	bin := gwBuildForwarder(t)
 	sandbox, err := e.EnsureSandbox(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc := NewBuildContext("FROM " + sandbox + "\nADD " + LayerTar + " /\n")
+	bc := docker.NewBuildContext("FROM " + sandbox + "\nADD " + docker.LayerTar + " /\n")
 	bc.AddDir("skillgate-bin", 0o755, 0, 0)
 	bc.AddHostFile("skillgate-bin/forwarder", bin, 0, 0)
-	tag := "skillgate-test/forwarder:" + labels[dockerTestLabel]
+	tag := "skillgate-test/forwarder:" + labels[dockertest.Label]
 	if _, err := e.BuildImage(ctx, tag, labels, bc); err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +541,7 @@ func TestGatewayForwarderContainer(t *testing.T) {
 	tok := g.NewCellToken("container-cell")
 	g.NewCellToken("other-cell")
 	body := `{"model":"claude-sonnet-4-5","stream":true,"messages":[{"role":"user","content":"SCENARIO:container say hello"}]}`
-	out, err := e.RunContainer(ctx, ContainerSpec{
+	out, err := e.RunContainer(ctx, docker.ContainerSpec{
 		Image: tag,
 		Cmd: []string{"/skillgate-bin/forwarder", "-exec", "sh", "-c",
 			`wget -q -O- --header "x-api-key: $KEY" --header "content-type: application/json" --post-data "$BODY" http://127.0.0.1:8080/v1/messages?beta=true; st=$?; ls -ld /skillgate >&2; touch /skillgate/x 2>/dev/null && echo WRITABLE >&2; exit $st`},

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -114,7 +116,7 @@ type grader struct {
 	runID string
 
 	once   sync.Once
-	engine *Engine
+	engine backend
 	images *images
 	err    error
 	red    *redact.Redactor
@@ -138,7 +140,7 @@ func (g *grader) redact() *redact.Redactor {
 func (g *grader) sweep(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	g.engine.Sweep(sctx, LabelRun+"="+g.runID)
+	g.engine.Sweep(sctx, docker.LabelRun+"="+g.runID)
 }
 
 func (g *grader) grade(ctx context.Context, c plan.Cell) error {
@@ -209,11 +211,11 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		return out, nil
 	}
 	g.once.Do(func() {
-		if g.engine, g.err = NewEngine(ctx); g.err != nil {
+		if g.engine, g.err = newBackend(ctx); g.err != nil {
 			return
 		}
 		// The folder is locked: a container labelled for it is a dead run's.
-		if n, err := g.engine.Sweep(ctx, LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {
+		if n, err := g.engine.Sweep(ctx, docker.LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {
 			fmt.Fprintf(g.opts.logger(), "removed %d containers left by an interrupted run\n", n)
 		}
 		g.images = newImages(g.engine, g.plan, g.store, g.opts.logger())
@@ -234,16 +236,16 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 	if err != nil {
 		return nil, fmt.Errorf("read limits.checkMemory: %w", err)
 	}
-	spec := SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: Workspace,
-		Labels: map[string]string{LabelRun: g.runID, LabelOut: outLabel(g.out), LabelCell: c.ID, LabelPlan: g.plan.Digest.Encoded()[:16], LabelKind: "check"},
+	spec := docker.SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: docker.Workspace,
+		Labels: map[string]string{docker.LabelRun: g.runID, docker.LabelOut: outLabel(g.out), docker.LabelCell: c.ID, docker.LabelPlan: g.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
 		Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}
-	var s *Session
+	var s *docker.Session
 	defer func() {
 		if s != nil {
 			s.Close()
 		}
 	}()
-	env := []string{"WORLD=" + Workspace, "OUTPUT=" + checkAnswer}
+	env := []string{"WORLD=" + docker.Workspace, "OUTPUT=" + checkAnswer}
 	for i, a := range runs {
 		t := a.Timeout
 		if t == "" {
@@ -258,7 +260,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 				return nil, err
 			}
 		}
-		res, err := s.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-c", *a.Run}, Env: env, Timeout: d, OutputCap: checkOutputCap})
+		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c", *a.Run}, Env: env, Timeout: d, OutputCap: checkOutputCap})
 		if err != nil {
 			return nil, fmt.Errorf("run check %d of %s: %w", i, c.ID, err)
 		}
@@ -273,7 +275,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 
 // startCheckSession starts a check container and lays the final workspace out in it: the
 // deleted paths removed, then the changed entries unpacked over the image's.
-func startCheckSession(ctx context.Context, e *Engine, spec SessionSpec, world checkWorldTars) (*Session, error) {
+func startCheckSession(ctx context.Context, e backend, spec docker.SessionSpec, world checkWorldTars) (*docker.Session, error) {
 	s, err := e.StartSession(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -283,7 +285,7 @@ func startCheckSession(ctx context.Context, e *Engine, spec SessionSpec, world c
 		return nil, err
 	}
 	if world.deletes {
-		res, err := s.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-c", "cd " + Workspace + " && xargs -0 rm -rf -- < " + checkDelete}, OutputCap: 4 << 10})
+		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c", "cd " + docker.Workspace + " && xargs -0 rm -rf -- < " + checkDelete}, OutputCap: 4 << 10})
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("remove the deleted paths: exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Output)))
 		}
@@ -302,7 +304,7 @@ func startCheckSession(ctx context.Context, e *Engine, spec SessionSpec, world c
 }
 
 // checkResult reads one check's outcome.
-func checkResult(a suite.Assertion, res *ExecOutcome, timeout time.Duration) grade.CheckResult {
+func checkResult(a suite.Assertion, res *docker.ExecOutcome, timeout time.Duration) grade.CheckResult {
 	ch := grade.CheckResult{Name: runName(a), Kind: grade.CheckRun, Passed: !res.TimedOut && res.ExitCode == 0}
 	if ch.Passed {
 		return ch
@@ -358,22 +360,22 @@ func checkWorld(p *plan.Plan, w grade.World, answer []byte) (checkWorldTars, err
 		}
 	}
 	out.deletes = del.Len() > 0
-	given := NewBuildContext("")
+	given := docker.NewBuildContext("")
 	given.AddDir(strings.TrimPrefix(checkDir, "/"), 0o555, 0, 0)
 	given.AddFile(strings.TrimPrefix(checkAnswer, "/"), 0o444, 0, 0, answer)
 	given.AddFile(strings.TrimPrefix(checkDelete, "/"), 0o444, 0, 0, del.Bytes())
 	if out.given, err = given.Layer(); err != nil {
 		return out, fmt.Errorf("lay out the final workspace: %w", err)
 	}
-	changed := NewBuildContext("")
+	changed := docker.NewBuildContext("")
 	n := 0
 	for _, ch := range w.Changes {
 		if ch.Kind == grade.ChangeDeleted || ch.Cut != "" {
 			continue
 		}
-		rel := path.Join(strings.TrimPrefix(Workspace, "/"), ch.Path)
+		rel := path.Join(strings.TrimPrefix(docker.Workspace, "/"), ch.Path)
 		for d := path.Dir(ch.Path); d != "."; d = path.Dir(d) {
-			changed.AddDir(path.Join(strings.TrimPrefix(Workspace, "/"), d), 0o755, uid, gid)
+			changed.AddDir(path.Join(strings.TrimPrefix(docker.Workspace, "/"), d), 0o755, uid, gid)
 		}
 		switch ch.Type {
 		case grade.TypeDir:

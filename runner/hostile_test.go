@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -20,7 +22,7 @@ import (
 // (testdata/run/hostile): each attack is contained and recorded, every cell is graded on
 // the final state it left (none is invalid), and the verdict is written.
 func TestHostileAgent(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "hostile")
 	out := t.TempDir()
 	sum, rep := evaluate(t, s.Plan, s.Dir, out)
@@ -120,7 +122,7 @@ func TestHostileAgent(t *testing.T) {
 // container outlives the run that follows, and that run grades every cell and writes the
 // verdict.
 func TestKillDuringGradingLeavesNothing(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "checks")
 	bin := buildCLI(t)
 	s.useCLIPlan(t, bin)
@@ -142,7 +144,7 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGKILL)
 			<-done
 		}
-		t.Logf("kill %d after %s: %d containers of the run folder alive", i, delay, len(runContainers(t, e, out)))
+		t.Logf("kill %d after %s: %d containers of the run folder alive", i, delay, len(runContainers(t, out)))
 	}
 	time.Sleep(time.Second) // a container the last dead process asked for may still be coming
 	// Exit 1 is the policy's FAIL (both arms pass alike): a verdict all the same.
@@ -152,7 +154,7 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "verdict.json")); err != nil {
 		t.Errorf("no verdict: %v", err)
 	}
-	if left := runContainers(t, e, out); len(left) > 0 {
+	if left := runContainers(t, out); len(left) > 0 {
 		t.Errorf("containers left: %q", left)
 	}
 	results, err := Results(s.Plan, &Store{Dir: out})
@@ -170,7 +172,7 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 // on the same inputs, in cells of its own; both outcomes are stored and reported, the
 // rerun fails too and the failure stands; a second run reruns nothing.
 func TestRerunRed(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "rerun")
 	out := t.TempDir()
 	_, rep := evaluate(t, s.Plan, s.Dir, out)

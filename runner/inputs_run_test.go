@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
@@ -72,7 +75,7 @@ func checkRanPinnedBytes(t *testing.T, s runSuite, out string) string {
 // is invalid, naming the file, so the verdict is INCOMPLETE; once the file
 // is restored the next run reruns exactly those cells.
 func TestSkillEditedDuringRun(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
 	out := t.TempDir()
 	skill := filepath.Join(s.Dir, "skill", "SKILL.md")
@@ -168,7 +171,7 @@ func TestRunRefusesChangedInput(t *testing.T) {
 // one into B, and the original again into a fresh C: each image holds
 // exactly its plan's bytes, and C reuses A's image, never B's.
 func TestCellImageHoldsPinnedBytes(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
 	skill := filepath.Join(s.Dir, "skill", "SKILL.md")
 	original, err := os.ReadFile(skill)
@@ -210,7 +213,7 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 	}
 	// The image carries its key; one under the tag without it is rebuilt.
 	_, labels, ok, err := e.ImageLabels(context.Background(), imageA)
-	if err != nil || !ok || labels[LabelCellKey] == "" {
+	if err != nil || !ok || labels[docker.LabelCellKey] == "" {
 		t.Errorf("cell image labels %v (%v, %v)", labels, ok, err)
 	}
 }
@@ -219,7 +222,7 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 // pinned fails the image build, naming the file, and leaves no image under
 // the cell's tag.
 func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
 	store, err := OpenStore(t.TempDir())
 	if err != nil {
@@ -259,7 +262,7 @@ func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
 // does not carry the cell's key (tagged by hand, or built by an older
 // skillgate from the live folder) is not trusted: the cell rebuilds it.
 func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
 	store, err := OpenStore(t.TempDir())
 	if err != nil {
@@ -292,7 +295,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, labels, _, err := e.ImageLabels(context.Background(), ref)
-	if err != nil || again != id || labels[LabelCellKey] == "" {
+	if err != nil || again != id || labels[docker.LabelCellKey] == "" {
 		t.Errorf("the tag %s holds %s (labels %v, %v), the cell ran %s", ref, id, labels, err, again)
 	}
 	if sandboxID, _, _ := e.ImageExists(context.Background(), sandbox); again == sandboxID {

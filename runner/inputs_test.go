@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
@@ -99,9 +102,9 @@ func TestImageContextVerifiesTrees(t *testing.T) {
 	dir, err := store.PinTree("skill s", src, tree)
 	mustDo(t, err)
 
-	bc := NewBuildContext(testLayerDockerfile)
+	bc := docker.NewBuildContext(dockertest.LayerDockerfile)
 	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, treeFiles(tree), 1000, 1000))
-	_, hdrs, contents, _ := readContext(t, writeContext(t, bc))
+	_, hdrs, contents, _ := dockertest.ReadContext(t, dockertest.WriteContext(t, bc))
 	for name, mode := range map[string]int64{
 		"workspace/.claude/skills/s": 0o755, "workspace/.claude/skills/s/bin": 0o755,
 		"workspace/.claude/skills/s/SKILL.md": 0o644, "workspace/.claude/skills/s/bin/run.sh": 0o755,
@@ -122,7 +125,7 @@ func TestImageContextVerifiesTrees(t *testing.T) {
 	p := filepath.Join(dir, "SKILL.md")
 	mustDo(t, os.Chmod(p, 0o644))
 	mustDo(t, os.WriteFile(p, []byte("---\nname: x\n---\n# s\n"), 0o644))
-	bc = NewBuildContext(testLayerDockerfile)
+	bc = docker.NewBuildContext(dockertest.LayerDockerfile)
 	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, treeFiles(tree), 1000, 1000))
 	_, err = bc.WriteTo(io.Discard)
 	if want := "verify " + p + ": digest " + string(digest.FromString("---\nname: x\n---\n# s\n")) + ", the plan says " + string(tree.Files["SKILL.md"].Digest); err == nil || !strings.Contains(err.Error(), want) {
@@ -153,5 +156,12 @@ func TestRecheckNamesChanges(t *testing.T) {
 	want := []string{"skill s: README.md removed", "skill s: SKILL.md modified", "skill s: bin/run.sh modified", "skill s: new.md added"}
 	if got := in.recheck()["skill s"]; strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("changes %q, want %q", got, want)
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

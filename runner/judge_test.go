@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
@@ -587,7 +590,7 @@ func TestJudgeScriptedGateway(t *testing.T) {
 
 // judgeRunSuite copies testdata/judge/efficacy into a fresh repository
 // with judgeCue as its judge.cue and compiles it.
-func judgeRunSuite(t *testing.T, e *Engine, dir, judgeCue string) *plan.Plan {
+func judgeRunSuite(t *testing.T, e *docker.Engine, dir, judgeCue string) *plan.Plan {
 	t.Helper()
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
 		copyTree(t, filepath.Join("..", "testdata", "judge", "efficacy"), dir)
@@ -641,7 +644,7 @@ func rule(t *testing.T, rep *verdict.Report, name string) verdict.RuleOutcome {
 // 3. A rubric judge: the marked answers meet the criterion, the plain
 // ones fail it, and the packets never name the skill.
 func TestJudgeEfficacyPairwise(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	pair := suite.Pair{Candidate: "forced", Baseline: "none"}
 	wins := func(seed int64, caseID string) (n int, losses []int) {
 		for trial := 1; trial <= 5; trial++ {
@@ -687,7 +690,7 @@ schema.#Suite & {
 	policy: policies.efficacy
 }
 `, seed))
-	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
 	out := t.TempDir()
 	sum, rep := evaluate(t, p, dir, out)
 	if sum.Ran != len(p.Cells) || !sum.Complete() {
@@ -864,7 +867,7 @@ schema.#Suite & {
 // and a rerun with the judge working again finishes the run without a new
 // rollout.
 func TestJudgeFailureLeavesReport(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	root := writeRepo(t, map[string]string{
 		"s/suite.cue":      failureSuite,
 		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
@@ -953,7 +956,7 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 
 	// A command judge, its relative program in the suite folder, exits 1.
 	p := compile(`{provider: "command", command: ["./judge.sh"]}`)
-	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
 	out := t.TempDir()
 	failedRun(p, out, "judge command ./judge.sh: exit status 1: the judge is down")
 	if err := os.WriteFile(filepath.Join(dir, "ok"), nil, 0o644); err != nil {

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -63,7 +66,7 @@ func sameSums(t *testing.T, what string, before, after map[string]string) {
 // rejudge asks nothing and writes the same bytes, and a missing packet or
 // a judge of another mode is an error naming it.
 func TestRejudge(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	dir := filepath.Join(t.TempDir(), "suite")
 	p := judgeRunSuite(t, e, dir, `package t
 
@@ -80,7 +83,7 @@ schema.#Suite & {
 	policy: schema.#Policy & {uplift: {minPoints: 50}, invalidRun: {}}
 }
 `)
-	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
 	out := t.TempDir()
 	_, orig := evaluate(t, p, dir, out)
 	if orig.Verdict.Verdict != verdict.VerdictPass {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -62,13 +64,13 @@ func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string
 			os.RemoveAll(filepath.Dir(gateway.Socket()))
 		}
 	}
-	engine, err := NewEngine(ctx)
+	engine, err := newBackend(ctx)
 	if err != nil {
 		closeGateway()
 		return nil, nil, err
 	}
 	outLabel := outLabel(out)
-	if n, err := engine.Sweep(ctx, LabelOut+"="+outLabel); err != nil {
+	if n, err := engine.Sweep(ctx, docker.LabelOut+"="+outLabel); err != nil {
 		engine.Close()
 		closeGateway()
 		return nil, nil, err
@@ -94,14 +96,14 @@ func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string
 func (r *cellRunner) sweep(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	r.engine.Sweep(sctx, LabelRun+"="+r.runID)
+	r.engine.Sweep(sctx, docker.LabelRun+"="+r.runID)
 }
 
 // cellRunner runs one cell at a time per worker.
 type cellRunner struct {
 	plan     *plan.Plan
 	store    *Store
-	engine   *Engine
+	engine   backend
 	images   *images
 	out      string
 	outLabel string
@@ -219,31 +221,31 @@ func (r *cellRunner) collector(pc plan.PlanCase, arm plan.PlanArm, blobs string)
 }
 
 // spec is the hardened container of a cell.
-func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image string, col *workspaceCollector) (ContainerSpec, error) {
+func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image string, col *workspaceCollector) (docker.ContainerSpec, error) {
 	lim := r.plan.Limits
 	timeout, err := time.ParseDuration(lim.Timeout)
 	if err != nil {
-		return ContainerSpec{}, fmt.Errorf("parse limits.timeout %q: %w", lim.Timeout, err)
+		return docker.ContainerSpec{}, fmt.Errorf("parse limits.timeout %q: %w", lim.Timeout, err)
 	}
 	collectTimeout, err := time.ParseDuration(lim.Collect.Timeout)
 	if err != nil {
-		return ContainerSpec{}, fmt.Errorf("parse limits.collect.timeout %q: %w", lim.Collect.Timeout, err)
+		return docker.ContainerSpec{}, fmt.Errorf("parse limits.collect.timeout %q: %w", lim.Collect.Timeout, err)
 	}
 	mem, err := suite.ParseBytes(lim.Memory)
 	if err != nil {
-		return ContainerSpec{}, fmt.Errorf("read limits.memory: %w", err)
+		return docker.ContainerSpec{}, fmt.Errorf("read limits.memory: %w", err)
 	}
 	output, err := suite.ParseBytes(lim.Output)
 	if err != nil {
-		return ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
+		return docker.ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
 	}
 	in, err := newCellInput(r.plan, pc, arm)
 	if err != nil {
-		return ContainerSpec{}, err
+		return docker.ContainerSpec{}, err
 	}
 	cmd, stdin, err := cellCommand(r.plan, in)
 	if err != nil {
-		return ContainerSpec{}, err
+		return docker.ContainerSpec{}, err
 	}
 	env := cellEnv(r.plan, arm, in)
 	var binds []string
@@ -252,25 +254,25 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 		env = append(env, Of(r.plan.Agent.Kind).Env(r.plan.Agent.Model, r.gateway.NewCellToken(c.ID))...)
 		binds = []string{filepath.Dir(r.gateway.Socket()) + ":" + cellGatewayMount + ":ro"}
 	}
-	return ContainerSpec{
+	return docker.ContainerSpec{
 		Image:      image,
 		Cmd:        cmd,
 		Env:        env,
 		Binds:      binds,
 		User:       r.plan.Agent.User,
-		WorkingDir: Workspace,
+		WorkingDir: docker.Workspace,
 		Labels: map[string]string{
-			LabelRun: r.runID, LabelOut: r.outLabel, LabelCell: c.ID,
-			LabelPlan: r.plan.Digest.Encoded()[:16], LabelSuite: r.plan.Suite.Name,
+			docker.LabelRun: r.runID, docker.LabelOut: r.outLabel, docker.LabelCell: c.ID,
+			docker.LabelPlan: r.plan.Digest.Encoded()[:16], docker.LabelSuite: r.plan.Suite.Name,
 		},
 		Memory:        mem,
 		NanoCPUs:      int64(lim.CPUs * 1e9),
 		PidsLimit:     lim.Pids,
 		Timeout:       timeout,
 		OutputCap:     output,
-		CollectPrefix: Workspace,
+		CollectPrefix: docker.Workspace,
 		Collect:       col.visit,
-		CollectLimits: CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
+		CollectLimits: docker.CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
 		Files:         in.files(),
 		Stdin:         stdin,
 	}, nil

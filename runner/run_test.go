@@ -17,11 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -38,7 +39,7 @@ type runSuite struct {
 
 // copySuite copies testdata/run/NAME into a fresh repository, compiles it,
 // and removes the cell images the test builds for it when the test ends.
-func copySuite(t *testing.T, e *Engine, name string) runSuite {
+func copySuite(t *testing.T, e *docker.Engine, name string) runSuite {
 	t.Helper()
 	return copyTestdataSuite(t, e, filepath.Join("run", name))
 }
@@ -46,7 +47,7 @@ func copySuite(t *testing.T, e *Engine, name string) runSuite {
 // copyTestdataSuite copies the suite at testdata/REL into a fresh
 // repository (its paths must stay inside one) and compiles it; with an
 // engine, the cell images the test builds for it go when the test ends.
-func copyTestdataSuite(t *testing.T, e *Engine, rel string) runSuite {
+func copyTestdataSuite(t *testing.T, e *docker.Engine, rel string) runSuite {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
@@ -62,7 +63,7 @@ func copyTestdataSuite(t *testing.T, e *Engine, rel string) runSuite {
 		t.Cleanup(func() {
 			// Cell images are content-addressed and harmless, but a test should
 			// not leave them; another run of these tests may still use one.
-			if _, err := e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name); err != nil {
+			if _, err := e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name); err != nil {
 				t.Logf("remove cell images of %s: %v", p.Suite.Name, err)
 			}
 		})
@@ -201,22 +202,13 @@ func emptyDir(t *testing.T, dir string) {
 
 // runContainers lists the containers of skillgate runs into out, running
 // or not. Only out's are listed: other runs may share the engine.
-func runContainers(t *testing.T, e *Engine, out string) []string {
+func runContainers(t *testing.T, out string) []string {
 	t.Helper()
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := filters.NewArgs(filters.Arg("label", LabelRun), filters.Arg("label", LabelOut+"="+digest.FromString(abs).Encoded()[:16]))
-	cs, err := e.c.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, c := range cs {
-		ids = append(ids, shortID(c.ID)+" "+c.State+" "+c.Labels[LabelCell])
-	}
-	return ids
+	return dockertest.Containers(t, docker.LabelRun, docker.LabelOut+"="+digest.FromString(abs).Encoded()[:16])
 }
 
 // buildCLI builds skillgate from the repository holding this package.
@@ -315,7 +307,7 @@ func sections(stdout string) []string {
 // The none arm's cell holds no skill file anywhere and no skills folder;
 // the forced arm's holds the skill where the agent looks for it.
 func TestRunNoneArmHasNoSkill(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "fs")
 	out := t.TempDir()
 	if sum := s.run(t, out, Options{}); sum.Ran != 2 || !sum.Complete() {
@@ -357,9 +349,9 @@ func TestRunNoneArmHasNoSkill(t *testing.T) {
 // No host variable enters a cell; a cell's changes are its workspace writes
 // only, stored with their content.
 func TestRunCellEnvAndChanges(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "fs")
-	name, value := "SKILLGATE_CANARY_"+strings.ToUpper(randomHex(t)), "canary-"+randomHex(t)
+	name, value := "SKILLGATE_CANARY_"+strings.ToUpper(dockertest.RandomHex(t)), "canary-"+dockertest.RandomHex(t)
 	t.Setenv(name, value)
 	out := t.TempDir()
 	if sum := s.run(t, out, Options{}); sum.Ran != 2 || !sum.Complete() {
@@ -400,7 +392,7 @@ func TestRunCellEnvAndChanges(t *testing.T) {
 // A rerun of an unchanged plan reuses every stored cell and never reaches
 // for the engine.
 func TestResumeNeedsNoEngine(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	out := t.TempDir()
 	n := len(s.Plan.Cells)
@@ -436,7 +428,7 @@ func TestResumeNeedsNoEngine(t *testing.T) {
 // A run killed with SIGKILL midway loses nothing stored and leaves nothing
 // a rerun would trust or keep: the rerun runs exactly the rest.
 func TestKillMidwayResumes(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "slow")
 	bin := buildCLI(t)
 	s.useCLIPlan(t, bin)
@@ -459,7 +451,7 @@ func TestKillMidwayResumes(t *testing.T) {
 		t.Fatalf("all %d cells were stored before the kill", n)
 	}
 	staged, _ := os.ReadDir(filepath.Join(out, filepath.FromSlash(storeTmp)))
-	t.Logf("after kill -9: %d stored, %d staged, containers left %q", killed, len(staged), runContainers(t, e, out))
+	t.Logf("after kill -9: %d stored, %d staged, containers left %q", killed, len(staged), runContainers(t, out))
 
 	sum := s.run(t, out, Options{Jobs: 4})
 	if sum.Ran != n-killed || sum.Reused != killed || !sum.Complete() {
@@ -467,7 +459,7 @@ func TestKillMidwayResumes(t *testing.T) {
 	}
 	checkStoreMatchesPlan(t, s, out, StatusCompleted)
 	emptyDir(t, filepath.Join(out, filepath.FromSlash(storeTmp)))
-	if left := runContainers(t, e, out); len(left) > 0 {
+	if left := runContainers(t, out); len(left) > 0 {
 		t.Errorf("containers left: %q", left)
 	}
 }
@@ -475,7 +467,7 @@ func TestKillMidwayResumes(t *testing.T) {
 // Ctrl-C stops the run within seconds, exits 2, removes its containers and
 // keeps every stored cell; a rerun runs only the rest.
 func TestInterruptStopsCleanly(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "slow")
 	bin := buildCLI(t)
 	s.useCLIPlan(t, bin)
@@ -508,7 +500,7 @@ func TestInterruptStopsCleanly(t *testing.T) {
 	// A container whose creation was under way when skillgate exited
 	// shows up a moment later.
 	time.Sleep(1500 * time.Millisecond)
-	if left := runContainers(t, e, out); len(left) > 0 {
+	if left := runContainers(t, out); len(left) > 0 {
 		t.Errorf("containers left after SIGINT: %q", left)
 	}
 	emptyDir(t, filepath.Join(out, filepath.FromSlash(storeTmp)))
@@ -535,7 +527,7 @@ func TestInterruptStopsCleanly(t *testing.T) {
 // A plan file runs exactly that plan: a changed skill is refused, by name,
 // before anything runs.
 func TestPlanFileRefusesChangedSuite(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	bin := buildCLI(t)
 	out := filepath.Join(t.TempDir(), "out")
@@ -572,7 +564,7 @@ func TestPlanFileRefusesChangedSuite(t *testing.T) {
 // An agent's failure and timeout are outcomes; an engine that cannot run
 // the cell makes it invalid, and the next run retries it.
 func TestRunStatuses(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "status")
 	out := t.TempDir()
 	start := time.Now()
@@ -628,7 +620,7 @@ func TestRunStatuses(t *testing.T) {
 // Filters select cells by case, arm and split; a value the plan lacks is an
 // error that names it, never an empty run.
 func TestSelectFilters(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	ids := func(cs []plan.Cell) []string {
 		var out []string

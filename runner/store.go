@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 
@@ -68,7 +70,7 @@ type Rollout struct {
 	// workspace (the fixture and the installed skills), the skills folder included.
 	Changes []grade.FileChange `json:"changes"`
 	// Collection says how the workspace was read back, and what its limits cut.
-	Collection Collection `json:"collection"`
+	Collection docker.Collection `json:"collection"`
 
 	// Gateway is what the cell asked of its model, as the gateway saw it.
 	Gateway *CellUsage `json:"gateway,omitempty"`

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -89,7 +91,7 @@ func (w *workspaceCollector) under(dir string, f func(string)) {
 }
 
 // visit takes one entry of the container's workspace.
-func (w *workspaceCollector) visit(e WorkspaceEntry) error {
+func (w *workspaceCollector) visit(e docker.WorkspaceEntry) error {
 	if e.Path == "" || strings.ContainsRune(e.Path, 0) {
 		return nil
 	}
@@ -126,7 +128,7 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 		ch.Kind = grade.ChangeModified
 	}
 	switch e.Type {
-	case TypeDir:
+	case docker.TypeDir:
 		if e.Opaque {
 			w.under(e.Path, remove)
 			removeDirs(e.Path)
@@ -135,12 +137,12 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 			return nil // a folder only holds what is listed below it
 		}
 		// A folder where the fixture had a file or link.
-	case TypeSymlink:
+	case docker.TypeSymlink:
 		ch.Target = e.Target
 		if had && init.Mode == "symlink" && init.Digest == digest.FromString(filepath.ToSlash(e.Target)) {
 			return nil
 		}
-	case TypeFile:
+	case docker.TypeFile:
 		ch.Exec, ch.Size = e.Mode&0o111 != 0, e.Size
 		same, err := w.store(e, &ch, init, had)
 		if err != nil {
@@ -156,7 +158,7 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 
 // store streams a regular file's content into a blob, unless a limit cuts it, and says
 // whether it is byte for byte the initial file.
-func (w *workspaceCollector) store(e WorkspaceEntry, ch *grade.FileChange, init plan.TreeEntry, had bool) (same bool, err error) {
+func (w *workspaceCollector) store(e docker.WorkspaceEntry, ch *grade.FileChange, init plan.TreeEntry, had bool) (same bool, err error) {
 	switch {
 	case w.lim.FileBytes > 0 && e.Size > w.lim.FileBytes:
 		ch.Cut = fmt.Sprintf("%d bytes, over limits.collect.fileBytes (%d)", e.Size, w.lim.FileBytes)
@@ -195,7 +197,7 @@ func (w *workspaceCollector) store(e WorkspaceEntry, ch *grade.FileChange, init 
 		err = cerr
 	}
 	if err != nil {
-		var cut CollectCut
+		var cut docker.CollectCut
 		if errors.As(err, &cut) {
 			ch.Cut = cut.Reason
 			return false, cut

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/skillgate/skillgate/runner"
@@ -53,7 +55,7 @@ Pinned versions: %s.`, strings.Join(pinned, ", ")),
 				}
 				ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 				defer stop()
-				e, err := runner.NewEngine(ctx)
+				e, err := docker.NewEngine(ctx)
 				if err != nil {
 					return err
 				}

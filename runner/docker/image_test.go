@@ -1,4 +1,4 @@
-package runner
+package docker_test
 
 import (
 	"archive/tar"
@@ -9,71 +9,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
 )
-
-const testLayerDockerfile = "FROM scratch\nADD " + LayerTar + " /\n"
-
-// readContext returns the Dockerfile and the layer's headers and contents, by path.
-func readContext(t *testing.T, data []byte) (string, map[string]*tar.Header, map[string]string, []string) {
-	t.Helper()
-	var dockerfile string
-	hdrs := map[string]*tar.Header{}
-	contents := map[string]string{}
-	var order []string
-	tr := tar.NewReader(bytes.NewReader(data))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch h.Name {
-		case "Dockerfile":
-			dockerfile = string(b)
-		case LayerTar:
-			lr := tar.NewReader(bytes.NewReader(b))
-			for {
-				lh, err := lr.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatalf("read layer: %v", err)
-				}
-				c, err := io.ReadAll(lr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				name := strings.TrimSuffix(lh.Name, "/")
-				hdrs[name] = lh
-				contents[name] = string(c)
-				order = append(order, name)
-			}
-		default:
-			t.Fatalf("unexpected context entry %q", h.Name)
-		}
-	}
-	return dockerfile, hdrs, contents, order
-}
-
-func writeContext(t *testing.T, bc *BuildContext) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	n, err := bc.WriteTo(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != int64(buf.Len()) {
-		t.Fatalf("WriteTo reported %d bytes, wrote %d", n, buf.Len())
-	}
-	return buf.Bytes()
-}
 
 func TestImageContextDeterministicWithOwners(t *testing.T) {
 	host := t.TempDir()
@@ -84,8 +23,8 @@ func TestImageContextDeterministicWithOwners(t *testing.T) {
 	mustDo(t, os.WriteFile(filepath.Join(host, "tree", "sub", "a.txt"), []byte("a"), 0o666))
 	mustDo(t, os.Symlink("sub/a.txt", filepath.Join(host, "tree", "link")))
 
-	build := func(reverse bool) *BuildContext {
-		bc := NewBuildContext(testLayerDockerfile)
+	build := func(reverse bool) *docker.BuildContext {
+		bc := docker.NewBuildContext(dockertest.LayerDockerfile)
 		adds := []func(){
 			func() { bc.AddFile("/etc/passwd", 0o644, 0, 0, []byte("root:x:0:0::/:/bin/sh\n")) },
 			func() { bc.AddDir("tmp", 0o1777, 0, 0) },
@@ -103,8 +42,8 @@ func TestImageContextDeterministicWithOwners(t *testing.T) {
 		}
 		return bc
 	}
-	a := writeContext(t, build(false))
-	b := writeContext(t, build(true))
+	a := dockertest.WriteContext(t, build(false))
+	b := dockertest.WriteContext(t, build(true))
 	if !bytes.Equal(a, b) {
 		t.Fatal("equal inputs added in another order gave different context bytes")
 	}
@@ -116,8 +55,8 @@ func TestImageContextDeterministicWithOwners(t *testing.T) {
 		t.Fatalf("digests %s and %s differ or are invalid", da, db)
 	}
 
-	dockerfile, hdrs, contents, order := readContext(t, a)
-	if dockerfile != testLayerDockerfile {
+	dockerfile, hdrs, contents, order := dockertest.ReadContext(t, a)
+	if dockerfile != dockertest.LayerDockerfile {
 		t.Errorf("Dockerfile = %q", dockerfile)
 	}
 	want := []string{"data/big.bin", "etc/passwd", "tmp", "workspace", "workspace/link", "workspace/run.sh", "workspace/sub", "workspace/sub/a.txt"}
@@ -148,8 +87,8 @@ func TestImageContextDeterministicWithOwners(t *testing.T) {
 			t.Errorf("%s: type %c mode %o owner %d:%d, want type %c mode %o owner %d:%d",
 				c.name, h.Typeflag, h.Mode, h.Uid, h.Gid, c.typ, c.mode, c.uid, c.gid)
 		}
-		if !h.ModTime.Equal(layerEpoch) {
-			t.Errorf("%s: mtime %v, want %v", c.name, h.ModTime, layerEpoch)
+		if !h.ModTime.Equal(docker.LayerEpoch) {
+			t.Errorf("%s: mtime %v, want %v", c.name, h.ModTime, docker.LayerEpoch)
 		}
 	}
 	if hdrs["workspace/link"].Linkname != "sub/a.txt" {
@@ -163,27 +102,27 @@ func TestImageContextDeterministicWithOwners(t *testing.T) {
 func TestImageContextRefusesBadInput(t *testing.T) {
 	host := t.TempDir()
 	mustDo(t, os.Symlink("/etc/passwd", filepath.Join(host, "abs")))
-	bc := NewBuildContext(testLayerDockerfile)
+	bc := docker.NewBuildContext(dockertest.LayerDockerfile)
 	if err := bc.AddHostTree("workspace", host, 1000, 1000); err == nil || !strings.Contains(err.Error(), "leaves the tree") {
 		t.Errorf("absolute symlink: err = %v", err)
 	}
 
-	bc = NewBuildContext(testLayerDockerfile)
+	bc = docker.NewBuildContext(dockertest.LayerDockerfile)
 	bc.AddFile("../etc/x", 0o644, 0, 0, nil)
 	if _, err := bc.WriteTo(io.Discard); err == nil || !strings.Contains(err.Error(), "..") {
 		t.Errorf("path with ..: err = %v", err)
 	}
 
-	bc = NewBuildContext("FROM scratch\nCOPY . /\n")
+	bc = docker.NewBuildContext("FROM scratch\nCOPY . /\n")
 	bc.AddFile("a", 0o644, 0, 0, nil)
-	if _, err := bc.WriteTo(io.Discard); err == nil || !strings.Contains(err.Error(), LayerTar) {
+	if _, err := bc.WriteTo(io.Discard); err == nil || !strings.Contains(err.Error(), docker.LayerTar) {
 		t.Errorf("Dockerfile without ADD of the layer: err = %v", err)
 	}
 
 	// A host file that changes between Add and the write must not give a corrupt tar.
 	p := filepath.Join(host, "grows")
 	mustDo(t, os.WriteFile(p, []byte("short"), 0o644))
-	bc = NewBuildContext(testLayerDockerfile)
+	bc = docker.NewBuildContext(dockertest.LayerDockerfile)
 	bc.AddHostFile("grows", p, 0, 0)
 	mustDo(t, os.WriteFile(p, []byte("much longer now"), 0o644))
 	if _, err := bc.WriteTo(io.Discard); err == nil || !strings.Contains(err.Error(), "changed size") {
@@ -197,7 +136,7 @@ func TestImageContextStreamsHostFiles(t *testing.T) {
 	mustDo(t, err)
 	mustDo(t, f.Truncate(64<<20)) // sparse: 64 MiB on the tar, nothing on disk
 	mustDo(t, f.Close())
-	bc := NewBuildContext(testLayerDockerfile)
+	bc := docker.NewBuildContext(dockertest.LayerDockerfile)
 	bc.AddHostFile("workspace/fixture.bin", p, 1000, 1000)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

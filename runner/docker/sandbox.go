@@ -1,4 +1,4 @@
-package runner
+package docker
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 // user agent (1000:1000) and its folders, nothing else.
 const SandboxImage = "skillgate/sandbox"
 
-// busyboxPath is where the host's static busybox is taken from.
-const busyboxPath = "/bin/busybox"
+// BusyboxPath is where the host's static busybox is taken from.
+const BusyboxPath = "/bin/busybox"
 
-// sandboxApplets are the busybox applets linked into /bin.
-var sandboxApplets = []string{
+// SandboxApplets are the busybox applets linked into /bin.
+var SandboxApplets = []string{
 	"sh", "ls", "cat", "grep", "sed", "awk", "find", "mkdir", "rm", "cp", "mv", "echo",
 	"printf", "test", "[", "head", "tail", "wc", "sort", "diff", "env", "sleep", "true",
 	"false", "id", "touch", "tr", "cut", "dd", "yes", "xargs", "nc", "wget", "ping", "chmod",
@@ -60,13 +60,13 @@ func (e *Engine) EnsureSandbox(ctx context.Context) (ref string, err error) {
 
 // sandboxContext assembles the sandbox image's build context.
 func sandboxContext() (*BuildContext, error) {
-	if err := checkStatic(busyboxPath); err != nil {
-		return nil, fmt.Errorf("sandbox image needs a static busybox at %s: %w; install one with `apt-get install busybox-static`", busyboxPath, err)
+	if err := CheckStatic(BusyboxPath); err != nil {
+		return nil, fmt.Errorf("sandbox image needs a static busybox at %s: %w; install one with `apt-get install busybox-static`", BusyboxPath, err)
 	}
 	bc := NewBuildContext(sandboxDockerfile)
 	bc.AddDir("bin", 0o755, 0, 0)
-	bc.AddHostFile("bin/busybox", busyboxPath, 0, 0)
-	for _, a := range sandboxApplets {
+	bc.AddHostFile("bin/busybox", BusyboxPath, 0, 0)
+	for _, a := range SandboxApplets {
 		bc.AddSymlink("bin/"+a, "busybox", 0, 0)
 	}
 	// For scripts that start with #!/usr/bin/env.
@@ -74,16 +74,16 @@ func sandboxContext() (*BuildContext, error) {
 	bc.AddDir("usr/bin", 0o755, 0, 0)
 	bc.AddSymlink("usr/bin/env", "../../bin/busybox", 0, 0)
 	bc.AddDir("etc", 0o755, 0, 0)
-	addUserland(bc, "/bin/sh")
+	AddUserland(bc, "/bin/sh")
 	if err := bc.check(); err != nil {
 		return nil, fmt.Errorf("build sandbox image: %w", err)
 	}
 	return bc, nil
 }
 
-// checkStatic fails unless the file is an ELF executable without a dynamic loader: a
+// CheckStatic fails unless the file is an ELF executable without a dynamic loader: a
 // FROM scratch image has no libc for it.
-func checkStatic(p string) error {
+func CheckStatic(p string) error {
 	f, err := elf.Open(p)
 	if err != nil {
 		return err
@@ -97,10 +97,10 @@ func checkStatic(p string) error {
 	return nil
 }
 
-// addUserland gives an image built FROM scratch its users (root, and agent
+// AddUserland gives an image built FROM scratch its users (root, and agent
 // as uid 1000 with the login shell given), /tmp, the agent's home and
 // /workspace.
-func addUserland(bc *BuildContext, shell string) {
+func AddUserland(bc *BuildContext, shell string) {
 	bc.AddFile("etc/passwd", 0o644, 0, 0, []byte(
 		"root:x:0:0:root:/root:"+shell+"\n"+
 			"agent:x:1000:1000:agent:/home/agent:"+shell+"\n"+

@@ -1,6 +1,4 @@
-package runner
-
-// With docker.go, the only files that import the Docker SDK.
+package docker
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package runner
+package docker
 
 import (
 	"archive/tar"
@@ -98,7 +98,7 @@ func (b *BuildContext) AddSymlink(p string, target string, uid, gid int) {
 // tree; any other symlink, and any other kind of file, is an error rather than a silent
 // difference between the host folder and the image.
 func (b *BuildContext) AddHostTree(prefix string, hostDir string, uid, gid int) error {
-	root, err := imagePath(prefix)
+	root, err := ImagePath(prefix)
 	if err != nil {
 		return fmt.Errorf("add tree %s: %w", hostDir, err)
 	}
@@ -161,7 +161,7 @@ type TreeFile struct {
 // and must have the digest the tree gives them, else writing fails naming
 // the file: an image holds exactly the plan's bytes or is not built.
 func (b *BuildContext) AddTree(prefix, dir string, files map[string]TreeFile, uid, gid int) error {
-	root, err := imagePath(prefix)
+	root, err := ImagePath(prefix)
 	if err != nil {
 		return fmt.Errorf("add tree %s: %w", dir, err)
 	}
@@ -206,7 +206,7 @@ func (b *BuildContext) AddTree(prefix, dir string, files map[string]TreeFile, ui
 }
 
 func (b *BuildContext) add(p string, typ byte, mode int64, uid, gid int, e *layerEntry, size int64, link string) {
-	name, err := imagePath(p)
+	name, err := ImagePath(p)
 	if err != nil {
 		b.fail(fmt.Errorf("add %q: %w", p, err))
 		return
@@ -231,6 +231,16 @@ func (b *BuildContext) add(p string, typ byte, mode int64, uid, gid int, e *laye
 	b.entries[strings.TrimSuffix(name, "/")] = e
 }
 
+// Has reports whether an entry was added at image path p.
+func (b *BuildContext) Has(p string) bool {
+	name, err := ImagePath(p)
+	if err != nil {
+		return false
+	}
+	_, ok := b.entries[name]
+	return ok
+}
+
 // Err is the first error an Add met, which writing the context reports too.
 func (b *BuildContext) Err() error { return b.err }
 
@@ -240,9 +250,9 @@ func (b *BuildContext) fail(err error) {
 	}
 }
 
-// imagePath turns p into a slash-separated path relative to the image root, refusing the
+// ImagePath turns p into a slash-separated path relative to the image root, refusing the
 // root itself and any ".." element.
-func imagePath(p string) (string, error) {
+func ImagePath(p string) (string, error) {
 	for _, el := range strings.Split(p, "/") {
 		if el == ".." {
 			return "", errors.New("path contains ..")

@@ -1,4 +1,4 @@
-package runner
+package docker
 
 // Labels skillgate puts on what it creates.
 const (

@@ -1,4 +1,4 @@
-package runner
+package docker
 
 import (
 	"archive/tar"

@@ -1,7 +1,4 @@
-package runner
-
-// This is the only file that imports the Docker SDK, so that the move from
-// github.com/docker/docker to github.com/moby/moby/client stays local.
+package docker
 
 import (
 	"context"
