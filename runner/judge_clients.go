@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/gateway"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -78,7 +80,7 @@ func newJudge(pj suite.Judge, timeout time.Duration, suiteDir string) (Judge, fu
 		if err != nil {
 			return nil, nil, fmt.Errorf("new judge: %w", err)
 		}
-		g, err := StartGateway(GatewayConfig{Dir: dir, Provider: "scripted", Script: pj.Script})
+		g, err := gateway.StartGateway(gateway.GatewayConfig{Dir: dir, Provider: "scripted", Script: pj.Script})
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, nil, fmt.Errorf("new judge: %w", err)

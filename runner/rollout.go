@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/gateway"
+
 	"github.com/skillgate/skillgate/runner/docker"
 
 	"github.com/skillgate/skillgate/runner/redact"
@@ -29,7 +31,7 @@ func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, 
 	}
 	started(c.ID)
 	ro, err := r.run(ctx, c)
-	var u CellUsage
+	var u gateway.CellUsage
 	if r.gateway != nil {
 		u = r.gateway.Usage(c.ID)
 	}
@@ -46,7 +48,7 @@ func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, 
 // run into the same folder left. The caller fills in the cases and arms it
 // will run; stop releases everything.
 func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string, store *Store, budget *spendBudget) (r *cellRunner, stop func(), err error) {
-	var gateway *Gateway
+	var gateway *gateway.Gateway
 	var key string
 	if usesGateway(p) {
 		if gateway, key, err = startGateway(p); err != nil {
@@ -108,7 +110,7 @@ type cellRunner struct {
 	out      string
 	outLabel string
 	runID    string
-	gateway  *Gateway
+	gateway  *gateway.Gateway
 	budget   *spendBudget
 	redact   *redact.Redactor
 	cases    map[string]plan.PlanCase
@@ -250,7 +252,7 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 	env := cellEnv(r.plan, arm, in)
 	var binds []string
 	if r.gateway != nil {
-		cmd = append([]string{ForwarderPath, "-exec"}, cmd...)
+		cmd = append([]string{gateway.ForwarderPath, "-exec"}, cmd...)
 		env = append(env, Of(r.plan.Agent.Kind).Env(r.plan.Agent.Model, r.gateway.NewCellToken(c.ID))...)
 		binds = []string{filepath.Dir(r.gateway.Socket()) + ":" + cellGatewayMount + ":ro"}
 	}

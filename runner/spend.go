@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/gateway"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -65,7 +67,7 @@ func capPriced(p *suite.Prices) bool {
 // per-call price when it made a model call; ok is false when there is nothing to
 // record (no model call, or no price to count it with).
 func spendCost(p *suite.Prices, t *grade.Tokens, called bool) (usd float64, estimated, ok bool) {
-	if v := priceTokens(p, t); v != nil {
+	if v := gateway.PriceTokens(p, t); v != nil {
 		return *v, false, true
 	}
 	if !called {

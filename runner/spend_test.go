@@ -33,7 +33,7 @@ func spendPlan(agent, judge *suite.Prices) *plan.Plan {
 // most a cell has cost is every next cell's worst case.
 func TestSpendAdmissionNeverOvershoots(t *testing.T) {
 	ctx := context.Background()
-	b, err := openSpend(t.TempDir(), spendPlan(&suite.Prices{PerCall: gwPtr(1.0), InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, nil), 5)
+	b, err := openSpend(t.TempDir(), spendPlan(&suite.Prices{PerCall: usd(1.0), InputPerMTok: usd(1.0), OutputPerMTok: usd(1.0)}, nil), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestSpendAdmissionNeverOvershoots(t *testing.T) {
 	}
 
 	// No per-call price: one cell at a time until one has a cost.
-	b, err = openSpend(t.TempDir(), spendPlan(&suite.Prices{InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, nil), 10)
+	b, err = openSpend(t.TempDir(), spendPlan(&suite.Prices{InputPerMTok: usd(1.0), OutputPerMTok: usd(1.0)}, nil), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSpendAdmissionNeverOvershoots(t *testing.T) {
 // counts every earlier entry, and a line the process died writing is skipped.
 func TestSpendLedgerSurvives(t *testing.T) {
 	out := t.TempDir()
-	p := spendPlan(&suite.Prices{InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, &suite.Prices{PerCall: gwPtr(0.25)})
+	p := spendPlan(&suite.Prices{InputPerMTok: usd(1.0), OutputPerMTok: usd(1.0)}, &suite.Prices{PerCall: usd(0.25)})
 	b, err := openSpend(out, p, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestSpendLedgerSurvives(t *testing.T) {
 // TestCheckSpendCap: a cap needs prices to count with, for the agent and for a real
 // judge, and says how to add them.
 func TestCheckSpendCap(t *testing.T) {
-	tokens := &suite.Prices{InputPerMTok: gwPtr(3.0), OutputPerMTok: gwPtr(15.0)}
+	tokens := &suite.Prices{InputPerMTok: usd(3.0), OutputPerMTok: usd(15.0)}
 	for _, c := range []struct {
 		plan *plan.Plan
 		cap  float64
@@ -174,11 +174,11 @@ func TestCheckSpendCap(t *testing.T) {
 	}{
 		{spendPlan(nil, nil), 0, ""},
 		{spendPlan(tokens, nil), 5, ""},
-		{spendPlan(&suite.Prices{PerCall: gwPtr(0.5)}, nil), 5, ""},
+		{spendPlan(&suite.Prices{PerCall: usd(0.5)}, nil), 5, ""},
 		{spendPlan(nil, nil), 5, "check spend cap: suite spendtest gives its agent no prices, so --spend-cap has nothing to count; add the model's USD prices per million tokens to the agent, as in `agent: prices: {inputPerMTok: 3, outputPerMTok: 15}`, or an estimate per cell, as in `agent: prices: perCall: 0.5`"},
-		{spendPlan(&suite.Prices{InputPerMTok: gwPtr(3.0)}, nil), 5, "gives its agent no prices"},
+		{spendPlan(&suite.Prices{InputPerMTok: usd(3.0)}, nil), 5, "gives its agent no prices"},
 		{spendPlan(tokens, &suite.Prices{}), 5, "gives its anthropic judge no prices"},
-		{spendPlan(tokens, &suite.Prices{PerCall: gwPtr(0.01)}), 5, ""},
+		{spendPlan(tokens, &suite.Prices{PerCall: usd(0.01)}), 5, ""},
 		{spendPlan(tokens, nil), -1, "want a positive amount in USD"},
 		{spendPlan(tokens, nil), math.Inf(1), "want a positive amount in USD"},
 	} {
@@ -319,3 +319,5 @@ func TestEvaluateSpendCapLeavesJudgingIncomplete(t *testing.T) {
 		t.Errorf("with a higher cap: summary %+v, verdict %s %v", sum, rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
 }
+
+func usd(v float64) *float64 { return &v }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/gateway"
+
 	"github.com/skillgate/skillgate/runner/docker"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -73,7 +75,7 @@ type Rollout struct {
 	Collection docker.Collection `json:"collection"`
 
 	// Gateway is what the cell asked of its model, as the gateway saw it.
-	Gateway *CellUsage `json:"gateway,omitempty"`
+	Gateway *gateway.CellUsage `json:"gateway,omitempty"`
 
 	Durations Durations `json:"durations"`
 	StartedAt time.Time `json:"startedAt"`

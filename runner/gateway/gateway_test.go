@@ -1,4 +1,4 @@
-package runner
+package gateway
 
 import (
 	"bufio"
@@ -343,8 +343,7 @@ func TestGatewayRefusesBadConfig(t *testing.T) {
 func gwBuildForwarder(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "forwarder")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./runner/forwarder")
-	cmd.Dir = ".."
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./forwarder")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build forwarder: %v\n%s", err, out)

@@ -1,4 +1,4 @@
-package runner
+package gateway
 
 import (
 	_ "embed"
@@ -9,7 +9,7 @@ import (
 
 // The forwarder runs inside cells, which have no network: it listens on
 // 127.0.0.1 and relays to the gateway's unix socket. It is a static
-// program of this project (runner/forwarder), built by `go generate` and
+// program of this project (runner/gateway/forwarder), built by `go generate` and
 // embedded, so that skillgate needs no Go toolchain at run time and works
 // however it was itself built. TestEmbeddedForwarderIsCurrent checks that
 // the embedded binary is the current source's.
@@ -26,8 +26,8 @@ var forwarderGoVersion string
 // mounted read-only.
 const ForwarderPath = "/skillgate/forwarder"
 
-// writeForwarder puts the forwarder next to the gateway's socket.
-func writeForwarder(dir string) error {
+// WriteForwarder puts the forwarder next to the gateway's socket.
+func WriteForwarder(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "forwarder"), forwarderBinary, 0o755); err != nil {
 		return fmt.Errorf("write forwarder: %w", err)
 	}

@@ -1,4 +1,4 @@
-package runner
+package gateway
 
 import (
 	"net/http"
@@ -64,7 +64,7 @@ func (g *Gateway) Usage(cell string) CellUsage {
 		ModelAsked:     strings.Join(c.asked, ", "),
 		ModelAnswered:  strings.Join(c.answered, ", "),
 		LatencySeconds: c.latency.Seconds(),
-		USD:            priceTokens(g.cfg.Prices, c.tokens),
+		USD:            PriceTokens(g.cfg.Prices, c.tokens),
 		Retries:        c.retries,
 		Faults:         slices.Clone(c.faults),
 		FaultsDropped:  c.faultsDropped,
@@ -88,7 +88,7 @@ func (g *Gateway) Spent() float64 {
 	defer g.mu.Unlock()
 	var total float64
 	for _, c := range g.cells {
-		if usd := priceTokens(g.cfg.Prices, c.tokens); usd != nil {
+		if usd := PriceTokens(g.cfg.Prices, c.tokens); usd != nil {
 			total += *usd
 		}
 	}

@@ -1,4 +1,4 @@
-package runner
+package gateway
 
 import (
 	"bytes"
@@ -65,12 +65,12 @@ func (f ProviderFault) String() string {
 	if f.Retries > 0 {
 		from += fmt.Sprintf(", after %d %s", f.Retries, plural(f.Retries, "retry", "retries"))
 	}
-	return fmt.Sprintf("provider: %s (from %s)", f.what(), from)
+	return fmt.Sprintf("provider: %s (from %s)", f.What(), from)
 }
 
-// what is the fault without where it came from: "HTTP 401 authentication_error:
+// What is the fault without where it came from: "HTTP 401 authentication_error:
 // invalid x-api-key".
-func (f ProviderFault) what() string {
+func (f ProviderFault) What() string {
 	var what string
 	switch f.Kind {
 	case FaultStatus:
@@ -472,6 +472,6 @@ func (g *Gateway) Preflight(ctx context.Context) (note string, err error) {
 	case http.StatusNotFound:
 		return fmt.Sprintf("%s answered 404 to GET /v1/models (no model list: a proxy?), so the key is not checked before the cells; going on", g.upstream), nil
 	default:
-		return fmt.Sprintf("%s answered GET /v1/models with %s; going on (cells that meet it too will be invalid)", g.upstream, f.what()), nil
+		return fmt.Sprintf("%s answered GET /v1/models with %s; going on (cells that meet it too will be invalid)", g.upstream, f.What()), nil
 	}
 }

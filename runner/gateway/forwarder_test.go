@@ -1,4 +1,4 @@
-package runner
+package gateway
 
 import (
 	"bytes"
@@ -28,6 +28,6 @@ func TestEmbeddedForwarderIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(b, forwarderBinary) {
-		t.Fatal("runner/assets/forwarder is stale: run `go generate ./runner`")
+		t.Fatal("runner/gateway/assets/forwarder is stale: run `go generate ./runner/gateway`")
 	}
 }

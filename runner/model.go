@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/gateway"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
@@ -21,7 +23,7 @@ func usesGateway(p *plan.Plan) bool { return p.Agent.Provider != "none" }
 
 // startGateway starts the run's gateway and puts the forwarder beside its
 // socket. The real credential is read from the host here and nowhere else.
-func startGateway(p *plan.Plan) (*Gateway, string, error) {
+func startGateway(p *plan.Plan) (*gateway.Gateway, string, error) {
 	key := ""
 	if p.Agent.Provider != "scripted" {
 		if p.Agent.CredentialEnv == "" {
@@ -40,10 +42,10 @@ func startGateway(p *plan.Plan) (*Gateway, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("start gateway: %w", err)
 	}
-	g, err := StartGateway(GatewayConfig{Dir: dir, Provider: p.Agent.Provider, Upstream: p.Agent.Upstream, APIKey: key,
+	g, err := gateway.StartGateway(gateway.GatewayConfig{Dir: dir, Provider: p.Agent.Provider, Upstream: p.Agent.Upstream, APIKey: key,
 		Script: p.Agent.Script, Prices: p.Agent.Prices, Retry: retry, Stall: stall})
 	if err == nil {
-		err = writeForwarder(dir)
+		err = gateway.WriteForwarder(dir)
 	}
 	if err != nil {
 		os.RemoveAll(dir)
@@ -53,7 +55,7 @@ func startGateway(p *plan.Plan) (*Gateway, string, error) {
 }
 
 // gatewayLimits reads limits.retry and limits.stall.
-func gatewayLimits(l suite.Limits) (RetryPolicy, time.Duration, error) {
+func gatewayLimits(l suite.Limits) (gateway.RetryPolicy, time.Duration, error) {
 	parse := func(name, v string) (time.Duration, error) {
 		if v == "" {
 			return 0, fmt.Errorf("read limits.%s: unset (a plan of an older skillgate? compile it again)", name)
@@ -66,36 +68,36 @@ func gatewayLimits(l suite.Limits) (RetryPolicy, time.Duration, error) {
 	}
 	stall, err := parse("stall", l.Stall)
 	if err != nil {
-		return RetryPolicy{}, 0, err
+		return gateway.RetryPolicy{}, 0, err
 	}
 	delay, err := parse("retry.delay", l.Retry.Delay)
 	if err != nil {
-		return RetryPolicy{}, 0, err
+		return gateway.RetryPolicy{}, 0, err
 	}
 	maxDelay, err := parse("retry.maxDelay", l.Retry.MaxDelay)
 	if err != nil {
-		return RetryPolicy{}, 0, err
+		return gateway.RetryPolicy{}, 0, err
 	}
-	return RetryPolicy{Attempts: l.Retry.Attempts, Delay: delay, MaxDelay: maxDelay}, stall, nil
+	return gateway.RetryPolicy{Attempts: l.Retry.Attempts, Delay: delay, MaxDelay: maxDelay}, stall, nil
 }
 
 // preflight checks the real provider's key and reachability before any cell, and
 // says what to fix when it fails: the credential variable for a refused key, the
 // upstream for a provider out of reach.
-func preflight(ctx context.Context, g *Gateway, p *plan.Plan, log io.Writer) error {
+func preflight(ctx context.Context, g *gateway.Gateway, p *plan.Plan, log io.Writer) error {
 	note, err := g.Preflight(ctx)
-	var pe *PreflightError
+	var pe *gateway.PreflightError
 	switch {
-	case errors.As(err, &pe) && pe.Fault.Kind == FaultStatus:
+	case errors.As(err, &pe) && pe.Fault.Kind == gateway.FaultStatus:
 		return fmt.Errorf("check provider %s: %s answered GET /v1/models with %s; the key in %s is refused: fix it and run again (no cell was started)",
-			p.Agent.Provider, p.Agent.Upstream, pe.Fault.what(), p.Agent.CredentialEnv)
+			p.Agent.Provider, p.Agent.Upstream, pe.Fault.What(), p.Agent.CredentialEnv)
 	case errors.As(err, &pe):
 		tries := ""
 		if n := pe.Fault.Retries; n > 0 {
 			tries = fmt.Sprintf(", after %d %s", n, plural(n, "retry", "retries"))
 		}
 		return fmt.Errorf("check provider %s: GET %s: %s%s; check agent.upstream and the way to it (no cell was started)",
-			p.Agent.Provider, pe.Fault.URL, pe.Fault.what(), tries)
+			p.Agent.Provider, pe.Fault.URL, pe.Fault.What(), tries)
 	case err != nil:
 		return err
 	}
@@ -103,4 +105,12 @@ func preflight(ctx context.Context, g *Gateway, p *plan.Plan, log io.Writer) err
 		fmt.Fprintf(log, "check provider %s: %s\n", p.Agent.Provider, note)
 	}
 	return nil
+}
+
+// plural is one or many, by n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

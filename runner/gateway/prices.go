@@ -1,13 +1,13 @@
-package runner
+package gateway
 
 import (
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
-// priceTokens prices t; nil without per-token prices or without tokens. A missing cache
+// PriceTokens prices t; nil without per-token prices or without tokens. A missing cache
 // price falls back to the input price.
-func priceTokens(p *suite.Prices, t *grade.Tokens) *float64 {
+func PriceTokens(p *suite.Prices, t *grade.Tokens) *float64 {
 	if t == nil || !tokenPriced(p) {
 		return nil
 	}

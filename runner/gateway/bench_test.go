@@ -1,4 +1,4 @@
-package runner
+package gateway
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillgate/skillgate/runner/gateway/standin"
 )
 
 // BenchmarkGatewayOverhead measures one streamed model call with a 100 KB request body
@@ -18,7 +20,7 @@ import (
 // directly to the stand-in, in the same run. Compare the two ns/op: their difference is
 // the gateway's cost per request, their ratio its overhead.
 func BenchmarkGatewayOverhead(b *testing.B) {
-	up := newStandIn(&testing.T{}, false)
+	up := standin.New(&testing.T{}, false)
 	defer up.Close()
 	body := []byte(`{"model":"claude-sonnet-4-5","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"` + strings.Repeat("x", 100<<10) + `"}]}`)
 	g, err := StartGateway(GatewayConfig{Dir: b.TempDir(), Provider: "anthropic", Upstream: up.URL, APIKey: "sk-real",

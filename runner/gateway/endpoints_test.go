@@ -1,4 +1,4 @@
-package runner
+package gateway
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillgate/skillgate/runner/gateway/standin"
 )
 
 // gwRaw sends one request over the gateway's socket exactly as written: the request
@@ -39,7 +41,7 @@ func gwRaw(t *testing.T, sock, method, target, header, value, body string) (int,
 // and never reaches the upstream; the endpoints themselves reach it at exactly their
 // path.
 func TestGatewayExactEndpoints(t *testing.T) {
-	up := newStandIn(t, false)
+	up := standin.New(t, false)
 	const body = `{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
 	type row struct {
 		method, target string
@@ -133,13 +135,13 @@ func TestGatewayExactEndpoints(t *testing.T) {
 		}
 		refused := 0
 		for _, r := range rows {
-			before := up.total()
+			before := up.Total()
 			var beforeFwd int
 			if r.forward != "" {
-				beforeFwd = up.count(r.forward)
+				beforeFwd = up.Count(r.forward)
 			}
 			status, b := gwRaw(t, g.Socket(), r.method, r.target, header, value, body)
-			after := up.total()
+			after := up.Total()
 			if r.forward == "" {
 				refused++
 				if status != http.StatusForbidden || !strings.Contains(b, "permission_error") || !strings.Contains(b, "not a model endpoint") {
@@ -153,8 +155,8 @@ func TestGatewayExactEndpoints(t *testing.T) {
 				}
 				continue
 			}
-			if status != http.StatusOK || after != before+1 || up.count(r.forward) != beforeFwd+1 {
-				t.Errorf("%s %s %s: %d %s; the upstream saw %d requests, %d of %s", family, r.method, r.target, status, b, after-before, up.count(r.forward)-beforeFwd, r.forward)
+			if status != http.StatusOK || after != before+1 || up.Count(r.forward) != beforeFwd+1 {
+				t.Errorf("%s %s %s: %d %s; the upstream saw %d requests, %d of %s", family, r.method, r.target, status, b, after-before, up.Count(r.forward)-beforeFwd, r.forward)
 			}
 		}
 		u := g.Usage("cell")
@@ -166,9 +168,7 @@ func TestGatewayExactEndpoints(t *testing.T) {
 		}
 	}
 	// The query is forwarded as sent, and the key is the real one.
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	for i, k := range up.keys {
+	for i, k := range up.Credentials() {
 		if !strings.HasPrefix(k, "sk-real-") {
 			t.Errorf("upstream request %d carried key %q", i, k)
 		}

@@ -1,41 +1,48 @@
-package runner
+// Package standin is a STAND-IN PROVIDER for tests, not a model: an HTTP
+// server on 127.0.0.1 that speaks the streaming formats of the Anthropic
+// Messages and OpenAI Responses APIs, so the gateway and the real agent
+// CLIs can be tested with no model reachable, as net/http/httptest lets a
+// test start a server. It is test support, not part of skillgate.
+package standin
 
 import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// standIn is a STAND-IN PROVIDER for tests, not a model: an httptest server on
+// Server is a STAND-IN PROVIDER for tests, not a model: an httptest server on
 // 127.0.0.1 (plain or TLS) that speaks the Anthropic Messages and OpenAI Responses
 // streaming formats (server-sent events, usage included: message_start … message_stop,
 // response.created … response.completed) and lists models, with faults on demand: a
 // status with the provider's error JSON, N failures then success, a stall or an abort
 // mid-stream, a reset before the first byte. It counts what it served.
-type standIn struct {
+type Server struct {
 	*httptest.Server
 	t *testing.T
 
 	mu       sync.Mutex
 	served   map[string]int // "POST /v1/messages" → requests received
 	keys     []string       // the credential of each request
-	faults   []standInFault
-	always   *standInFault // every model call, after faults
-	models   *standInFault // GET /v1/models
+	faults   []Fault
+	always   *Fault        // every model call, after faults
+	models   *Fault        // GET /v1/models
 	text     string        // the reply's text
 	released chan struct{} // closed on Close: stalls end
 }
 
-// standInFault is one fault the stand-in serves in place of an answer.
-type standInFault struct {
+// Fault is one fault the stand-in serves in place of an answer.
+type Fault struct {
 	// Status, with the error JSON of the request's API built from Type and Message,
 	// and the retry headers when set.
 	Status           int
@@ -56,15 +63,17 @@ type standInFault struct {
 	ErrorEvent bool
 }
 
-// standInUsage are the tokens the stand-in reports for every reply.
+// Input and Output are the tokens the stand-in reports for every reply.
 const (
-	standInInput  = 120
-	standInOutput = 7
+	Input  = 120
+	Output = 7
 )
 
-func newStandIn(t *testing.T, tlsServer bool) *standIn {
+// New starts a stand-in, with TLS when tlsServer is set, and stops it when the
+// test ends.
+func New(t *testing.T, tlsServer bool) *Server {
 	t.Helper()
-	s := &standIn{t: t, served: map[string]int{}, text: "stand-in reply", released: make(chan struct{})}
+	s := &Server{t: t, served: map[string]int{}, text: "stand-in reply", released: make(chan struct{})}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	if tlsServer {
 		s.StartTLS()
@@ -76,7 +85,7 @@ func newStandIn(t *testing.T, tlsServer bool) *standIn {
 }
 
 // Close ends every stall, then stops the server.
-func (s *standIn) Close() {
+func (s *Server) Close() {
 	s.mu.Lock()
 	select {
 	case <-s.released:
@@ -87,8 +96,8 @@ func (s *standIn) Close() {
 	s.Server.Close()
 }
 
-// failNext makes the next n model calls fail with f.
-func (s *standIn) failNext(n int, f standInFault) {
+// FailNext makes the next n model calls fail with f.
+func (s *Server) FailNext(n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := 0; i < n; i++ {
@@ -96,29 +105,29 @@ func (s *standIn) failNext(n int, f standInFault) {
 	}
 }
 
-// failAlways makes every model call fail with f; nil answers them again.
-func (s *standIn) failAlways(f *standInFault) {
+// FailAlways makes every model call fail with f; nil answers them again.
+func (s *Server) FailAlways(f *Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.always = f
 }
 
-// failModels makes GET /v1/models fail with f; nil lists models again.
-func (s *standIn) failModels(f *standInFault) {
+// FailModels makes GET /v1/models fail with f; nil lists models again.
+func (s *Server) FailModels(f *Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.models = f
 }
 
-// count is how many requests of "METHOD /path" the stand-in received.
-func (s *standIn) count(what string) int {
+// Count is how many requests of "METHOD /path" the stand-in received.
+func (s *Server) Count(what string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.served[what]
 }
 
-// total is how many requests it received in all.
-func (s *standIn) total() int {
+// Total is how many requests it received in all.
+func (s *Server) Total() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -128,14 +137,28 @@ func (s *standIn) total() int {
 	return n
 }
 
-// pool trusts the stand-in's TLS certificate.
-func (s *standIn) pool() *x509.CertPool {
+// Requests is how many requests of each "METHOD /path" it received.
+func (s *Server) Requests() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.served)
+}
+
+// Credentials are the credentials the requests carried, in order.
+func (s *Server) Credentials() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.keys)
+}
+
+// Pool trusts the stand-in's TLS certificate.
+func (s *Server) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(s.Certificate())
 	return p
 }
 
-func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	family := "anthropic"
 	if strings.HasPrefix(r.URL.Path, "/v1/responses") || strings.HasPrefix(r.URL.Path, "/v1/chat") {
@@ -148,7 +171,7 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.served[r.Method+" "+r.URL.Path]++
 	s.keys = append(s.keys, key)
-	var f *standInFault
+	var f *Fault
 	switch {
 	case r.URL.Path == "/v1/models" || strings.HasPrefix(r.URL.Path, "/v1/models/"):
 		f = s.models
@@ -212,7 +235,7 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"chatcmpl-standin","object":"chat.completion","model":"stand-in-model","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d}}`,
-			text, standInInput, standInOutput)
+			text, Input, Output)
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
@@ -221,7 +244,7 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // stream sends events, applying a mid-stream fault after the first.
-func (s *standIn) stream(w http.ResponseWriter, r *http.Request, events []string, f *standInFault) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, events []string, f *Fault) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -272,13 +295,13 @@ func standInMessages(text string) []string {
 		sse("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 			"id": "msg_standin", "type": "message", "role": "assistant", "model": "stand-in-model", "content": []any{},
 			"stop_reason": nil, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": standInInput, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+			"usage": map[string]any{"input_tokens": Input, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
 		sse("ping", map[string]any{"type": "ping"}),
 		sse("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}),
 		sse("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": text}}),
 		sse("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}),
 		sse("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
-			"usage": map[string]any{"output_tokens": standInOutput}}),
+			"usage": map[string]any{"output_tokens": Output}}),
 		sse("message_stop", map[string]any{"type": "message_stop"}),
 	}
 }
@@ -301,7 +324,7 @@ func standInResponses(text string) []string {
 		sse("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "sequence_number": 2, "item_id": "msg_standin", "output_index": 0, "content_index": 0, "delta": text}),
 		sse("response.output_item.done", map[string]any{"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": msg}),
 		sse("response.completed", map[string]any{"type": "response.completed", "sequence_number": 4, "response": resp("completed", []any{msg},
-			map[string]any{"input_tokens": standInInput, "input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens": standInOutput,
-				"output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": standInInput + standInOutput})}),
+			map[string]any{"input_tokens": Input, "input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens": Output,
+				"output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": Input + Output})}),
 	}
 }

@@ -1,21 +1,18 @@
-package runner
+package gateway
 
 import (
 	"context"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline/plan"
-	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/runner/gateway/standin"
 )
 
 // gwFaultsGateway starts a gateway for family in front of the stand-in.
-func gwFaultsGateway(t *testing.T, up *standIn, family string, attempts int, stall time.Duration) (*Gateway, *http.Client) {
+func gwFaultsGateway(t *testing.T, up *standin.Server, family string, attempts int, stall time.Duration) (*Gateway, *http.Client) {
 	t.Helper()
 	g := gwStart(t, GatewayConfig{Provider: family, Upstream: up.URL, APIKey: "sk-real-key-0123",
 		Retry: RetryPolicy{Attempts: attempts, Delay: 20 * time.Millisecond, MaxDelay: 2 * time.Second}, Stall: stall})
@@ -55,21 +52,21 @@ func TestGatewayRetriesTransient(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		family  string
-		faults  []standInFault
+		faults  []standin.Fault
 		atLeast time.Duration // the waits the provider asked for
 	}{
-		{name: "500 twice", family: "anthropic", faults: []standInFault{{Status: 500, Type: "api_error", Message: "Internal server error"}, {Status: 500, Type: "api_error", Message: "Internal server error"}}},
-		{name: "529 three times", family: "anthropic", faults: []standInFault{{Status: 529, Type: "overloaded_error", Message: "Overloaded"}, {Status: 529, Type: "overloaded_error", Message: "Overloaded"}, {Status: 529, Type: "overloaded_error", Message: "Overloaded"}}},
-		{name: "502 503 504", family: "anthropic", faults: []standInFault{{Status: 502, Message: "bad gateway"}, {Status: 503, Message: "unavailable"}, {Status: 504, Message: "timeout"}}},
-		{name: "429 retry-after-ms", family: "anthropic", faults: []standInFault{{Status: 429, Type: "rate_limit_error", Message: "rate limited", RetryAfterMs: "150"}, {Status: 429, Type: "rate_limit_error", Message: "rate limited", RetryAfterMs: "150"}}, atLeast: 300 * time.Millisecond},
-		{name: "429 retry-after", family: "anthropic", faults: []standInFault{{Status: 429, Type: "rate_limit_error", Message: "rate limited", RetryAfter: "1"}}, atLeast: time.Second},
-		{name: "reset before the first byte", family: "anthropic", faults: []standInFault{{Reset: true}, {Reset: true}}},
-		{name: "openai 500 and 429", family: "openai", faults: []standInFault{{Status: 500, Type: "server_error", Message: "The server had an error"}, {Status: 429, Type: "rate_limit_exceeded", Message: "Rate limit reached", RetryAfterMs: "10"}}},
+		{name: "500 twice", family: "anthropic", faults: []standin.Fault{{Status: 500, Type: "api_error", Message: "Internal server error"}, {Status: 500, Type: "api_error", Message: "Internal server error"}}},
+		{name: "529 three times", family: "anthropic", faults: []standin.Fault{{Status: 529, Type: "overloaded_error", Message: "Overloaded"}, {Status: 529, Type: "overloaded_error", Message: "Overloaded"}, {Status: 529, Type: "overloaded_error", Message: "Overloaded"}}},
+		{name: "502 503 504", family: "anthropic", faults: []standin.Fault{{Status: 502, Message: "bad gateway"}, {Status: 503, Message: "unavailable"}, {Status: 504, Message: "timeout"}}},
+		{name: "429 retry-after-ms", family: "anthropic", faults: []standin.Fault{{Status: 429, Type: "rate_limit_error", Message: "rate limited", RetryAfterMs: "150"}, {Status: 429, Type: "rate_limit_error", Message: "rate limited", RetryAfterMs: "150"}}, atLeast: 300 * time.Millisecond},
+		{name: "429 retry-after", family: "anthropic", faults: []standin.Fault{{Status: 429, Type: "rate_limit_error", Message: "rate limited", RetryAfter: "1"}}, atLeast: time.Second},
+		{name: "reset before the first byte", family: "anthropic", faults: []standin.Fault{{Reset: true}, {Reset: true}}},
+		{name: "openai 500 and 429", family: "openai", faults: []standin.Fault{{Status: 500, Type: "server_error", Message: "The server had an error"}, {Status: 429, Type: "rate_limit_exceeded", Message: "Rate limit reached", RetryAfterMs: "10"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			up := newStandIn(t, false)
+			up := standin.New(t, false)
 			for _, f := range c.faults {
-				up.failNext(1, f)
+				up.FailNext(1, f)
 			}
 			g, client := gwFaultsGateway(t, up, c.family, 4, 10*time.Second)
 			start := time.Now()
@@ -83,7 +80,7 @@ func TestGatewayRetriesTransient(t *testing.T) {
 			if err != nil || status != 200 || !strings.Contains(body, last) {
 				t.Fatalf("the agent got %d %v:\n%s", status, err, body)
 			}
-			if n := up.count(what); n != len(c.faults)+1 {
+			if n := up.Count(what); n != len(c.faults)+1 {
 				t.Errorf("the stand-in served %d requests, want %d", n, len(c.faults)+1)
 			}
 			if took < c.atLeast {
@@ -93,7 +90,7 @@ func TestGatewayRetriesTransient(t *testing.T) {
 			if u.Retries != len(c.faults) || len(u.Faults) != 0 || u.Unrecovered != "" || u.Requests != 1 {
 				t.Errorf("usage %+v", u)
 			}
-			if u.Tokens == nil || u.Tokens.Input != standInInput || u.Tokens.Output != standInOutput {
+			if u.Tokens == nil || u.Tokens.Input != standin.Input || u.Tokens.Output != standin.Output {
 				t.Errorf("tokens %+v, want the answer's alone", u.Tokens)
 			}
 		})
@@ -108,40 +105,40 @@ func TestGatewayRetriesTransient(t *testing.T) {
 func TestGatewayFaultsAfterRetries(t *testing.T) {
 	for _, c := range []struct {
 		name     string
-		fault    standInFault
+		fault    standin.Fault
 		served   int // requests the stand-in gets
 		want     string
 		noFault  bool
 		attempts int
 	}{
-		{name: "persistent 529", fault: standInFault{Status: 529, Type: "overloaded_error", Message: "Overloaded"}, served: 3, attempts: 3,
+		{name: "persistent 529", fault: standin.Fault{Status: 529, Type: "overloaded_error", Message: "Overloaded"}, served: 3, attempts: 3,
 			want: "provider: HTTP 529 overloaded_error: Overloaded (from URL/v1/messages, after 2 retries)"},
-		{name: "persistent 429", fault: standInFault{Status: 429, Type: "rate_limit_error", Message: "Number of requests has exceeded your rate limit", RetryAfterMs: "5"}, served: 4, attempts: 4,
+		{name: "persistent 429", fault: standin.Fault{Status: 429, Type: "rate_limit_error", Message: "Number of requests has exceeded your rate limit", RetryAfterMs: "5"}, served: 4, attempts: 4,
 			want: "provider: HTTP 429 rate_limit_error: Number of requests has exceeded your rate limit (from URL/v1/messages, after 3 retries)"},
-		{name: "429 asking for more than maxDelay", fault: standInFault{Status: 429, Type: "rate_limit_error", Message: "slow down", RetryAfter: "120"}, served: 1, attempts: 4,
+		{name: "429 asking for more than maxDelay", fault: standin.Fault{Status: 429, Type: "rate_limit_error", Message: "slow down", RetryAfter: "120"}, served: 1, attempts: 4,
 			want: "provider: HTTP 429 rate_limit_error: slow down (from URL/v1/messages)"},
-		{name: "503 the provider says not to retry", fault: standInFault{Status: 503, Type: "api_error", Message: "down", ShouldRetryFalse: true}, served: 1, attempts: 4,
+		{name: "503 the provider says not to retry", fault: standin.Fault{Status: 503, Type: "api_error", Message: "down", ShouldRetryFalse: true}, served: 1, attempts: 4,
 			want: "provider: HTTP 503 api_error: down (from URL/v1/messages)"},
-		{name: "401", fault: standInFault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"}, served: 1, attempts: 4,
+		{name: "401", fault: standin.Fault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"}, served: 1, attempts: 4,
 			want: "provider: HTTP 401 authentication_error: invalid x-api-key (from URL/v1/messages)"},
-		{name: "403", fault: standInFault{Status: 403, Type: "permission_error", Message: "Your API key does not have permission"}, served: 1, attempts: 4,
+		{name: "403", fault: standin.Fault{Status: 403, Type: "permission_error", Message: "Your API key does not have permission"}, served: 1, attempts: 4,
 			want: "provider: HTTP 403 permission_error: Your API key does not have permission (from URL/v1/messages)"},
-		{name: "404 model", fault: standInFault{Status: 404, Type: "not_found_error", Message: "model: claude-sonnet-9"}, served: 1, attempts: 4,
+		{name: "404 model", fault: standin.Fault{Status: 404, Type: "not_found_error", Message: "model: claude-sonnet-9"}, served: 1, attempts: 4,
 			want: "provider: HTTP 404 not_found_error: model: claude-sonnet-9 (from URL/v1/messages)"},
-		{name: "error event mid-stream", fault: standInFault{ErrorEvent: true}, served: 1, attempts: 4,
+		{name: "error event mid-stream", fault: standin.Fault{ErrorEvent: true}, served: 1, attempts: 4,
 			want: "provider: stream error overloaded_error: Overloaded (from URL/v1/messages)"},
-		{name: "400 is the agent's", fault: standInFault{Status: 400, Type: "invalid_request_error", Message: "max_tokens: Field required"}, served: 1, attempts: 4, noFault: true},
-		{name: "413 is the agent's", fault: standInFault{Status: 413, Type: "request_too_large", Message: "too large"}, served: 1, attempts: 4, noFault: true},
+		{name: "400 is the agent's", fault: standin.Fault{Status: 400, Type: "invalid_request_error", Message: "max_tokens: Field required"}, served: 1, attempts: 4, noFault: true},
+		{name: "413 is the agent's", fault: standin.Fault{Status: 413, Type: "request_too_large", Message: "too large"}, served: 1, attempts: 4, noFault: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			up := newStandIn(t, false)
-			up.failAlways(&c.fault)
+			up := standin.New(t, false)
+			up.FailAlways(&c.fault)
 			g, client := gwFaultsGateway(t, up, "anthropic", c.attempts, 10*time.Second)
 			status, body, _ := gwModelCall(t, g, client, "anthropic", "cell")
 			if c.fault.Status != 0 && (status != c.fault.Status || !strings.Contains(body, c.fault.Message)) {
 				t.Errorf("the agent got %d %s, want the provider's %d", status, body, c.fault.Status)
 			}
-			if n := up.count("POST /v1/messages"); n != c.served {
+			if n := up.Count("POST /v1/messages"); n != c.served {
 				t.Errorf("the stand-in served %d requests, want %d", n, c.served)
 			}
 			u := g.Usage("cell")
@@ -159,7 +156,7 @@ func TestGatewayFaultsAfterRetries(t *testing.T) {
 				t.Errorf("fault %+v", f)
 			}
 			// A later exchange that succeeds recovers the cell; the fault stays listed.
-			up.failAlways(nil)
+			up.FailAlways(nil)
 			if status, _, err := gwModelCall(t, g, client, "anthropic", "cell"); status != 200 || err != nil {
 				t.Fatalf("after the fault: %d %v", status, err)
 			}
@@ -173,7 +170,7 @@ func TestGatewayFaultsAfterRetries(t *testing.T) {
 // TestGatewayUntrustedCertificate: a provider whose certificate the host does not
 // trust is a TLS fault, never retried, never an HTTP exchange; trusting it mends it.
 func TestGatewayUntrustedCertificate(t *testing.T) {
-	up := newStandIn(t, true)
+	up := standin.New(t, true)
 	g, client := gwFaultsGateway(t, up, "anthropic", 4, 10*time.Second)
 	status, body, _ := gwModelCall(t, g, client, "anthropic", "cell")
 	if status != http.StatusBadGateway || !strings.Contains(body, "certificate") {
@@ -184,10 +181,10 @@ func TestGatewayUntrustedCertificate(t *testing.T) {
 		!strings.HasPrefix(u.Unrecovered, "provider: TLS failed: tls: failed to verify certificate: x509: certificate signed by unknown authority (from "+up.URL) {
 		t.Errorf("faults %+v, unrecovered %q", u.Faults, u.Unrecovered)
 	}
-	if up.total() != 0 {
-		t.Errorf("the stand-in served %d requests over an untrusted connection", up.total())
+	if up.Total() != 0 {
+		t.Errorf("the stand-in served %d requests over an untrusted connection", up.Total())
 	}
-	trusted := gwStart(t, GatewayConfig{Provider: "anthropic", Upstream: up.URL, APIKey: "k", RootCAs: up.pool()})
+	trusted := gwStart(t, GatewayConfig{Provider: "anthropic", Upstream: up.URL, APIKey: "k", RootCAs: up.Pool()})
 	if status, _, err := gwModelCall(t, trusted, gwUnixClient(trusted.Socket()), "anthropic", "cell"); status != 200 || err != nil {
 		t.Errorf("with the certificate trusted: %d %v", status, err)
 	}
@@ -200,16 +197,16 @@ func TestGatewayStall(t *testing.T) {
 	const stall = 300 * time.Millisecond
 	for _, c := range []struct {
 		name   string
-		fault  standInFault
+		fault  standin.Fault
 		status int
 		tokens bool
 	}{
-		{"mid-stream", standInFault{StallAfterStart: true}, 200, true},
-		{"before the headers", standInFault{StallBeforeHeaders: true}, http.StatusGatewayTimeout, false},
+		{"mid-stream", standin.Fault{StallAfterStart: true}, 200, true},
+		{"before the headers", standin.Fault{StallBeforeHeaders: true}, http.StatusGatewayTimeout, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			up := newStandIn(t, false)
-			up.failAlways(&c.fault)
+			up := standin.New(t, false)
+			up.FailAlways(&c.fault)
 			g, client := gwFaultsGateway(t, up, "anthropic", 4, stall)
 			start := time.Now()
 			status, body, err := gwModelCall(t, g, client, "anthropic", "cell")
@@ -220,14 +217,14 @@ func TestGatewayStall(t *testing.T) {
 			if c.status == 200 && err == nil {
 				t.Errorf("a stalled stream ended as if whole")
 			}
-			if up.count("POST /v1/messages") != 1 {
-				t.Errorf("a stall was retried: %d requests", up.count("POST /v1/messages"))
+			if up.Count("POST /v1/messages") != 1 {
+				t.Errorf("a stall was retried: %d requests", up.Count("POST /v1/messages"))
 			}
 			u := g.Usage("cell")
 			if len(u.Faults) != 1 || u.Faults[0].Kind != FaultStall || !strings.HasPrefix(u.Unrecovered, "provider: stalled: ") || !strings.Contains(u.Unrecovered, "300ms") {
 				t.Errorf("faults %+v, unrecovered %q", u.Faults, u.Unrecovered)
 			}
-			if c.tokens && (u.Tokens == nil || u.Tokens.Input != standInInput) || u.Requests != 1 {
+			if c.tokens && (u.Tokens == nil || u.Tokens.Input != standin.Input) || u.Requests != 1 {
 				t.Errorf("a stalled exchange is accounted: requests %d, tokens %+v", u.Requests, u.Tokens)
 			}
 		})
@@ -239,15 +236,15 @@ func TestGatewayStall(t *testing.T) {
 // Both end the proxy with http.ErrAbortHandler, which skips any accounting placed
 // after it.
 func TestGatewayCutStreamsAreAccounted(t *testing.T) {
-	up := newStandIn(t, false)
-	up.failNext(1, standInFault{AbortAfterStart: true})
+	up := standin.New(t, false)
+	up.FailNext(1, standin.Fault{AbortAfterStart: true})
 	g, client := gwFaultsGateway(t, up, "anthropic", 4, 10*time.Second)
 	status, body, err := gwModelCall(t, g, client, "anthropic", "aborted")
 	if status != 200 || err == nil || !strings.Contains(body, "message_start") {
 		t.Errorf("the agent got %d %v:\n%s", status, err, body)
 	}
 	u := g.Usage("aborted")
-	if u.Requests != 1 || u.Tokens == nil || u.Tokens.Input != standInInput || u.ModelAnswered != "stand-in-model" {
+	if u.Requests != 1 || u.Tokens == nil || u.Tokens.Input != standin.Input || u.ModelAnswered != "stand-in-model" {
 		t.Errorf("an aborted stream's usage: %+v (tokens %+v)", u, u.Tokens)
 	}
 	if len(u.Faults) != 1 || u.Faults[0].Kind != FaultAbort || !strings.HasPrefix(u.Unrecovered, "provider: stream cut: ") {
@@ -255,7 +252,7 @@ func TestGatewayCutStreamsAreAccounted(t *testing.T) {
 	}
 
 	// The agent reads the first event and goes away while the provider streams on.
-	up.failNext(1, standInFault{StallAfterStart: true})
+	up.FailNext(1, standin.Fault{StallAfterStart: true})
 	tok := g.NewCellToken("abandoned")
 	req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/messages", strings.NewReader(`{"model":"m","stream":true}`))
 	req.Header.Set("X-Api-Key", tok)
@@ -274,7 +271,7 @@ func TestGatewayCutStreamsAreAccounted(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	u = g.Usage("abandoned")
-	if u.Requests != 1 || u.Tokens == nil || u.Tokens.Input != standInInput {
+	if u.Requests != 1 || u.Tokens == nil || u.Tokens.Input != standin.Input {
 		t.Errorf("an abandoned stream's usage: %+v (tokens %+v)", u, u.Tokens)
 	}
 	if len(u.Faults) != 0 || u.Unrecovered != "" {
@@ -283,83 +280,20 @@ func TestGatewayCutStreamsAreAccounted(t *testing.T) {
 }
 
 // TestGatewayPreflight: one GET /v1/models with the real key and the provider's auth
-// header; a refused key, a provider out of reach or an untrusted certificate fails it
-// with the provider's own words; a missing model list or another answer lets the run
-// go on with a note.
+// header (TestPreflightSaysWhatToFix, in package runner, has the failures).
 func TestGatewayPreflight(t *testing.T) {
 	ctx := context.Background()
 	for _, family := range []string{"anthropic", "openai"} {
-		up := newStandIn(t, false)
+		up := standin.New(t, false)
 		g, _ := gwFaultsGateway(t, up, family, 2, 5*time.Second)
 		if note, err := g.Preflight(ctx); err != nil || note != "" {
 			t.Errorf("%s: preflight %q %v", family, note, err)
 		}
-		if up.count("GET /v1/models") != 1 {
-			t.Errorf("%s: the stand-in served %v", family, up.served)
+		if up.Count("GET /v1/models") != 1 {
+			t.Errorf("%s: the stand-in served %v", family, up.Requests())
 		}
-		up.mu.Lock()
-		if up.keys[0] != "sk-real-key-0123" {
-			t.Errorf("%s: preflight sent key %q", family, up.keys[0])
+		if keys := up.Credentials(); keys[0] != "sk-real-key-0123" {
+			t.Errorf("%s: preflight sent key %q", family, keys[0])
 		}
-		up.mu.Unlock()
-	}
-
-	up := newStandIn(t, false)
-	g, _ := gwFaultsGateway(t, up, "anthropic", 2, 5*time.Second)
-	plan := &plan.Plan{Agent: plan.PlanAgent{Agent: suite.Agent{Provider: "anthropic", Upstream: up.URL, CredentialEnv: "SKILLGATE_TEST_KEY"}}}
-	var log strings.Builder
-	up.failModels(&standInFault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"})
-	err := preflight(ctx, g, plan, &log)
-	want := "check provider anthropic: " + up.URL + " answered GET /v1/models with HTTP 401 authentication_error: invalid x-api-key; the key in SKILLGATE_TEST_KEY is refused: fix it and run again (no cell was started)"
-	if err == nil || err.Error() != want {
-		t.Errorf("401:\n got %v\nwant %s", err, want)
-	}
-	up.failModels(&standInFault{Status: 403, Type: "permission_error", Message: "key disabled"})
-	if err := preflight(ctx, g, plan, &log); err == nil || !strings.Contains(err.Error(), "HTTP 403 permission_error: key disabled") {
-		t.Errorf("403: %v", err)
-	}
-	up.failModels(&standInFault{Status: 404, Type: "not_found_error", Message: "no such route"})
-	if err := preflight(ctx, g, plan, &log); err != nil || !strings.Contains(log.String(), "answered 404 to GET /v1/models") {
-		t.Errorf("404: %v; log %q", err, log.String())
-	}
-	up.failModels(&standInFault{Status: 500, Type: "api_error", Message: "boom"})
-	if err := preflight(ctx, g, plan, &log); err != nil || !strings.Contains(log.String(), "HTTP 500 api_error: boom; going on") {
-		t.Errorf("500: %v; log %q", err, log.String())
-	}
-	if n := up.count("GET /v1/models"); n != 5 {
-		t.Errorf("the stand-in served %d model lists, want 5 (the 500 retried once)", n)
-	}
-
-	// Out of reach: a closed port.
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
-	g2 := gwStart(t, GatewayConfig{Provider: "anthropic", Upstream: closed, APIKey: "k", Retry: RetryPolicy{Attempts: 2, Delay: 10 * time.Millisecond, MaxDelay: time.Second}})
-	plan.Agent.Upstream = closed
-	start := time.Now()
-	err = preflight(ctx, g2, plan, &log)
-	if err == nil || !strings.Contains(err.Error(), "GET "+closed+"/v1/models: connection failed: ") || !strings.Contains(err.Error(), "connection refused") ||
-		!strings.Contains(err.Error(), "check agent.upstream") || time.Since(start) > 5*time.Second {
-		t.Errorf("closed port: %v after %s", err, time.Since(start))
-	}
-	var pe *PreflightError
-	if _, err := g2.Preflight(ctx); !errors.As(err, &pe) || pe.Fault.Kind != FaultConnection || pe.Fault.Retries != 1 {
-		t.Errorf("closed port: %#v, want a connection fault after one retry", err)
-	}
-
-	// An untrusted certificate.
-	tlsUp := newStandIn(t, true)
-	g3, _ := gwFaultsGateway(t, tlsUp, "anthropic", 2, 5*time.Second)
-	plan.Agent.Upstream = tlsUp.URL
-	if err := preflight(ctx, g3, plan, &log); err == nil || !strings.Contains(err.Error(), "TLS failed: tls: failed to verify certificate") {
-		t.Errorf("untrusted certificate: %v", err)
-	}
-
-	// Silence.
-	up.failModels(&standInFault{StallBeforeHeaders: true})
-	g4, _ := gwFaultsGateway(t, up, "anthropic", 2, 200*time.Millisecond)
-	start = time.Now()
-	if err := preflight(ctx, g4, plan, &log); err == nil || !strings.Contains(err.Error(), "stalled: no response byte for 200ms") || time.Since(start) > 3*time.Second {
-		t.Errorf("silent provider: %v after %s", err, time.Since(start))
 	}
 }
