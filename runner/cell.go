@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/agent"
+
 	"github.com/skillgate/skillgate/runner/docker"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -85,10 +87,10 @@ func (im *images) agentImage(ctx context.Context) (ref, id, version string, err 
 		}
 		// skillgate's own agent images are built from their npm packages
 		// when missing, so a suite naming one runs on a fresh machine.
-		for _, kind := range ImageKinds() {
-			if version, ok := strings.CutPrefix(ref, ImageRepo(kind)+":"); ok {
+		for _, kind := range agent.ImageKinds() {
+			if version, ok := strings.CutPrefix(ref, agent.ImageRepo(kind)+":"); ok {
 				if _, exists, err := im.engine.ImageExists(ctx, ref); err == nil && !exists {
-					if _, b.err = BuildImage(ctx, im.engine, kind, version, im.log); b.err != nil {
+					if _, b.err = agent.BuildImage(ctx, im.engine, kind, version, im.log); b.err != nil {
 						return
 					}
 				}
@@ -208,7 +210,7 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 		dir := "/"
 		for _, part := range strings.Split(strings.Trim(path.Dir(p), "/"), "/") {
 			dir = path.Join(dir, part)
-			if strings.HasPrefix(dir, Home) {
+			if strings.HasPrefix(dir, agent.Home) {
 				bc.AddDir(dir, 0o755, uid, gid)
 			}
 		}
@@ -315,7 +317,7 @@ const PromptArg = "{{prompt}}"
 // there (Claude Code when no prompt argument is given, Codex when the argument is "-").
 // It returns the standard input to give, or nil.
 func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, error) {
-	kind := Of(p.Agent.Kind)
+	kind := agent.Of(p.Agent.Kind)
 	out := make([]string, 0, len(p.Agent.Command))
 	var stdin []byte
 	for _, a := range p.Agent.Command {
@@ -333,7 +335,7 @@ func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, error) {
 
 // agentFiles are the files the plan's agent kind needs in its cell images.
 func agentFiles(p *plan.Plan) map[string][]byte {
-	if files := Of(p.Agent.Kind).Files; files != nil {
+	if files := agent.Of(p.Agent.Kind).Files; files != nil {
 		return files(p.Agent.Model)
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/agent"
+
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -46,7 +48,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	// The report names who answered: the scripted model, the Claude Code
 	// version of the image's label and of the transcripts, one for all.
-	version := strings.TrimPrefix(p.Agent.Image, ImageRepo(ClaudeCode)+":")
+	version := strings.TrimPrefix(p.Agent.Image, agent.ImageRepo(agent.ClaudeCode)+":")
 	if o := r.Observed; o.Rollouts != len(p.Cells) || len(o.Models) != 1 || len(o.AgentImages) != 1 ||
 		strings.Join(o.AgentVersions, ",") != version || strings.Join(o.CLIVersions, ",") != version || len(o.Harness) != 1 {
 		t.Errorf("observed identity %+v, want one model and Claude Code %s", o, version)
@@ -100,7 +102,7 @@ func TestDemoEndToEnd(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if d := ClaudePermissionDenials(stdout); len(d) > 0 {
+				if d := agent.ClaudePermissionDenials(stdout); len(d) > 0 {
 					t.Errorf("%s: permission denials %v", tr.Cell, d)
 				}
 				if strings.Contains(ro.Answer, "<system-reminder>") {

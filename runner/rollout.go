@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/agent"
+
 	"github.com/skillgate/skillgate/runner/gateway"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -127,7 +129,7 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 	pc, arm := r.cases[c.Case], r.arms[c.Arm]
 	ro := &Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
 		Image: r.plan.Agent.Image, Changes: []grade.FileChange{}, StartedAt: start.UTC().Round(time.Millisecond),
-		Telemetry: Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}},
+		Telemetry: agent.Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}},
 		Inputs:    plan.RolloutInputs{Fixture: pc.FixtureDigest, Skills: plan.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
 	staged, err := r.store.Stage()
 	if err != nil {
@@ -173,7 +175,7 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 		ro.Status = StatusCompleted
 	}
 	stdout, stderr := r.redact.Bytes(oc.Stdout), r.redact.Bytes(oc.Stderr)
-	ro.Answer, ro.Telemetry = ParseTranscript(r.plan.Agent.Kind, stdout, stderr)
+	ro.Answer, ro.Telemetry = agent.ParseTranscript(r.plan.Agent.Kind, stdout, stderr)
 	if r.gateway != nil {
 		u := r.gateway.Usage(c.ID)
 		for i := range u.Faults {
@@ -253,7 +255,7 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 	var binds []string
 	if r.gateway != nil {
 		cmd = append([]string{gateway.ForwarderPath, "-exec"}, cmd...)
-		env = append(env, Of(r.plan.Agent.Kind).Env(r.plan.Agent.Model, r.gateway.NewCellToken(c.ID))...)
+		env = append(env, agent.Of(r.plan.Agent.Kind).Env(r.plan.Agent.Model, r.gateway.NewCellToken(c.ID))...)
 		binds = []string{filepath.Dir(r.gateway.Socket()) + ":" + cellGatewayMount + ":ro"}
 	}
 	return docker.ContainerSpec{

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/agent"
+
 	"github.com/skillgate/skillgate/runner/gateway"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -65,9 +67,9 @@ type Rollout struct {
 	InputsChanged []string `json:"inputsChanged,omitempty"`
 
 	// Answer is the agent's final answer (also stored as answer.txt).
-	Answer     string     `json:"answer"`
-	Transcript Transcript `json:"transcript"`
-	Telemetry  Telemetry  `json:"telemetry"`
+	Answer     string          `json:"answer"`
+	Transcript Transcript      `json:"transcript"`
+	Telemetry  agent.Telemetry `json:"telemetry"`
 	// Changes lists every workspace path whose final state differs from the initial
 	// workspace (the fixture and the installed skills), the skills folder included.
 	Changes []grade.FileChange `json:"changes"`

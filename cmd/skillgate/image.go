@@ -7,21 +7,21 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/skillgate/skillgate/runner/agent"
+
 	"github.com/skillgate/skillgate/runner/docker"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/skillgate/skillgate/runner"
 )
 
 // imageCommand is `skillgate image`: the agents' images.
 func imageCommand() *cli.Command {
 	// flagsFirst moves a subcommand's flags before the subcommand's name, so --version is
 	// a flag of image too; build reads it from either.
-	kinds := runner.ImageKinds()
+	kinds := agent.ImageKinds()
 	var pinned []string
 	for _, k := range kinds {
-		pinned = append(pinned, k+" "+runner.Version(k))
+		pinned = append(pinned, k+" "+agent.Version(k))
 	}
 	version := func() cli.Flag {
 		return &cli.StringFlag{Name: "version", Usage: "the agent CLI's exact npm `VERSION` (default: the pinned one)"}
@@ -49,9 +49,9 @@ Pinned versions: %s.`, strings.Join(pinned, ", ")),
 				if c.NArg() != 1 {
 					return exit(2, fmt.Errorf("image build takes one agent, %s", strings.Join(kinds, " or ")))
 				}
-				agent := c.Args().First()
-				if runner.Version(agent) == "" {
-					return exit(2, fmt.Errorf("image build: unknown agent %q (want %s)", agent, strings.Join(kinds, " or ")))
+				kind := c.Args().First()
+				if agent.Version(kind) == "" {
+					return exit(2, fmt.Errorf("image build: unknown agent %q (want %s)", kind, strings.Join(kinds, " or ")))
 				}
 				ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 				defer stop()
@@ -67,7 +67,7 @@ Pinned versions: %s.`, strings.Join(pinned, ", ")),
 						break
 					}
 				}
-				ref, err := runner.BuildImage(ctx, e, agent, version, os.Stderr)
+				ref, err := agent.BuildImage(ctx, e, kind, version, os.Stderr)
 				if err != nil {
 					return err
 				}

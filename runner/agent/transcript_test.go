@@ -1,4 +1,4 @@
-package runner
+package agent
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/suite/suitetest"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
@@ -245,7 +246,7 @@ func jsonString(s string) string {
 // reference: through each agent's parser, the grade's routing and the
 // report's files_loaded, every file read counts once.
 func TestSkillFileCountedOnce(t *testing.T) {
-	root := writeRepo(t, map[string]string{
+	root := suitetest.WriteSuite(t, map[string]string{
 		"s/suite.cue": `package s
 
 import (
