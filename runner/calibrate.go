@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -70,7 +72,7 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 	if err != nil {
 		return nil, err
 	}
-	out, store, unlock, err := openRunFolder(opts.Out)
+	out, st, unlock, err := openRunFolder(opts.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -78,11 +80,11 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 	cal := &verdict.Calibration{Checks: []verdict.CalibrationCheck{}}
 	var todo []calCell
 	for _, c := range cells {
-		ro, ok, err := store.Rollout(c.cell.Rollout)
+		ro, ok, err := st.Rollout(c.cell.Rollout)
 		if err != nil {
 			return nil, err
 		}
-		if ok && ro.Status != StatusInvalid {
+		if ok && ro.Status != store.StatusInvalid {
 			cal.Reused++
 			continue
 		}
@@ -93,14 +95,14 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 		return nil, nil
 	}
 	if len(todo) > 0 {
-		if err := runCalibration(ctx, p, opts, out, store, todo, cal); err != nil {
+		if err := runCalibration(ctx, p, opts, out, st, todo, cal); err != nil {
 			return nil, err
 		}
 	}
 	var incomplete []string
 	for _, c := range cells {
 		ch := verdict.CalibrationCheck{Arm: c.arm.Name, Check: c.check, Cell: c.cell.ID, Rollout: c.cell.Rollout, Status: grade.StatusMissing}
-		ro, ok, err := store.Rollout(c.cell.Rollout)
+		ro, ok, err := st.Rollout(c.cell.Rollout)
 		if err != nil {
 			return nil, err
 		}
@@ -108,10 +110,10 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 		case !ok:
 			ch.Detail = c.asked + ": not run"
 			incomplete = append(incomplete, c.cell.ID+" was not run")
-		case ro.Status == StatusInvalid:
+		case ro.Status == store.StatusInvalid:
 			ch.Status, ch.Detail = ro.Status, c.asked+": invalid: "+ro.Error
 			incomplete = append(incomplete, c.cell.ID+" is invalid: "+ro.Error)
-		case ro.Status != StatusCompleted:
+		case ro.Status != store.StatusCompleted:
 			ch.Status, ch.Answer = ro.Status, ro.Answer
 			ch.Detail = fmt.Sprintf("%s: the agent ended %s (exit %d)", c.asked, ro.Status, ro.ExitCode)
 		default:
@@ -146,7 +148,7 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 	if err != nil {
 		return nil, fmt.Errorf("write calibration: %w", err)
 	}
-	if err := pipeline.WriteFile(filepath.Join(out, FileCalibration), append(b, '\n')); err != nil {
+	if err := pipeline.WriteFile(filepath.Join(out, store.FileCalibration), append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("write calibration: %w", err)
 	}
 	return cal, nil
@@ -171,8 +173,8 @@ func DescribeCalibration(cal *verdict.Calibration) string {
 }
 
 // runCalibration runs the calibration cells with Run's machinery.
-func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string, store *Store, todo []calCell, cal *verdict.Calibration) error {
-	in := newInputs(p, opts.SuiteDir, store)
+func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string, st *store.Store, todo []calCell, cal *verdict.Calibration) error {
+	in := newInputs(p, opts.SuiteDir, st)
 	for _, c := range todo {
 		if err := in.add(c.pc, c.arm); err != nil {
 			return err
@@ -181,17 +183,17 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 	if err := in.pin(); err != nil {
 		return err
 	}
-	budget, err := openSpend(out, p, opts.SpendCapUSD)
+	budget, err := store.OpenSpend(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return err
 	}
-	r, stop, err := startCellRunner(ctx, p, opts, out, store, budget)
+	r, stop, err := startCellRunner(ctx, p, opts, out, st, budget)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		stop()
-		_, cal.SpentUSD = budget.totals()
+		_, cal.SpentUSD = budget.Totals()
 	}()
 	for _, c := range todo {
 		r.cases[c.pc.ID] = c.pc
@@ -202,8 +204,8 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 	var fatal error
 	var done []ranCell
 	forEach(ctx, opts.Jobs, todo, func(c calCell) {
-		ro, err := r.runAdmitted(ctx, c.cell, SpendCalibration, prog.started)
-		if errors.Is(err, ErrSpendCap) {
+		ro, err := r.runAdmitted(ctx, c.cell, store.SpendCalibration, prog.started)
+		if errors.Is(err, store.ErrSpendCap) {
 			return // not run: reported as incomplete
 		}
 		mu.Lock()

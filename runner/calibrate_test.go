@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
@@ -74,7 +76,7 @@ func TestCalibratePasses(t *testing.T) {
 	}
 
 	// Stored under their own keys: no plan cell has a rollout.
-	results, err := Results(s.Plan, &Store{Dir: out})
+	results, err := store.Results(s.Plan, &store.Store{Dir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestCalibratePasses(t *testing.T) {
 	if !reflect.DeepEqual(again.Checks, cal.Checks) {
 		t.Errorf("second calibration differs:\n%+v\n%+v", again.Checks, cal.Checks)
 	}
-	rec, ok, err := ReadCalibration(out, s.Plan)
+	rec, ok, err := store.ReadCalibration(out, s.Plan)
 	if err != nil || !ok || !reflect.DeepEqual(rec.Checks, cal.Checks) || !isTrue(rec.Skill) {
 		t.Errorf("recorded calibration %+v, %v, %v", rec, ok, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/agent"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -45,7 +47,7 @@ type images struct {
 	engine backend
 	plan   *plan.Plan
 	// store holds the tree snapshots cell images are built from.
-	store *Store
+	store *store.Store
 	log   io.Writer
 
 	mu    sync.Mutex
@@ -63,8 +65,8 @@ type imageBuild struct {
 }
 
 // newImages is the image builder of a plan's cells.
-func newImages(e backend, p *plan.Plan, store *Store, log io.Writer) *images {
-	return &images{engine: e, plan: p, store: store, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+func newImages(e backend, p *plan.Plan, st *store.Store, log io.Writer) *images {
+	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 }
 
 // agentImage resolves the agent's image: skillgate's own sandbox is built

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
@@ -29,7 +31,7 @@ func testFixture() map[string]plan.TreeEntry {
 
 // collectRun runs spec and collects its workspace against testAgentImage's fixture,
 // through the upper layer or, with api, through the engine's API.
-func collectRun(t *testing.T, e *docker.Engine, spec docker.ContainerSpec, api bool) ([]Change, string, docker.Collection) {
+func collectRun(t *testing.T, e *docker.Engine, spec docker.ContainerSpec, api bool) ([]store.Change, string, docker.Collection) {
 	t.Helper()
 	blobs := t.TempDir()
 	col := newWorkspaceCollector(testFixture(), blobs, &redact.Redactor{}, workspaceLimits{})
@@ -69,7 +71,7 @@ func TestContainerCollect(t *testing.T) {
 			spec := base
 			spec.Cmd = []string{"/bin/testagent", "write"}
 			changes, blobs, col := collectRun(t, e, spec, api)
-			want := []Change{{Path: "out.txt", Kind: ChangeAdded, Type: "file", Size: 21, Digest: digest.FromString("written by testagent\n")}}
+			want := []store.Change{{Path: "out.txt", Kind: store.ChangeAdded, Type: "file", Size: 21, Digest: digest.FromString("written by testagent\n")}}
 			if !reflect.DeepEqual(changes, want) {
 				t.Errorf("api %v: changes %+v, want %+v (collection %+v)", api, changes, want, col)
 			}
@@ -84,11 +86,11 @@ func TestContainerCollect(t *testing.T) {
 			spec := base
 			spec.Cmd = []string{"sh", "-c", "printf new > keep.txt && rm gone.txt && mkdir -p newdir/a && echo x > newdir/a/b.txt && ln -s keep.txt link && touch sub/deep.txt"}
 			changes, blobs, col := collectRun(t, e, spec, api)
-			want := []Change{
-				{Path: "gone.txt", Kind: ChangeDeleted, Type: "file"},
-				{Path: "keep.txt", Kind: ChangeModified, Type: "file", Size: 3, Digest: digest.FromString("new")},
-				{Path: "link", Kind: ChangeAdded, Type: "symlink", Target: "keep.txt"},
-				{Path: "newdir/a/b.txt", Kind: ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("x\n")},
+			want := []store.Change{
+				{Path: "gone.txt", Kind: store.ChangeDeleted, Type: "file"},
+				{Path: "keep.txt", Kind: store.ChangeModified, Type: "file", Size: 3, Digest: digest.FromString("new")},
+				{Path: "link", Kind: store.ChangeAdded, Type: "symlink", Target: "keep.txt"},
+				{Path: "newdir/a/b.txt", Kind: store.ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("x\n")},
 			}
 			if !reflect.DeepEqual(changes, want) {
 				t.Errorf("api %v: changes %+v,\nwant %+v (collection %+v)", api, changes, want, col)
@@ -114,11 +116,11 @@ func TestContainerCollect(t *testing.T) {
 			spec := base
 			spec.Cmd = []string{"sh", "-c", "rm -rf sub && rm keep.txt && mkdir keep.txt && echo y >keep.txt/in"}
 			changes, _, col := collectRun(t, e, spec, api)
-			want := []Change{
-				{Path: "keep.txt", Kind: ChangeModified, Type: "dir"},
-				{Path: "keep.txt/in", Kind: ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("y\n")},
-				{Path: "sub", Kind: ChangeDeleted, Type: "dir"},
-				{Path: "sub/deep.txt", Kind: ChangeDeleted, Type: "file"},
+			want := []store.Change{
+				{Path: "keep.txt", Kind: store.ChangeModified, Type: "dir"},
+				{Path: "keep.txt/in", Kind: store.ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("y\n")},
+				{Path: "sub", Kind: store.ChangeDeleted, Type: "dir"},
+				{Path: "sub/deep.txt", Kind: store.ChangeDeleted, Type: "file"},
 			}
 			if !reflect.DeepEqual(changes, want) {
 				t.Errorf("api %v: changes %+v,\nwant %+v (collection %+v)", api, changes, want, col)

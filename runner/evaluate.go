@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
@@ -106,11 +108,11 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		if failed > 0 {
 			fmt.Fprintf(opts.Log, "%d judge calls failed: their cells are not judged, the verdict is INCOMPLETE; run again to ask again\n", failed)
 		}
-		if folder, lerr := folderSpend(opts.Out); lerr == nil {
+		if folder, lerr := store.FolderSpend(opts.Out); lerr == nil {
 			sum.SpentUSD += folder - sum.SpentFolderUSD // the judge calls'
 			sum.SpentFolderUSD = folder
 		}
-		if errors.Is(err, ErrSpendCap) {
+		if errors.Is(err, store.ErrSpendCap) {
 			// What the cap left unjudged is missing: the report says INCOMPLETE.
 			sum.SpendCapReached = true
 		} else if err != nil && ctx.Err() == nil {
@@ -123,7 +125,7 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 
 // writePlan writes the plan the run folder's reports describe, atomically.
 func writePlan(out string, p *plan.Plan) error {
-	return pipeline.WriteFile(filepath.Join(out, FilePlan), p.Encode())
+	return pipeline.WriteFile(filepath.Join(out, store.FilePlan), p.Encode())
 }
 
 // Report rebuilds the verdict and every report of a run folder from its
@@ -152,24 +154,24 @@ func ReadRun(out string) (*plan.Plan, *verdict.Report, error) {
 }
 
 func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, error) {
-	p, err := plan.ReadPlan(filepath.Join(out, FilePlan))
+	p, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	store := &Store{Dir: out}
-	results, err := Results(p, store)
+	st := &store.Store{Dir: out}
+	results, err := store.Results(p, st)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	// The judge's rubric grades are in the results; its pairwise
 	// judgements are read from store/judgements. Judgements the plan asks
 	// for and the store lacks make the verdict INCOMPLETE.
-	results, pairwise, notJudged, what, err := judgedResults(p, store, results)
+	results, pairwise, notJudged, what, err := judgedResults(p, st, results)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	r := verdict.BuildJudgedReport(p, results, pairwise)
-	rcells, reruns, err := storedReruns(p, store)
+	rcells, reruns, err := storedReruns(p, st)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -177,12 +179,12 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 	r.Adjudication = grade.BuildAdjudicationReport(p, results)
 	verdict.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
 	r.StandIn = p.Agent.StandIn
-	recs, err := rolloutRecords(p, store)
+	recs, err := rolloutRecords(p, st)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	verdict.ObserveRollouts(r, recs)
-	cal, ok, err := ReadCalibration(out, p)
+	cal, ok, err := store.ReadCalibration(out, p)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -197,15 +199,15 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 
 // rolloutRecords reads what each plan cell's stored rollout recorded of
 // its inputs and of who answered.
-func rolloutRecords(p *plan.Plan, store *Store) ([]verdict.RolloutRecord, error) {
+func rolloutRecords(p *plan.Plan, st *store.Store) ([]verdict.RolloutRecord, error) {
 	var out []verdict.RolloutRecord
-	byKey := map[digest.Digest]*Rollout{}
+	byKey := map[digest.Digest]*store.Rollout{}
 	for _, c := range p.Cells {
 		ro, seen := byKey[c.Rollout]
 		if !seen {
 			var ok bool
 			var err error
-			if ro, ok, err = store.Rollout(c.Rollout); err != nil {
+			if ro, ok, err = st.Rollout(c.Rollout); err != nil {
 				return nil, err
 			} else if !ok {
 				ro = nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/agent"
 
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
@@ -35,7 +37,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("evaluate: %v\n%s", err, log.String())
 	}
-	if !sum.Complete() || sum.Statuses[StatusCompleted] != len(p.Cells) {
+	if !sum.Complete() || sum.Statuses[store.StatusCompleted] != len(p.Cells) {
 		t.Fatalf("summary %+v", sum)
 	}
 	// The stand-in model misses the skill on the release-notes prompt in
@@ -73,11 +75,11 @@ func TestDemoEndToEnd(t *testing.T) {
 	// Every rollout, from the store: the forced arm activated the skill
 	// through the Skill tool (observed), the none arm never saw it, and
 	// Claude Code refused no tool call.
-	store := &Store{Dir: out}
+	st := &store.Store{Dir: out}
 	for _, c := range r.Cases {
 		for arm, trials := range c.Trials {
 			for _, tr := range trials {
-				ro, ok, err := store.Rollout(tr.Rollout)
+				ro, ok, err := st.Rollout(tr.Rollout)
 				if err != nil || !ok {
 					t.Fatalf("%s: rollout %s: %v", tr.Cell, tr.Rollout, err)
 				}
@@ -98,7 +100,7 @@ func TestDemoEndToEnd(t *testing.T) {
 						}
 					}
 				}
-				stdout, err := os.ReadFile(filepath.Join(store.RolloutDir(tr.Rollout), FileStdout))
+				stdout, err := os.ReadFile(filepath.Join(st.RolloutDir(tr.Rollout), store.FileStdout))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,7 +116,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	// The scripted judge grades the rubric cases and agrees with the
 	// deterministic checks on the forced arm: each forced cell of a case
 	// with a rubric carries one passed judge check per criterion.
-	results, err := Results(p, store)
+	results, err := store.Results(p, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,11 +227,11 @@ func TestDemoCalibration(t *testing.T) {
 	if err != nil || sum != nil || r != nil {
 		t.Fatalf("calibrate: %v %v %v\n%s", err, sum, r, log.String())
 	}
-	cal, ok, err := ReadCalibration(out, p)
+	cal, ok, err := store.ReadCalibration(out, p)
 	if err != nil || !ok || !cal.Passed() || len(cal.Checks) != 4 {
 		t.Fatalf("calibration %+v %v %v\n%s", cal, ok, err, log.String())
 	}
-	if rs, _ := Results(p, &Store{Dir: out}); rs[0].Status != grade.StatusMissing {
+	if rs, _ := store.Results(p, &store.Store{Dir: out}); rs[0].Status != grade.StatusMissing {
 		t.Errorf("a plan cell ran during calibration: %+v", rs[0])
 	}
 }

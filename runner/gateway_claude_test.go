@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/gateway/standin"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -109,10 +111,10 @@ func TestClaudeCodeBadKey(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	c := s.Plan.Cells[0]
-	ro, ok, _ := (&Store{Dir: out}).Rollout(c.Rollout)
+	ro, ok, _ := (&store.Store{Dir: out}).Rollout(c.Rollout)
 	wantErr := "provider: HTTP 401 authentication_error: invalid x-api-key (from " + up.URL + "/v1/messages)"
-	if !ok || ro.Status != StatusInvalid || ro.Error != wantErr || sum.Statuses[StatusInvalid] != 1 {
-		t.Fatalf("rollout %+v, summary %+v\nwant error %q\n%s", ro, sum, wantErr, readStored(t, out, c, FileStdout))
+	if !ok || ro.Status != store.StatusInvalid || ro.Error != wantErr || sum.Statuses[store.StatusInvalid] != 1 {
+		t.Fatalf("rollout %+v, summary %+v\nwant error %q\n%s", ro, sum, wantErr, readStored(t, out, c, store.FileStdout))
 	}
 	if rep.Verdict.Verdict != verdict.VerdictIncomplete || rep.Verdict.ExitCode != 2 {
 		t.Errorf("verdict %s (exit %d) %v", rep.Verdict.Verdict, rep.Verdict.ExitCode, rep.Verdict.Reasons)
@@ -130,9 +132,9 @@ func TestClaudeCodeBadKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	ro, _, _ = (&Store{Dir: out}).Rollout(c.Rollout)
-	if !sum.Complete() || sum.Ran != 1 || ro.Status != StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
-		t.Fatalf("rerun: summary %+v, rollout %s %q\n%s", sum, ro.Status, ro.Answer, readStored(t, out, c, FileStdout))
+	ro, _, _ = (&store.Store{Dir: out}).Rollout(c.Rollout)
+	if !sum.Complete() || sum.Ran != 1 || ro.Status != store.StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
+		t.Fatalf("rerun: summary %+v, rollout %s %q\n%s", sum, ro.Status, ro.Answer, readStored(t, out, c, store.FileStdout))
 	}
 	if rep.Verdict.Verdict != verdict.VerdictPass {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
@@ -159,9 +161,9 @@ func TestClaudeCodeRateLimited(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	ro, _, _ := (&Store{Dir: out}).Rollout(c.Rollout)
-	stdout := readStored(t, out, c, FileStdout)
-	if !sum.Complete() || ro.Status != StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
+	ro, _, _ := (&store.Store{Dir: out}).Rollout(c.Rollout)
+	stdout := readStored(t, out, c, store.FileStdout)
+	if !sum.Complete() || ro.Status != store.StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
 		t.Fatalf("summary %+v, rollout %s %q\n%s", sum, ro.Status, ro.Error, stdout)
 	}
 	if n := up.Count("POST /v1/messages"); n != 3 || ro.Gateway.Requests != 1 || ro.Gateway.Retries != 2 || len(ro.Gateway.Faults) != 0 {
@@ -182,10 +184,10 @@ func TestClaudeCodeRateLimited(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	ro, _, _ = (&Store{Dir: out}).Rollout(c.Rollout)
+	ro, _, _ = (&store.Store{Dir: out}).Rollout(c.Rollout)
 	want := "provider: HTTP 429 rate_limit_error: Number of request tokens has exceeded your per-minute rate limit (from " + up.URL + "/v1/messages, after 2 retries)"
-	if ro.Status != StatusInvalid || ro.Error != want || rep.Verdict.Verdict != verdict.VerdictIncomplete {
-		t.Errorf("rollout %s %q, verdict %s\nwant %q\n%s", ro.Status, ro.Error, rep.Verdict.Verdict, want, readStored(t, out, c, FileStdout))
+	if ro.Status != store.StatusInvalid || ro.Error != want || rep.Verdict.Verdict != verdict.VerdictIncomplete {
+		t.Errorf("rollout %s %q, verdict %s\nwant %q\n%s", ro.Status, ro.Error, rep.Verdict.Verdict, want, readStored(t, out, c, store.FileStdout))
 	}
 	os.RemoveAll(out)
 }

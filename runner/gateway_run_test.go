@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
 	"github.com/skillgate/skillgate/runner/redact"
@@ -101,7 +103,7 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 		t.Errorf("upstream saw %q, want the real key in the preflight and in each cell's call", keys)
 	}
 	for _, c := range p.Cells {
-		ro, _, _ := (&Store{Dir: out}).Rollout(c.Rollout)
+		ro, _, _ := (&store.Store{Dir: out}).Rollout(c.Rollout)
 		if ro.Gateway == nil || ro.Gateway.Requests != 1 || ro.Gateway.ModelAnswered != "m-answered" || ro.Gateway.Tokens == nil || ro.Gateway.Tokens.Input != 7 {
 			t.Errorf("%s: gateway usage %+v", c.ID, ro.Gateway)
 		}
@@ -122,7 +124,7 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 		return nil
 	})
 	// The cell saw only its dummy key.
-	stderr := readStored(t, out, p.Cells[0], FileStderr)
+	stderr := readStored(t, out, p.Cells[0], store.FileStderr)
 	if !strings.Contains(stderr, "SKILLGATE_MODEL_KEY=sk-skillgate-") || strings.Contains(stderr, canary) {
 		t.Errorf("cell environment:\n%s", stderr)
 	}
@@ -163,13 +165,13 @@ func TestSpendCapStopsAndResumes(t *testing.T) {
 	if !sum.Complete() || sum.Ran != 1 || sum.Reused != 3 || sum.SpentUSD != 1 || sum.SpentFolderUSD != 4 {
 		t.Fatalf("resumed run: %+v", sum)
 	}
-	entries, err := ReadSpend(out)
+	entries, err := store.ReadSpend(out)
 	if err != nil || len(entries) != 4 {
 		t.Fatalf("ledger %+v %v", entries, err)
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if e.Kind != SpendCell || e.USD != 1 || e.Estimated || seen[e.ID] {
+		if e.Kind != store.SpendCell || e.USD != 1 || e.Estimated || seen[e.ID] {
 			t.Errorf("ledger entry %+v", e)
 		}
 		seen[e.ID] = true
@@ -184,7 +186,7 @@ func TestSpendCapStopsAndResumes(t *testing.T) {
 	if err != nil || cal.Ran != 2 || cal.SpentUSD != 2 {
 		t.Fatalf("calibration: %+v %v", cal, err)
 	}
-	if entries, _ := ReadSpend(out); len(entries) != 6 || entries[4].Kind != SpendCalibration || entries[5].Kind != SpendCalibration {
+	if entries, _ := store.ReadSpend(out); len(entries) != 6 || entries[4].Kind != store.SpendCalibration || entries[5].Kind != store.SpendCalibration {
 		t.Errorf("ledger after calibration %+v", entries)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/docker"
 
 	"github.com/skillgate/skillgate/runner/redact"
@@ -30,7 +32,7 @@ import (
 // invalid grade with the reason, which the next run retries: grading never stops the
 // verdict.
 func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (graded int, err error) {
-	out, store, unlock, err := openRunFolder(opts.Out)
+	out, st, unlock, err := openRunFolder(opts.Out)
 	if err != nil {
 		return 0, err
 	}
@@ -49,16 +51,16 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 		if seen[c.Grade] {
 			continue
 		}
-		if g, ok, err := store.Grade(c.Grade); err != nil {
+		if g, ok, err := st.Grade(c.Grade); err != nil {
 			return 0, err
-		} else if ok && (g.Status != StatusInvalid || g.Judge != nil) {
+		} else if ok && (g.Status != store.StatusInvalid || g.Judge != nil) {
 			// Graded: a grade made invalid by an unreadable judge reply stands too;
 			// only a grade that failed (Docker, skillgate) is retried.
 			continue
 		}
-		if ro, ok, err := store.Rollout(c.Rollout); err != nil {
+		if ro, ok, err := st.Rollout(c.Rollout); err != nil {
 			return 0, err
-		} else if ok && ro.Status != StatusInvalid {
+		} else if ok && ro.Status != store.StatusInvalid {
 			seen[c.Grade] = true
 			todo = append(todo, c)
 		}
@@ -66,10 +68,10 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 	if len(todo) == 0 {
 		return 0, nil
 	}
-	if err := store.PinFixtures(p, opts.SuiteDir, todo); err != nil {
+	if err := st.PinFixtures(p, opts.SuiteDir, todo); err != nil {
 		return 0, err
 	}
-	g := &grader{plan: p, store: store, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
+	g := &grader{plan: p, store: st, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
 	defer g.close()
 	var mu sync.Mutex
 	forEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
@@ -85,8 +87,8 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 		}
 		fmt.Fprintf(opts.logger(), "grade %s: %v (the cell is invalid until a run grades it)\n", c.ID, err)
 		r := grade.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade,
-			Status: StatusInvalid, Error: "grade: " + g.redact().String(err.Error()), Checks: []grade.CheckResult{}}
-		if perr := store.putGrade(r); perr != nil {
+			Status: store.StatusInvalid, Error: "grade: " + g.redact().String(err.Error()), Checks: []grade.CheckResult{}}
+		if perr := st.PutGrade(r); perr != nil {
 			fmt.Fprintf(opts.logger(), "store grade %s: %v\n", c.ID, perr)
 		}
 	})
@@ -108,7 +110,7 @@ func (o Options) logger() io.Writer {
 // assertions.
 type grader struct {
 	plan  *plan.Plan
-	store *Store
+	store *store.Store
 	opts  Options
 	cases map[string]plan.PlanCase
 	arms  map[string]plan.PlanArm
@@ -152,13 +154,13 @@ func (g *grader) grade(ctx context.Context, c plan.Cell) error {
 	if !ok {
 		return fmt.Errorf("no stored rollout %s", c.Rollout)
 	}
-	answer, err := storedAnswer(g.store, ro)
+	answer, err := g.store.Answer(ro)
 	if err != nil {
 		return err
 	}
 	in := grade.GradeInput{
 		Status: ro.Status, Error: ro.Error, Answer: string(answer),
-		World:        rolloutWorld(g.plan, g.store, g.opts.SuiteDir, pc, arm, ro),
+		World:        g.store.World(g.plan, g.opts.SuiteDir, pc, arm, ro),
 		Telemetry:    ro.Telemetry,
 		AgentSeconds: ro.Durations.Agent, TotalSeconds: ro.Durations.Total,
 		Collection: ro.Collection.Cut,
@@ -176,7 +178,7 @@ func (g *grader) grade(ctx context.Context, c plan.Cell) error {
 	if err != nil {
 		return err
 	}
-	return g.store.putGrade(r)
+	return g.store.PutGrade(r)
 }
 
 // checkDir holds, in a check container, what the checks are given besides the workspace.
@@ -195,7 +197,7 @@ const checkOutputCap = 64 << 10
 // as the agent gave it. Each check is its own process, whose exit code the engine reports,
 // so no output can forge a result; a check past its timeout ends the container, and the
 // checks after it start in a fresh one.
-func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, ro *Rollout, w grade.World, answer []byte) ([]grade.CheckResult, error) {
+func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, ro *store.Rollout, w grade.World, answer []byte) ([]grade.CheckResult, error) {
 	var runs []suite.Assertion
 	for _, a := range pc.Assert {
 		if a.Run != nil {
@@ -203,7 +205,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		}
 	}
 	out := make([]grade.CheckResult, len(runs))
-	if len(runs) == 0 || ro.Status != StatusCompleted {
+	if len(runs) == 0 || ro.Status != store.StatusCompleted {
 		// An agent that did not complete fails anyway; its checks are not run.
 		for i, a := range runs {
 			out[i] = grade.CheckResult{Name: runName(a), Kind: grade.CheckRun, Detail: "not run: the agent did not complete"}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -26,7 +28,7 @@ func TestHostileAgent(t *testing.T) {
 	s := copySuite(t, e, "hostile")
 	out := t.TempDir()
 	sum, rep := evaluate(t, s.Plan, s.Dir, out)
-	if sum.Statuses[StatusInvalid] != 0 || rep == nil {
+	if sum.Statuses[store.StatusInvalid] != 0 || rep == nil {
 		t.Fatalf("summary %+v, report %v", sum, rep != nil)
 	}
 	for _, f := range []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml"} {
@@ -34,14 +36,14 @@ func TestHostileAgent(t *testing.T) {
 			t.Errorf("no %s: %v", f, err)
 		}
 	}
-	results, err := Results(s.Plan, &Store{Dir: out})
+	results, err := store.Results(s.Plan, &store.Store{Dir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
 	by := map[string]grade.CellResult{}
 	for _, r := range results {
 		by[r.Cell] = r
-		if r.Status != StatusCompleted {
+		if r.Status != store.StatusCompleted {
 			t.Errorf("%s: status %s (%s), want completed: every shape of workspace is gradeable", r.Cell, r.Status, r.Error)
 		}
 	}
@@ -130,7 +132,7 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 	if sum := s.run(t, out, Options{}); !sum.Complete() {
 		t.Fatalf("rollouts: %+v", sum)
 	}
-	grades := filepath.Join(out, filepath.FromSlash(storeGrades))
+	grades := filepath.Join(out, filepath.FromSlash(store.DirGrades))
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for i := 0; i < 10; i++ {
 		os.RemoveAll(grades)
@@ -157,7 +159,7 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 	if left := runContainers(t, out); len(left) > 0 {
 		t.Errorf("containers left: %q", left)
 	}
-	results, err := Results(s.Plan, &Store{Dir: out})
+	results, err := store.Results(s.Plan, &store.Store{Dir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,10 +187,10 @@ func TestRerunRed(t *testing.T) {
 	if len(rep.Reruns) != 1 || rep.Reruns[0].Panel != (plan.Panel{Case: "t", Arm: "after"}) || len(rep.Reruns[0].Trials) != 3 || rep.Reruns[0].Flaky {
 		t.Fatalf("reruns %+v", rep.Reruns)
 	}
-	store := &Store{Dir: out}
+	st := &store.Store{Dir: out}
 	for _, c := range plan.PanelCells(s.Plan, plan.Panel{Case: "t", Arm: "after"}, 1) {
-		ro, ok, err := store.Rollout(c.Rollout)
-		if err != nil || !ok || ro.Status != StatusCompleted || ro.Cell != c.ID {
+		ro, ok, err := st.Rollout(c.Rollout)
+		if err != nil || !ok || ro.Status != store.StatusCompleted || ro.Cell != c.ID {
 			t.Errorf("rerun %s: %+v %v %v", c.ID, ro, ok, err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 )
 
@@ -35,13 +37,13 @@ type inputTree struct {
 type inputs struct {
 	plan     *plan.Plan
 	suiteDir string
-	store    *Store
+	store    *store.Store
 	trees    map[string]*inputTree // by what
 	order    []string
 }
 
-func newInputs(p *plan.Plan, suiteDir string, store *Store) *inputs {
-	return &inputs{plan: p, suiteDir: suiteDir, store: store, trees: map[string]*inputTree{}}
+func newInputs(p *plan.Plan, suiteDir string, st *store.Store) *inputs {
+	return &inputs{plan: p, suiteDir: suiteDir, store: st, trees: map[string]*inputTree{}}
 }
 
 // treesOf names the trees a cell of case pc in arm reads.
@@ -143,7 +145,7 @@ func (in *inputs) invalidateChanged(ran []ranCell, log io.Writer) (map[string]in
 	}
 	moved := map[string]int{}
 	for _, rc := range ran {
-		if rc.status == StatusInvalid {
+		if rc.status == store.StatusInvalid {
 			continue
 		}
 		var why []string

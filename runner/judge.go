@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -19,21 +21,8 @@ import (
 )
 
 // Judging happens after deterministic grading, from stored rollouts alone.
-//
-// Storage, under the run folder:
-//
-//	store/packets/KEY.json         the blinded packet sent (for rejudging, audit)
-//	store/judgements/KEY.json      the judge's reply, usage and what was read from it
-//	store/judge-failures/KEY.json  the last failed call for KEY, until one succeeds
-//	store/grades/GRADE.json        rubric mode: the judged CellResult
-//
-// A rubric judgement's KEY is the cell's grade key, which already holds
-// the judge's identity (templates, adjudication and seed included):
-// changing the judge regrades without a new rollout. The adjudicator's
-// judgement of a disputed cell is stored beside it under
-// pipeline.AdjudicationKey, and the cell's grade only once both are. A
-// pairwise judgement's KEY is pipeline.PairwiseKey: both cells' grade
-// keys, the judge, and the candidate's position (A or B).
+// What it stores, and under which keys, is described with the run folder
+// in package store.
 //
 // A judge call that fails (network, HTTP error, timeout, a command's
 // non-zero exit) leaves its cell or pair unjudged and stores the failure,
@@ -67,17 +56,17 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	if adjudicator == nil {
 		adjudicator = j
 	}
-	store := &Store{Dir: opts.Out}
-	results, err := Results(p, store)
+	st := &store.Store{Dir: opts.Out}
+	results, err := store.Results(p, st)
 	if err != nil {
 		return 0, 0, err
 	}
-	budget, err := openSpend(opts.Out, p, opts.SpendCapUSD)
+	budget, err := store.OpenSpend(opts.Out, p, opts.SpendCapUSD)
 	if err != nil {
 		return 0, 0, err
 	}
 	adj, adjTemplate := grade.AdjudicatorOf(p.Judge)
-	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, adjPrices: adj.Prices, store: store, opts: opts,
+	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, adjPrices: adj.Prices, store: st, opts: opts,
 		budget: budget, redact: redact.New(p, judgeSecrets(p)...), cases: map[string]plan.PlanCase{}}
 	for _, pc := range p.Cases {
 		jr.cases[pc.ID] = pc
@@ -91,7 +80,7 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	if len(tasks) == 0 {
 		return 0, 0, nil
 	}
-	if err := store.PinFixtures(p, opts.SuiteDir, p.Cells); err != nil {
+	if err := st.PinFixtures(p, opts.SuiteDir, p.Cells); err != nil {
 		return 0, 0, err // packets show the fixture from its snapshot
 	}
 	fmt.Fprintf(opts.Log, "judging: %d %s judgements by the %s judge (%d jobs)\n", len(tasks), p.Judge.Mode, p.Judge.Provider, max(opts.Jobs, 1))
@@ -110,15 +99,15 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 			calls++
 			fmt.Fprintf(opts.Log, "[judge %d/%d] %s\n", done, len(tasks), line)
 		case ctx.Err() != nil: // interrupted: nothing to record
-		case errors.Is(err, ErrSpendCap):
+		case errors.Is(err, store.ErrSpendCap):
 			// Not asked: the judgement is missing, not failed, and the verdict INCOMPLETE.
 			capped++
 		case errors.As(err, &ce):
 			failed++
 			msg := jr.redact.String(ce.err.Error())
 			fmt.Fprintf(opts.Log, "[judge %d/%d] %s: %s (not judged)\n", done, len(tasks), ce.name, msg)
-			f := &JudgeFailure{Key: ce.key, Mode: p.Judge.Mode, Role: ce.role, Judge: p.Judge.Digest, Name: ce.name, Cells: ce.cells, Error: msg}
-			if err := store.putJudgeFailure(f); err != nil && fatal == nil {
+			f := &store.JudgeFailure{Key: ce.key, Mode: p.Judge.Mode, Role: ce.role, Judge: p.Judge.Digest, Name: ce.name, Cells: ce.cells, Error: msg}
+			if err := st.PutJudgeFailure(f); err != nil && fatal == nil {
 				fatal = err
 			}
 		default:
@@ -133,7 +122,7 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	}
 	if fatal == nil && capped > 0 {
 		fmt.Fprintf(opts.Log, "%d judgements not asked: the spend cap is reached\n", capped)
-		fatal = ErrSpendCap
+		fatal = store.ErrSpendCap
 	}
 	return calls, failed, fatal
 }
@@ -167,33 +156,33 @@ type judgeRun struct {
 	adjudicator Judge
 	adjTemplate string
 	adjPrices   *suite.Prices
-	store       *Store
+	store       *store.Store
 	opts        Options
-	budget      *spendBudget
+	budget      *store.SpendBudget
 	redact      *redact.Redactor
 	cases       map[string]plan.PlanCase
 }
 
 // ask sends the prompt to j once the spend cap admits the call, and enters its cost, at
 // the judge's prices, in the folder's ledger under key.
-func (jr *judgeRun) ask(ctx context.Context, j Judge, prices *suite.Prices, key, prompt string, packet []byte) (string, JudgeUsage, error) {
+func (jr *judgeRun) ask(ctx context.Context, j Judge, prices *suite.Prices, key, prompt string, packet []byte) (string, store.JudgeUsage, error) {
 	if jr.budget == nil { // asked outside a run folder: nothing to meter
 		return askJudge(ctx, j, prompt, packet)
 	}
-	res, err := jr.budget.admit(ctx, SpendJudge)
+	res, err := jr.budget.Admit(ctx, store.SpendJudge)
 	if err != nil {
-		return "", JudgeUsage{}, err
+		return "", store.JudgeUsage{}, err
 	}
 	reply, usage, err := askJudge(ctx, j, prompt, packet)
-	usd, estimated, priced := spendCost(prices, usage.Tokens, err == nil || usage.Tokens != nil)
-	if serr := jr.budget.settle(res, SpendEntry{Kind: SpendJudge, ID: key, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
+	usd, estimated, priced := store.SpendCost(prices, usage.Tokens, err == nil || usage.Tokens != nil)
+	if serr := jr.budget.Settle(res, store.SpendEntry{Kind: store.SpendJudge, ID: key, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
 		err = serr
 	}
 	return reply, usage, err
 }
 
 // askJudge sends the prompt (and, to a command judge, the packet) to j.
-func askJudge(ctx context.Context, j Judge, prompt string, packet []byte) (string, JudgeUsage, error) {
+func askJudge(ctx context.Context, j Judge, prompt string, packet []byte) (string, store.JudgeUsage, error) {
 	if pj, ok := j.(packetJudge); ok {
 		return pj.AskPacket(ctx, prompt, packet)
 	}
@@ -215,11 +204,11 @@ func (jr *judgeRun) attempt(c plan.Cell, r grade.CellResult) (grade.JudgeAttempt
 			arm = a
 		}
 	}
-	answer, err := storedAnswer(jr.store, ro)
+	answer, err := jr.store.Answer(ro)
 	if err != nil {
 		return grade.JudgeAttempt{}, err
 	}
-	return grade.JudgeAttempt{Cell: c, Answer: string(answer), World: rolloutWorld(jr.plan, jr.store, jr.opts.SuiteDir, jr.cases[c.Case], arm, ro), Checks: r.Checks}, nil
+	return grade.JudgeAttempt{Cell: c, Answer: string(answer), World: jr.store.World(jr.plan, jr.opts.SuiteDir, jr.cases[c.Case], arm, ro), Checks: r.Checks}, nil
 }
 
 func (jr *judgeRun) rubricTasks(results []grade.CellResult) []func(context.Context) (string, error) {
@@ -238,37 +227,37 @@ func (jr *judgeRun) rubricTasks(results []grade.CellResult) []func(context.Conte
 
 // rubricJudgement is the judgement stored under key, or the reply of a new
 // call to j, read as a rubric reply of n criteria and stored.
-func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, template string, packet []byte, c plan.Cell, n int) (*Judgement, error) {
+func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, template string, packet []byte, c plan.Cell, n int) (*store.Judgement, error) {
 	jd, ok, err := jr.store.Judgement(key)
 	if err != nil || ok {
 		return jd, err
 	}
 	name := c.ID
-	if role == roleAdjudicator {
+	if role == store.RoleAdjudicator {
 		name = "adjudication of " + c.ID
 	}
 	prices := jr.plan.Judge.Prices
-	if role == roleAdjudicator {
+	if role == store.RoleAdjudicator {
 		prices = jr.adjPrices
 	}
 	reply, usage, err := jr.ask(ctx, j, prices, key, grade.RenderJudgePrompt(template, packet), packet)
-	if errors.Is(err, ErrSpendCap) {
+	if errors.Is(err, store.ErrSpendCap) {
 		return nil, err
 	}
 	if err != nil {
 		return nil, &callError{key: key, role: role, name: name, cells: []string{c.ID}, err: err}
 	}
-	jd = &Judgement{Key: key, Mode: "rubric", Judge: jr.plan.Judge.Digest, Cells: []string{c.ID}, Reply: jr.redact.String(reply), Usage: usage}
-	if role != roleJudge {
+	jd = &store.Judgement{Key: key, Mode: "rubric", Judge: jr.plan.Judge.Digest, Cells: []string{c.ID}, Reply: jr.redact.String(reply), Usage: usage}
+	if role != store.RoleJudge {
 		jd.Role = role
 	}
 	if jd.Criteria, err = grade.ParseRubricReply(jd.Reply, n); err != nil {
 		jd.Error = err.Error()
 	}
-	if err := jr.store.putJudgement(jd); err != nil {
+	if err := jr.store.PutJudgement(jd); err != nil {
 		return nil, err
 	}
-	return jd, jr.store.clearJudgeFailure(key)
+	return jd, jr.store.ClearJudgeFailure(key)
 }
 
 // rubricCell judges one cell's rubric, has a disputed judgement
@@ -277,7 +266,7 @@ func (jr *judgeRun) rubricCell(ctx context.Context, c plan.Cell, r grade.CellRes
 	pc := jr.cases[c.Case]
 	key := c.Grade.Encoded()
 	failed := func(err error) error {
-		return &callError{key: key, role: roleJudge, name: c.ID, cells: []string{c.ID}, err: err}
+		return &callError{key: key, role: store.RoleJudge, name: c.ID, cells: []string{c.ID}, err: err}
 	}
 	a, err := jr.attempt(c, r)
 	if err != nil {
@@ -288,10 +277,10 @@ func (jr *judgeRun) rubricCell(ctx context.Context, c plan.Cell, r grade.CellRes
 		return "", failed(fmt.Errorf("build packet: %w", err))
 	}
 	packet := grade.EncodePacket(pk)
-	if err := jr.store.putPacket(key, packet); err != nil {
+	if err := jr.store.PutPacket(key, packet); err != nil {
 		return "", err
 	}
-	jd, err := jr.rubricJudgement(ctx, jr.judge, key, roleJudge, jr.plan.Judge.Templates.Rubric, packet, c, len(pc.Rubric))
+	jd, err := jr.rubricJudgement(ctx, jr.judge, key, store.RoleJudge, jr.plan.Judge.Templates.Rubric, packet, c, len(pc.Rubric))
 	if err != nil {
 		return "", err
 	}
@@ -302,17 +291,17 @@ func (jr *judgeRun) rubricCell(ctx context.Context, c plan.Cell, r grade.CellRes
 	}
 	if d := cj.Dispute; d != nil && jr.plan.Judge.Adjudication.Enabled {
 		akey := grade.AdjudicationKey(c.Grade).Encoded()
-		ad, err := jr.rubricJudgement(ctx, jr.adjudicator, akey, roleAdjudicator, jr.adjTemplate, packet, c, len(pc.Rubric))
+		ad, err := jr.rubricJudgement(ctx, jr.adjudicator, akey, store.RoleAdjudicator, jr.adjTemplate, packet, c, len(pc.Rubric))
 		if err != nil {
 			return "", err
 		}
 		d.Adjudicated, d.Key, d.Valid, d.Reason, d.Criteria, d.Seconds, d.Tokens = true, akey, ad.Error == "", ad.Error, ad.Criteria, ad.Usage.Seconds, ad.Usage.Tokens
 	}
 	nr := grade.ApplyRubric(r, pc, cj)
-	if err := jr.store.putGrade(nr); err != nil {
+	if err := jr.store.PutGrade(nr); err != nil {
 		return "", err
 	}
-	if err := jr.store.clearJudgeFailure(key); err != nil {
+	if err := jr.store.ClearJudgeFailure(key); err != nil {
 		return "", err
 	}
 	line := fmt.Sprintf("%s: ", c.ID)
@@ -407,7 +396,7 @@ func (jr *judgeRun) pairTasks(results []grade.CellResult) []func(context.Context
 func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) (string, error) {
 	name := s.name(pos)
 	failed := func(err error) error {
-		return &callError{key: key, role: roleJudge, name: name, cells: []string{s.cand.ID, s.base.ID}, err: err}
+		return &callError{key: key, role: store.RoleJudge, name: name, cells: []string{s.cand.ID, s.base.ID}, err: err}
 	}
 	cand, err := jr.attempt(s.cand, s.candR)
 	if err != nil {
@@ -426,27 +415,27 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 		return "", failed(fmt.Errorf("build packet: %w", err))
 	}
 	packet := grade.EncodePacket(pk)
-	if err := jr.store.putPacket(key, packet); err != nil {
+	if err := jr.store.PutPacket(key, packet); err != nil {
 		return "", err
 	}
 	reply, usage, err := jr.ask(ctx, jr.judge, jr.plan.Judge.Prices, key, grade.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
-	if errors.Is(err, ErrSpendCap) {
+	if errors.Is(err, store.ErrSpendCap) {
 		return "", err
 	}
 	if err != nil {
 		return "", failed(err)
 	}
 	reply = jr.redact.String(reply)
-	jd := &Judgement{Key: key, Mode: "pairwise", Judge: jr.plan.Judge.Digest, Cells: []string{s.cand.ID, s.base.ID}, Position: pos, Reply: reply, Usage: usage}
+	jd := &store.Judgement{Key: key, Mode: "pairwise", Judge: jr.plan.Judge.Digest, Cells: []string{s.cand.ID, s.base.ID}, Position: pos, Reply: reply, Usage: usage}
 	if jd.Winner, jd.Evidence, err = grade.ParsePairwiseReply(reply); err != nil {
 		jd.Error, jd.Outcome = err.Error(), grade.PairwiseInvalid
 	} else {
 		jd.Outcome = grade.PairwiseOutcome(jd.Winner, pos)
 	}
-	if err := jr.store.putJudgement(jd); err != nil {
+	if err := jr.store.PutJudgement(jd); err != nil {
 		return "", err
 	}
-	if err := jr.store.clearJudgeFailure(key); err != nil {
+	if err := jr.store.ClearJudgeFailure(key); err != nil {
 		return "", err
 	}
 	if jd.Error != "" {
@@ -457,15 +446,15 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 
 // notJudged is what the store says of a missing judgement: the failure of
 // its last call under any of keys, if one is stored.
-func notJudged(store *Store, name string, keys ...string) (verdict.NotJudged, error) {
+func notJudged(st *store.Store, name string, keys ...string) (verdict.NotJudged, error) {
 	for _, key := range keys {
-		f, ok, err := store.JudgeFailure(key)
+		f, ok, err := st.JudgeFailure(key)
 		if err != nil {
 			return verdict.NotJudged{}, err
 		}
 		if ok {
 			why := f.Error
-			if f.Role == roleAdjudicator {
+			if f.Role == store.RoleAdjudicator {
 				why = "adjudicator: " + why
 			}
 			return verdict.NotJudged{Name: name, Why: why}, nil
@@ -477,7 +466,7 @@ func notJudged(store *Store, name string, keys ...string) (verdict.NotJudged, er
 // judgedResults reads what the judge decided from the store alone: the
 // results with unjudged rubric cells made missing, the pairwise results,
 // and the judgements the plan asks for that are not stored, with why.
-func judgedResults(p *plan.Plan, store *Store, results []grade.CellResult) ([]grade.CellResult, []grade.PairwiseResult, []verdict.NotJudged, string, error) {
+func judgedResults(p *plan.Plan, st *store.Store, results []grade.CellResult) ([]grade.CellResult, []grade.PairwiseResult, []verdict.NotJudged, string, error) {
 	if p.Judge == nil {
 		return results, nil, nil, "", nil
 	}
@@ -489,7 +478,7 @@ func judgedResults(p *plan.Plan, store *Store, results []grade.CellResult) ([]gr
 		var missing []verdict.NotJudged
 		for i, r := range results {
 			if grade.RubricJudged(p, cases[r.Case]) && r.Valid() && r.Judge == nil {
-				nj, err := notJudged(store, r.Cell, r.Grade.Encoded(), grade.AdjudicationKey(r.Grade).Encoded())
+				nj, err := notJudged(st, r.Cell, r.Grade.Encoded(), grade.AdjudicationKey(r.Grade).Encoded())
 				if err != nil {
 					return nil, nil, nil, "", err
 				}
@@ -509,12 +498,12 @@ func judgedResults(p *plan.Plan, store *Store, results []grade.CellResult) ([]gr
 		var errs []string
 		var lacking *verdict.NotJudged
 		for i, pos := range s.positions {
-			jd, ok, err := store.Judgement(s.keys[i])
+			jd, ok, err := st.Judgement(s.keys[i])
 			if err != nil {
 				return nil, nil, nil, "", err
 			}
 			if !ok {
-				nj, err := notJudged(store, s.name(pos), s.keys[i])
+				nj, err := notJudged(st, s.name(pos), s.keys[i])
 				if err != nil {
 					return nil, nil, nil, "", err
 				}

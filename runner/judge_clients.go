@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/gateway"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -28,13 +30,13 @@ import (
 
 // Judge asks a judge one question and returns its reply.
 type Judge interface {
-	Ask(ctx context.Context, prompt string) (reply string, usage JudgeUsage, err error)
+	Ask(ctx context.Context, prompt string) (reply string, usage store.JudgeUsage, err error)
 }
 
 // packetJudge is a judge that takes the packet apart from the prompt (the
 // command judge); the runner prefers AskPacket when a judge has it.
 type packetJudge interface {
-	AskPacket(ctx context.Context, prompt string, packet json.RawMessage) (string, JudgeUsage, error)
+	AskPacket(ctx context.Context, prompt string, packet json.RawMessage) (string, store.JudgeUsage, error)
 }
 
 // NewJudge makes the plan's judge. A scripted judge starts its own
@@ -157,7 +159,7 @@ type messagesJudge struct {
 	real    bool
 }
 
-func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, JudgeUsage, error) {
+func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, store.JudgeUsage, error) {
 	body, _ := json.Marshal(map[string]any{
 		"model": j.model, "max_tokens": judgeMaxTokens,
 		"messages": []map[string]any{{"role": "user", "content": prompt}},
@@ -166,7 +168,7 @@ func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, JudgeUs
 	start := time.Now()
 	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, j.real)
 	if err != nil {
-		return "", JudgeUsage{}, err
+		return "", store.JudgeUsage{}, err
 	}
 	var m struct {
 		Model   string `json:"model"`
@@ -182,7 +184,7 @@ func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, JudgeUs
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return "", JudgeUsage{}, fmt.Errorf("judge: read messages response: %w", err)
+		return "", store.JudgeUsage{}, fmt.Errorf("judge: read messages response: %w", err)
 	}
 	var text strings.Builder
 	for _, c := range m.Content {
@@ -190,7 +192,7 @@ func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, JudgeUs
 			text.WriteString(c.Text)
 		}
 	}
-	u := JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
+	u := store.JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
 	if m.Usage != nil {
 		u.Tokens = &grade.Tokens{Input: m.Usage.Input, Output: m.Usage.Output, CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite}
 	}
@@ -206,13 +208,13 @@ type responsesJudge struct {
 	timeout time.Duration
 }
 
-func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, JudgeUsage, error) {
+func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, store.JudgeUsage, error) {
 	body, _ := json.Marshal(map[string]any{"model": j.model, "input": prompt, "max_output_tokens": judgeMaxTokens})
 	h := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + j.key}}
 	start := time.Now()
 	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, true)
 	if err != nil {
-		return "", JudgeUsage{}, err
+		return "", store.JudgeUsage{}, err
 	}
 	var m struct {
 		Model  string `json:"model"`
@@ -233,7 +235,7 @@ func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, JudgeU
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return "", JudgeUsage{}, fmt.Errorf("judge: read responses response: %w", err)
+		return "", store.JudgeUsage{}, fmt.Errorf("judge: read responses response: %w", err)
 	}
 	var text strings.Builder
 	for _, o := range m.Output {
@@ -246,7 +248,7 @@ func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, JudgeU
 			}
 		}
 	}
-	u := JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
+	u := store.JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
 	if m.Usage != nil {
 		u.Tokens = &grade.Tokens{Input: m.Usage.Input - m.Usage.InputDetails.Cached, Output: m.Usage.Output, CacheRead: m.Usage.InputDetails.Cached}
 	}
@@ -324,17 +326,17 @@ type CommandJudgeInput struct {
 	Packet json.RawMessage `json:"packet"`
 }
 
-func (j *commandJudge) Ask(ctx context.Context, prompt string) (string, JudgeUsage, error) {
+func (j *commandJudge) Ask(ctx context.Context, prompt string) (string, store.JudgeUsage, error) {
 	return j.AskPacket(ctx, prompt, nil)
 }
 
-func (j *commandJudge) AskPacket(ctx context.Context, prompt string, packet json.RawMessage) (string, JudgeUsage, error) {
+func (j *commandJudge) AskPacket(ctx context.Context, prompt string, packet json.RawMessage) (string, store.JudgeUsage, error) {
 	if packet == nil {
 		packet = json.RawMessage("null")
 	}
 	in, err := json.Marshal(CommandJudgeInput{Prompt: prompt, Packet: packet})
 	if err != nil {
-		return "", JudgeUsage{}, fmt.Errorf("judge command: %w", err)
+		return "", store.JudgeUsage{}, fmt.Errorf("judge command: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, j.timeout)
 	defer cancel()
@@ -346,7 +348,7 @@ func (j *commandJudge) AskPacket(ctx context.Context, prompt string, packet json
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err = cmd.Run()
-	u := JudgeUsage{Model: j.model, Seconds: time.Since(start).Seconds()}
+	u := store.JudgeUsage{Model: j.model, Seconds: time.Since(start).Seconds()}
 	if ctx.Err() == context.DeadlineExceeded {
 		return "", u, fmt.Errorf("judge command %s: timed out after %s", j.program(), j.timeout)
 	}

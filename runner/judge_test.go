@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
@@ -58,17 +60,17 @@ type fakeJudge struct {
 	fail    func(prompt string) error
 }
 
-func (f *fakeJudge) Ask(_ context.Context, prompt string) (string, JudgeUsage, error) {
+func (f *fakeJudge) Ask(_ context.Context, prompt string) (string, store.JudgeUsage, error) {
 	f.mu.Lock()
 	f.calls++
 	f.prompts = append(f.prompts, prompt)
 	f.mu.Unlock()
 	if f.fail != nil {
 		if err := f.fail(prompt); err != nil {
-			return "", JudgeUsage{}, err
+			return "", store.JudgeUsage{}, err
 		}
 	}
-	return f.reply(prompt), JudgeUsage{Model: "fake"}, nil
+	return f.reply(prompt), store.JudgeUsage{Model: "fake"}, nil
 }
 
 func (f *fakeJudge) count() int {
@@ -103,22 +105,22 @@ schema.#Suite & {
 `
 
 // storeRollout stores a completed rollout for a cell, as a run would.
-func storeRollout(t *testing.T, store *Store, p *plan.Plan, c plan.Cell, answer string, files map[string]string) {
+func storeRollout(t *testing.T, st *store.Store, p *plan.Plan, c plan.Cell, answer string, files map[string]string) {
 	t.Helper()
-	staged, err := store.Stage()
+	staged, err := st.Stage()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro := &Rollout{Key: c.Rollout, Plan: p.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Status: StatusCompleted, Answer: answer, Changes: []Change{}}
+	ro := &store.Rollout{Key: c.Rollout, Plan: p.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Status: store.StatusCompleted, Answer: answer, Changes: []store.Change{}}
 	for rel, body := range files {
 		d := digest.FromString(body)
-		os.MkdirAll(filepath.Join(staged, DirFiles), 0o755)
-		if err := os.WriteFile(filepath.Join(staged, DirFiles, d.Encoded()), []byte(body), 0o644); err != nil {
+		os.MkdirAll(filepath.Join(staged, store.DirFiles), 0o755)
+		if err := os.WriteFile(filepath.Join(staged, store.DirFiles, d.Encoded()), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ro.Changes = append(ro.Changes, Change{Path: rel, Kind: ChangeAdded, Type: "file", Digest: d, Size: int64(len(body))})
+		ro.Changes = append(ro.Changes, store.Change{Path: rel, Kind: store.ChangeAdded, Type: "file", Digest: d, Size: int64(len(body))})
 	}
-	if err := store.Commit(staged, ro); err != nil {
+	if err := st.Commit(staged, ro); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -139,7 +141,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
-	store, err := OpenStore(out)
+	st, err := store.OpenStore(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +152,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 		if c.ID == "a/none/2" {
 			answer = "nothing" // fails its assertion
 		}
-		storeRollout(t, store, p, c, answer, map[string]string{"out.txt": map[string]string{"forced": "tidy notes\n", "none": "rough notes\n"}[c.Arm]})
+		storeRollout(t, st, p, c, answer, map[string]string{"out.txt": map[string]string{"forced": "tidy notes\n", "none": "rough notes\n"}[c.Arm]})
 	}
 	opts := Options{Out: out, SuiteDir: dir, Jobs: 3}
 	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
@@ -179,7 +181,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if !strings.Contains(log.String(), "a/forced/2: judge reply invalid") {
 		t.Errorf("log:\n%s", log.String())
 	}
-	if err := os.WriteFile(filepath.Join(out, FilePlan), p.Encode(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, store.FilePlan), p.Encode(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
@@ -187,7 +189,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := Results(p, store)
+	results, err := store.Results(p, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if r := by["a/forced/1"]; !r.Passed || r.Judge == nil || !r.Judge.Valid || judgeChecks(r) != 2 || r.Judge.Candidate != grade.CandidateID(cells["a/forced/1"]) {
 		t.Errorf("a/forced/1: %+v", r)
 	}
-	if r := by["a/forced/2"]; r.Status != grade.StatusInvalid || r.Passed || !strings.Contains(r.Error, "judge: criterion 1 has no result") || r.Judge.Status != StatusCompleted {
+	if r := by["a/forced/2"]; r.Status != grade.StatusInvalid || r.Passed || !strings.Contains(r.Error, "judge: criterion 1 has no result") || r.Judge.Status != store.StatusCompleted {
 		t.Errorf("a/forced/2: %+v", r)
 	}
 	if r := by["a/none/1"]; r.Passed || !r.Judge.DeterministicPassed || judgeChecks(r) != 2 {
@@ -229,14 +231,14 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	// Packets and judgements are stored by grade key; no packet names the skill.
 	for _, id := range []string{"a/forced/1", "a/forced/2", "a/none/1", "a/none/2"} {
 		key := cells[id].Grade.Encoded()
-		pk, err := os.ReadFile(store.PacketPath(key))
+		pk, err := os.ReadFile(st.PacketPath(key))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if bytes.Contains(pk, []byte("skillomega")) || bytes.Contains(pk, []byte("forced")) || !json.Valid(pk) {
 			t.Errorf("packet of %s:\n%s", id, pk)
 		}
-		if jd, ok, err := store.Judgement(key); err != nil || !ok || jd.Mode != "rubric" || jd.Cells[0] != id {
+		if jd, ok, err := st.Judgement(key); err != nil || !ok || jd.Mode != "rubric" || jd.Cells[0] != id {
 			t.Errorf("judgement of %s: %+v %v %v", id, jd, ok, err)
 		}
 	}
@@ -248,7 +250,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	// A cell graded but not judged (an interrupted run) is not a result:
 	// the report is INCOMPLETE until it is judged; its stored judgement is
 	// then reused without asking again.
-	if err := os.Remove(store.GradePath(cells["a/none/1"].Grade)); err != nil {
+	if err := os.Remove(st.GradePath(cells["a/none/1"].Grade)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
@@ -264,7 +266,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if n, _, err := JudgeCells(context.Background(), p, judge, nil, opts); err != nil || n != 1 || judge.count() != 6 {
 		t.Errorf("rejudge judged %d (%d calls), %v: want the stored judgement applied", n, judge.count(), err)
 	}
-	if r, _, _ := store.Grade(cells["a/none/1"].Grade); r == nil || r.Judge == nil || r.Passed {
+	if r, _, _ := st.Grade(cells["a/none/1"].Grade); r == nil || r.Judge == nil || r.Passed {
 		t.Errorf("a/none/1 after rejudging: %+v", r)
 	}
 }
@@ -320,7 +322,7 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
-	store, err := OpenStore(out)
+	st, err := store.OpenStore(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,13 +333,13 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 		if c.ID == "a/none/2" {
 			answer = "nothing marked" // fails its check
 		}
-		storeRollout(t, store, p, c, answer, nil)
+		storeRollout(t, st, p, c, answer, nil)
 	}
 	opts := Options{Out: out, SuiteDir: dir, Jobs: 3}
 	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(out, FilePlan), p.Encode(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, store.FilePlan), p.Encode(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	const firstEvidence = "FIRST-JUDGE-EVIDENCE"
@@ -387,7 +389,7 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	if rep.Verdict.Verdict != verdict.VerdictIncomplete || !strings.Contains(reasons, "INCOMPLETE 1 cells not judged: a/none/1 (adjudicator: HTTP 503: overloaded)") {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
-	if _, ok, _ := store.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); !ok {
+	if _, ok, _ := st.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); !ok {
 		t.Error("the failed adjudication is not stored")
 	}
 
@@ -397,14 +399,14 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	if err != nil || n != 1 || failed != 0 || judge.count() != 8 || adjudicator.count() != 7 {
 		t.Fatalf("rerun judged %d, %d failed, %d judge and %d adjudicator calls, %v", n, failed, judge.count(), adjudicator.count(), err)
 	}
-	if _, ok, _ := store.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); ok {
+	if _, ok, _ := st.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); ok {
 		t.Error("the failure outlived the adjudication that succeeded")
 	}
 	rep, err = Report(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, _ := Results(p, store)
+	results, _ := store.Results(p, st)
 	by := map[string]grade.CellResult{}
 	for _, r := range results {
 		by[r.Cell] = r
@@ -424,10 +426,10 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	}
 	// The adjudication is stored beside the first judgement.
 	akey := grade.AdjudicationKey(cells["a/none/2"].Grade).Encoded()
-	if jd, ok, err := store.Judgement(akey); err != nil || !ok || jd.Role != roleAdjudicator || jd.Cells[0] != "a/none/2" {
+	if jd, ok, err := st.Judgement(akey); err != nil || !ok || jd.Role != store.RoleAdjudicator || jd.Cells[0] != "a/none/2" {
 		t.Errorf("adjudication of a/none/2: %+v %v %v", jd, ok, err)
 	}
-	if jd, ok, _ := store.Judgement(cells["a/none/2"].Grade.Encoded()); !ok || jd.Role != "" || !strings.Contains(jd.Reply, firstEvidence) {
+	if jd, ok, _ := st.Judgement(cells["a/none/2"].Grade.Encoded()); !ok || jd.Role != "" || !strings.Contains(jd.Reply, firstEvidence) {
 		t.Errorf("first judgement of a/none/2: %+v", jd)
 	}
 	if rep.Verdict.Verdict == verdict.VerdictIncomplete || rep.Adjudication == nil || len(rep.Adjudication.Disputed) != 6 || rep.Adjudication.Model != "adjudicator-1" {
@@ -723,9 +725,9 @@ schema.#Suite & {
 	if rep.Verdict.Verdict != verdict.VerdictFail || strings.Join(rep.Verdict.Reasons, ",") != "EFFICACY two" {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
-	store := &Store{Dir: out}
-	packets, _ := filepath.Glob(filepath.Join(out, storePackets, "*.json"))
-	judgements, _ := filepath.Glob(filepath.Join(out, storeJudgements, "*.json"))
+	st := &store.Store{Dir: out}
+	packets, _ := filepath.Glob(filepath.Join(out, store.DirPackets, "*.json"))
+	judgements, _ := filepath.Glob(filepath.Join(out, store.DirJudgements, "*.json"))
 	if len(packets) != 10 || len(judgements) != 10 {
 		t.Errorf("%d packets, %d judgements stored; want 10 each", len(packets), len(judgements))
 	}
@@ -743,7 +745,7 @@ schema.#Suite & {
 	if err != nil || len(rebuilt.Pairwise) != 10 || rebuilt.Verdict.Verdict != rep.Verdict.Verdict {
 		t.Errorf("rebuilt report: %v", err)
 	}
-	_ = store
+	_ = st
 
 	// 2. A position-biased judge, judged in both orders.
 	p2 := judgeRunSuite(t, e, dir, fmt.Sprintf(`package t
@@ -892,7 +894,7 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 		}
 		return p
 	}
-	reports := []string{FilePlan, report.FileVerdictJSON, report.FileReportJSON, report.FileReportMD, report.FileReportHTML, report.FileJUnitXML}
+	reports := []string{store.FilePlan, report.FileVerdictJSON, report.FileReportJSON, report.FileReportMD, report.FileReportHTML, report.FileJUnitXML}
 	// failedRun evaluates p, whose judge fails, and checks what it leaves.
 	failedRun := func(p *plan.Plan, out, why string) {
 		t.Helper()
@@ -920,7 +922,7 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 				t.Errorf("%s does not say which cells were not judged", f)
 			}
 		}
-		failures, _ := filepath.Glob(filepath.Join(out, storeJudgeFailures, "*.json"))
+		failures, _ := filepath.Glob(filepath.Join(out, store.DirJudgeFailures, "*.json"))
 		if len(failures) != 2 {
 			t.Errorf("%d judge failures stored, want 2", len(failures))
 		}
@@ -949,7 +951,7 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 		if rep.Verdict.Verdict == verdict.VerdictIncomplete {
 			t.Errorf("verdict %s %v after the judge came back", rep.Verdict.Verdict, rep.Verdict.Reasons)
 		}
-		if failures, _ := filepath.Glob(filepath.Join(out, storeJudgeFailures, "*.json")); len(failures) != 0 {
+		if failures, _ := filepath.Glob(filepath.Join(out, store.DirJudgeFailures, "*.json")); len(failures) != 0 {
 			t.Errorf("judge failures %v outlived the judgements", failures)
 		}
 	}
@@ -1014,7 +1016,7 @@ func TestEvaluateWritesPlanFirst(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "JUDGE_PLAN_FIRST_UNSET_KEY is not set") {
 		t.Fatalf("evaluate: %v, want the missing key", err)
 	}
-	got, err := plan.ReadPlan(filepath.Join(out, FilePlan))
+	got, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 	if err != nil || got.Digest != p.Digest {
 		t.Fatalf("plan.json: %v", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -27,13 +29,7 @@ import (
 // Rejudging asks another judge about a finished run's stored blinded
 // packets, without any rollout, grading or Docker. Everything it writes is
 // under the run folder's rejudged/HEX, HEX being the first 12 hex digits of
-// the other judge's digest:
-//
-//	rejudged/HEX/judge.json             the other judge, its digest, the run's plan
-//	rejudged/HEX/judgements/KEY.json    one rejudgement per stored packet KEY,
-//	                                    and one adjudication per disputed cell
-//	rejudged/HEX/verdict.json, report.json, report.md, report.html,
-//	junit.xml, audit-queue.json         the rejudged report set
+// the other judge's digest (see package store for the layout).
 //
 // The run's own store (rollouts, grades, packets, judgements) is only
 // read: the original judgement stays as it was. A rejudgement's KEY is its
@@ -110,7 +106,7 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	p, err := plan.ReadPlan(filepath.Join(out, FilePlan))
+	p, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 	if err != nil {
 		return nil, "", err
 	}
@@ -118,12 +114,12 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 	if err != nil {
 		return nil, "", err
 	}
-	store := &Store{Dir: out}
-	results, err := Results(p, store)
+	st := &store.Store{Dir: out}
+	results, err := store.Results(p, st)
 	if err != nil {
 		return nil, "", err
 	}
-	rj := &rejudgeRun{run: p, plan: q, store: store, dir: RejudgeDir(out, q.Judge.Digest), opts: opts,
+	rj := &rejudgeRun{run: p, plan: q, store: st, dir: RejudgeDir(out, q.Judge.Digest), opts: opts,
 		redact: redact.New(q, judgeSecrets(q)...), cases: map[string]plan.PlanCase{}}
 	for _, pc := range p.Cases {
 		rj.cases[pc.ID] = pc
@@ -138,8 +134,8 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 	// Every packet first: a missing one stops the rejudging before any call.
 	var missing []string
 	for _, a := range asks {
-		if _, err := os.Stat(store.PacketPath(a.key)); errors.Is(err, fs.ErrNotExist) {
-			missing = append(missing, fmt.Sprintf("%s (%s)", store.PacketPath(a.key), a.name))
+		if _, err := os.Stat(st.PacketPath(a.key)); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, fmt.Sprintf("%s (%s)", st.PacketPath(a.key), a.name))
 		} else if err != nil {
 			return nil, "", fmt.Errorf("rejudge: %w", err)
 		}
@@ -151,7 +147,7 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 		return nil, "", fmt.Errorf("rejudge: %w", err)
 	}
 	rec, _ := json.MarshalIndent(RejudgeRecord{Plan: p.Digest, Original: p.Judge.Digest, Judge: *q.Judge}, "", "  ")
-	if err := store.putFile(filepath.Join(rj.dir, FileRejudgeJudge), append(rec, '\n')); err != nil {
+	if err := st.PutFile(filepath.Join(rj.dir, FileRejudgeJudge), append(rec, '\n')); err != nil {
 		return nil, "", fmt.Errorf("rejudge: %w", err)
 	}
 	judged, err := rj.judgeAll(ctx, asks, func() (Judge, func(), error) { return NewJudge(rj.plan, rj.opts.SuiteDir) })
@@ -193,7 +189,7 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 	r := verdict.BuildJudgedReport(q, results, pairwise)
 	r.Adjudication = grade.BuildAdjudicationReport(q, results)
 	r.StandIn = p.Agent.StandIn
-	cal, ok, err := ReadCalibration(out, p)
+	cal, ok, err := store.ReadCalibration(out, p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -218,7 +214,7 @@ const storeJudgementsDir = "judgements"
 type rejudgeRun struct {
 	run    *plan.Plan // the run's plan: its judge built the packets
 	plan   *plan.Plan // the run's plan with the other judge
-	store  *Store
+	store  *store.Store
 	dir    string
 	opts   RejudgeOptions
 	redact *redact.Redactor
@@ -249,7 +245,7 @@ func (a rejudgeAsk) rejudgementKey() string {
 // adjudicate has every rubric rejudgement that disputes its cell's
 // deterministic grade adjudicated by the other judge's adjudicator, and
 // returns the disputes by the first rejudgement's key.
-func (rj *rejudgeRun) adjudicate(ctx context.Context, results []grade.CellResult, asks []rejudgeAsk, judged map[string]*Judgement) (map[string]*grade.Dispute, error) {
+func (rj *rejudgeRun) adjudicate(ctx context.Context, results []grade.CellResult, asks []rejudgeAsk, judged map[string]*store.Judgement) (map[string]*grade.Dispute, error) {
 	disputes := map[string]*grade.Dispute{}
 	index := map[string]int{}
 	for i, c := range rj.run.Cells {
@@ -273,7 +269,7 @@ func (rj *rejudgeRun) adjudicate(ctx context.Context, results []grade.CellResult
 		disputes[a.key] = d
 		if rj.plan.Judge.Adjudication.Enabled {
 			adj = append(adj, rejudgeAsk{key: a.key, name: "adjudication of " + a.name, cells: a.cells, criteria: a.criteria,
-				judgement: grade.AdjudicationKey(c.Grade).Encoded(), role: roleAdjudicator, template: template})
+				judgement: grade.AdjudicationKey(c.Grade).Encoded(), role: store.RoleAdjudicator, template: template})
 		}
 	}
 	if len(adj) == 0 {
@@ -352,8 +348,8 @@ func (rj *rejudgeRun) judgementFile(key string) string {
 // stored before, or asked now, of the judge newJudge makes, and stored. A
 // failed call leaves its packet unjudged, and then it returns an error
 // naming every such packet.
-func (rj *rejudgeRun) judgeAll(ctx context.Context, asks []rejudgeAsk, newJudge func() (Judge, func(), error)) (map[string]*Judgement, error) {
-	judged := map[string]*Judgement{}
+func (rj *rejudgeRun) judgeAll(ctx context.Context, asks []rejudgeAsk, newJudge func() (Judge, func(), error)) (map[string]*store.Judgement, error) {
+	judged := map[string]*store.Judgement{}
 	var todo []rejudgeAsk
 	for _, a := range asks {
 		key := a.rejudgementKey()
@@ -420,7 +416,7 @@ func (rj *rejudgeRun) judgeAll(ctx context.Context, asks []rejudgeAsk, newJudge 
 }
 
 // ask sends one stored packet to the other judge and stores the reply.
-func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*Judgement, error) {
+func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*store.Judgement, error) {
 	b, err := os.ReadFile(rj.store.PacketPath(a.key))
 	if err != nil {
 		return nil, err
@@ -439,7 +435,7 @@ func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*Judgemen
 		return nil, err
 	}
 	reply = rj.redact.String(reply)
-	jd := &Judgement{Key: a.rejudgementKey(), Mode: pj.Mode, Judge: pj.Digest, Role: a.role, Cells: a.cells, Position: a.position, Reply: reply, Usage: usage}
+	jd := &store.Judgement{Key: a.rejudgementKey(), Mode: pj.Mode, Judge: pj.Digest, Role: a.role, Cells: a.cells, Position: a.position, Reply: reply, Usage: usage}
 	if pj.Mode == "pairwise" {
 		if jd.Winner, jd.Evidence, err = grade.ParsePairwiseReply(reply); err != nil {
 			jd.Error, jd.Outcome = err.Error(), grade.PairwiseInvalid
@@ -453,14 +449,14 @@ func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*Judgemen
 	if err != nil {
 		return nil, err
 	}
-	if err := rj.store.putFile(rj.judgementFile(jd.Key), append(data, '\n')); err != nil {
+	if err := rj.store.PutFile(rj.judgementFile(jd.Key), append(data, '\n')); err != nil {
 		return nil, fmt.Errorf("store rejudgement %s: %w", jd.Key, err)
 	}
 	return jd, nil
 }
 
 // readJudgementFile reads a stored judgement; ok is false when there is none.
-func readJudgementFile(file string) (*Judgement, bool, error) {
+func readJudgementFile(file string) (*store.Judgement, bool, error) {
 	b, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -468,7 +464,7 @@ func readJudgementFile(file string) (*Judgement, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	var j Judgement
+	var j store.Judgement
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", file, err)
 	}

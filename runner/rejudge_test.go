@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
@@ -89,7 +91,7 @@ schema.#Suite & {
 	if orig.Verdict.Verdict != verdict.VerdictPass {
 		t.Fatalf("original verdict %s %v", orig.Verdict.Verdict, orig.Verdict.Reasons)
 	}
-	storeDirs := []string{storeJudgements, storeGrades, storePackets, storeRollouts}
+	storeDirs := []string{store.DirJudgements, store.DirGrades, store.DirPackets, store.DirRollouts}
 	before := checksums(t, out, storeDirs...)
 	reports := []string{"plan.json", "verdict.json", "report.json", "report.md", "report.html", "junit.xml", "audit-queue.json"}
 	reportBytes := map[string][]byte{}
@@ -102,7 +104,7 @@ schema.#Suite & {
 	}
 	nPackets := 0
 	for f := range before {
-		if strings.HasPrefix(f, filepath.FromSlash(storePackets)) {
+		if strings.HasPrefix(f, filepath.FromSlash(store.DirPackets)) {
 			nPackets++
 		}
 	}
@@ -165,12 +167,12 @@ schema.#Suite & {
 			t.Errorf("%s: %+v %v", f, jd, err)
 		}
 		if adjudications[filepath.Base(f)] {
-			if jd.Role != roleAdjudicator {
+			if jd.Role != store.RoleAdjudicator {
 				t.Errorf("adjudication %s: role %q", filepath.Base(f), jd.Role)
 			}
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(out, storePackets, filepath.Base(f))); err != nil {
+		if _, err := os.Stat(filepath.Join(out, store.DirPackets, filepath.Base(f))); err != nil {
 			t.Errorf("rejudgement %s has no packet: %v", filepath.Base(f), err)
 		}
 	}
@@ -215,7 +217,7 @@ schema.#Suite & {
 
 	// A missing packet: an error naming it and its cell, no report.
 	c := p.Cells[len(p.Cells)-1]
-	missing := filepath.Join(out, storePackets, c.Grade.Encoded()+".json")
+	missing := filepath.Join(out, store.DirPackets, c.Grade.Encoded()+".json")
 	if err := os.Remove(missing); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/agent"
 
 	"github.com/skillgate/skillgate/runner/gateway"
@@ -26,8 +28,8 @@ import (
 // runAdmitted runs a cell once the budget admits it (started is called then) and
 // records its cost in the ledger, whatever became of it. A cell the cap leaves no
 // room for is not started: the error wraps ErrSpendCap.
-func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, started func(string)) (*Rollout, error) {
-	res, err := r.budget.admit(ctx, kind)
+func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, started func(string)) (*store.Rollout, error) {
+	res, err := r.budget.Admit(ctx, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -37,8 +39,8 @@ func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, 
 	if r.gateway != nil {
 		u = r.gateway.Usage(c.ID)
 	}
-	usd, estimated, priced := spendCost(r.plan.Agent.Prices, u.Tokens, u.Requests > 0)
-	if serr := r.budget.settle(res, SpendEntry{Kind: kind, ID: c.ID, Rollout: c.Rollout, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
+	usd, estimated, priced := store.SpendCost(r.plan.Agent.Prices, u.Tokens, u.Requests > 0)
+	if serr := r.budget.Settle(res, store.SpendEntry{Kind: kind, ID: c.ID, Rollout: c.Rollout, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
 		err = serr
 	}
 	return ro, err
@@ -49,7 +51,7 @@ func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, 
 // the run within seconds), connects to the engine and removes what a dead
 // run into the same folder left. The caller fills in the cases and arms it
 // will run; stop releases everything.
-func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string, store *Store, budget *spendBudget) (r *cellRunner, stop func(), err error) {
+func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string, st *store.Store, budget *store.SpendBudget) (r *cellRunner, stop func(), err error) {
 	var gateway *gateway.Gateway
 	var key string
 	if usesGateway(p) {
@@ -82,8 +84,8 @@ func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string
 		fmt.Fprintf(opts.Log, "removed %d containers left by an interrupted run\n", n)
 	}
 	r = &cellRunner{
-		plan: p, store: store, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
-		images: newImages(engine, p, store, opts.Log),
+		plan: p, store: st, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
+		images: newImages(engine, p, st, opts.Log),
 		cases:  map[string]plan.PlanCase{}, arms: map[string]plan.PlanArm{},
 		gateway: gateway, budget: budget,
 		git: plan.SuiteGitRevision(p, opts.SuiteDir, out),
@@ -106,14 +108,14 @@ func (r *cellRunner) sweep(ctx context.Context) {
 // cellRunner runs one cell at a time per worker.
 type cellRunner struct {
 	plan     *plan.Plan
-	store    *Store
+	store    *store.Store
 	engine   backend
 	images   *images
 	out      string
 	outLabel string
 	runID    string
 	gateway  *gateway.Gateway
-	budget   *spendBudget
+	budget   *store.SpendBudget
 	redact   *redact.Redactor
 	cases    map[string]plan.PlanCase
 	arms     map[string]plan.PlanArm
@@ -124,10 +126,10 @@ type cellRunner struct {
 // run executes one cell and stores its rollout. A Docker or skillgate
 // failure is stored as an invalid rollout, so the run goes on and the next
 // run retries the cell; only a failure to store is returned.
-func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
+func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, error) {
 	start := time.Now()
 	pc, arm := r.cases[c.Case], r.arms[c.Arm]
-	ro := &Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
+	ro := &store.Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
 		Image: r.plan.Agent.Image, Changes: []grade.FileChange{}, StartedAt: start.UTC().Round(time.Millisecond),
 		Telemetry: agent.Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}},
 		Inputs:    plan.RolloutInputs{Fixture: pc.FixtureDigest, Skills: plan.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
@@ -136,11 +138,11 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(staged) // gone once committed
-	invalid := func(err error) (*Rollout, error) {
+	invalid := func(err error) (*store.Rollout, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		ro.Status, ro.Error = StatusInvalid, r.redact.String(err.Error())
+		ro.Status, ro.Error = store.StatusInvalid, r.redact.String(err.Error())
 		ro.Durations.Total = time.Since(start).Seconds()
 		return ro, r.store.Commit(staged, ro)
 	}
@@ -151,7 +153,7 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 	_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.agentImage(ctx)
 	ro.Inputs.AgentImage, ro.Inputs.CellImage = ro.ImageID, cellID
 	ro.Durations.Image = time.Since(start).Seconds()
-	col, err := r.collector(pc, arm, filepath.Join(staged, DirFiles))
+	col, err := r.collector(pc, arm, filepath.Join(staged, store.DirFiles))
 	if err != nil {
 		return invalid(err)
 	}
@@ -166,13 +168,13 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 	ro.ExitCode = oc.ExitCode
 	switch {
 	case oc.TimedOut:
-		ro.Status = StatusTimeout
+		ro.Status = store.StatusTimeout
 	case oc.OOMKilled:
-		ro.Status = StatusOOM
+		ro.Status = store.StatusOOM
 	case oc.ExitCode != 0:
-		ro.Status = StatusFailed
+		ro.Status = store.StatusFailed
 	default:
-		ro.Status = StatusCompleted
+		ro.Status = store.StatusCompleted
 	}
 	stdout, stderr := r.redact.Bytes(oc.Stdout), r.redact.Bytes(oc.Stderr)
 	ro.Answer, ro.Telemetry = agent.ParseTranscript(r.plan.Agent.Kind, stdout, stderr)
@@ -184,7 +186,7 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 		if u.Unrecovered != "" {
 			// The provider's doing, not the agent's: invalid, so it reruns.
 			u.Unrecovered = r.redact.String(u.Unrecovered)
-			ro.Status, ro.Error = StatusInvalid, u.Unrecovered
+			ro.Status, ro.Error = store.StatusInvalid, u.Unrecovered
 		}
 		ro.Gateway = &u
 		if ro.Telemetry.Model == "" {
@@ -194,14 +196,14 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
 			ro.Telemetry.Tokens = u.Tokens
 		}
 	}
-	ro.Transcript = Transcript{StdoutBytes: oc.StdoutBytes, StderrBytes: oc.StderrBytes, Cap: spec.OutputCap, Truncated: oc.Truncated}
-	ro.Collection = oc.Collection
+	ro.Transcript = store.Transcript{StdoutBytes: oc.StdoutBytes, StderrBytes: oc.StderrBytes, Cap: spec.OutputCap, Truncated: oc.Truncated}
+	ro.Collection = store.Collection(oc.Collection)
 	ro.Changes = col.changes(oc.Collection.Method == "api" && oc.Collection.Cut == "")
 	ro.Durations.Create = oc.Durations.Create.Seconds()
 	ro.Durations.Start = oc.Durations.Start.Seconds()
 	ro.Durations.Agent = oc.Durations.Agent.Seconds()
 	ro.Durations.Collect = oc.Durations.Collect.Seconds()
-	for name, data := range map[string][]byte{FileStdout: stdout, FileStderr: stderr, FileAnswer: []byte(ro.Answer)} {
+	for name, data := range map[string][]byte{store.FileStdout: stdout, store.FileStderr: stderr, store.FileAnswer: []byte(ro.Answer)} {
 		if err := os.WriteFile(filepath.Join(staged, name), data, 0o644); err != nil {
 			return nil, fmt.Errorf("store rollout %s: %w", c.ID, err)
 		}

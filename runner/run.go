@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 
 	"github.com/opencontainers/go-digest"
@@ -67,7 +69,7 @@ type Summary struct {
 
 // Complete reports whether every selected cell has a valid rollout.
 func (s *Summary) Complete() bool {
-	return !s.Interrupted && !s.SpendCapReached && s.Statuses[StatusInvalid] == 0 && s.Reused+s.Ran == s.Selected
+	return !s.Interrupted && !s.SpendCapReached && s.Statuses[store.StatusInvalid] == 0 && s.Reused+s.Ran == s.Selected
 }
 
 // Select returns the plan's cells matching the filters, in plan order. A
@@ -118,27 +120,27 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	out, store, unlock, err := openRunFolder(opts.Out)
+	out, st, unlock, err := openRunFolder(opts.Out)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	budget, err := openSpend(out, p, opts.SpendCapUSD)
+	budget, err := store.OpenSpend(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return nil, err
 	}
 	sum := &Summary{Planned: len(p.Cells), Selected: len(cells), Statuses: map[string]int{}}
-	sum.SpentFolderUSD, _ = budget.totals()
+	sum.SpentFolderUSD, _ = budget.Totals()
 
 	// One rollout per key: cells sharing a key share it.
 	var todo []plan.Cell
 	queued := map[digest.Digest]bool{}
 	for _, c := range cells {
-		r, ok, err := store.Rollout(c.Rollout)
+		r, ok, err := st.Rollout(c.Rollout)
 		if err != nil {
 			return nil, err
 		}
-		if ok && r.Status != StatusInvalid {
+		if ok && r.Status != store.StatusInvalid {
 			sum.Reused++
 			sum.Statuses[r.Status]++
 			continue
@@ -162,7 +164,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		arms[a.Name] = a
 	}
 	// The cells run the trees pinned here, verified against the plan.
-	in := newInputs(p, opts.SuiteDir, store)
+	in := newInputs(p, opts.SuiteDir, st)
 	for _, c := range todo {
 		if err := in.add(cases[c.Case], arms[c.Arm]); err != nil {
 			return nil, err
@@ -171,13 +173,13 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	if err := in.pin(); err != nil {
 		return nil, err
 	}
-	r, stop, err := startCellRunner(ctx, p, opts, out, store, budget)
+	r, stop, err := startCellRunner(ctx, p, opts, out, st, budget)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		stop()
-		sum.SpentFolderUSD, sum.SpentUSD = budget.totals()
+		sum.SpentFolderUSD, sum.SpentUSD = budget.Totals()
 	}()
 	r.cases, r.arms = cases, arms
 	var done []ranCell
@@ -186,10 +188,10 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	var mu sync.Mutex
 	var fatal error
 	forEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
-		ro, err := r.runAdmitted(ctx, c, SpendCell, prog.started)
+		ro, err := r.runAdmitted(ctx, c, store.SpendCell, prog.started)
 		mu.Lock()
 		switch {
-		case errors.Is(err, ErrSpendCap):
+		case errors.Is(err, store.ErrSpendCap):
 			sum.SpendCapReached = true
 		case ctx.Err() != nil:
 			// Interrupted: nothing stored for this cell.
@@ -212,9 +214,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	if err != nil && fatal == nil {
 		fatal = err
 	}
-	for st, n := range moved {
-		sum.Statuses[st] -= n
-		sum.Statuses[StatusInvalid] += n
+	for status, n := range moved {
+		sum.Statuses[status] -= n
+		sum.Statuses[store.StatusInvalid] += n
 	}
 	// Cells that shared a key with a cell run now count with it.
 	ran := make(map[string]bool, len(todo))
@@ -223,7 +225,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	}
 	for _, c := range cells {
 		if queued[c.Rollout] && !ran[c.ID] {
-			if ro, ok, _ := store.Rollout(c.Rollout); ok {
+			if ro, ok, _ := st.Rollout(c.Rollout); ok {
 				sum.Reused++
 				sum.Statuses[ro.Status]++
 			}
@@ -238,7 +240,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 }
 
 // openRunFolder makes, locks and opens a run folder; unlock releases it.
-func openRunFolder(dir string) (out string, store *Store, unlock func(), err error) {
+func openRunFolder(dir string) (out string, st *store.Store, unlock func(), err error) {
 	if out, err = filepath.Abs(dir); err != nil {
 		return "", nil, nil, fmt.Errorf("resolve run folder: %w", err)
 	}
@@ -248,11 +250,11 @@ func openRunFolder(dir string) (out string, store *Store, unlock func(), err err
 	if unlock, err = lockFolder(out); err != nil {
 		return "", nil, nil, err
 	}
-	if store, err = OpenStore(out); err != nil {
+	if st, err = store.OpenStore(out); err != nil {
 		unlock()
 		return "", nil, nil, err
 	}
-	return out, store, unlock, nil
+	return out, st, unlock, nil
 }
 
 // lockFolder takes an exclusive lock on the run folder for this process;
@@ -278,7 +280,7 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 		return fmt.Sprintf("dry run: %d cells would run, %d are stored; nothing started", s.Selected-s.Reused, s.Reused)
 	}
 	var parts []string
-	for _, st := range []string{StatusCompleted, StatusFailed, StatusTimeout, StatusOOM, StatusInvalid} {
+	for _, st := range []string{store.StatusCompleted, store.StatusFailed, store.StatusTimeout, store.StatusOOM, store.StatusInvalid} {
 		if n := s.Statuses[st]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
@@ -293,7 +295,7 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 	}
 	if s.Interrupted {
 		msg += "\ninterrupted: run again to finish; stored cells will not run again"
-	} else if n := s.Statuses[StatusInvalid]; n > 0 {
+	} else if n := s.Statuses[store.StatusInvalid]; n > 0 {
 		msg += fmt.Sprintf("\n%d cells are invalid (Docker, skillgate or the provider failed): run again to retry them", n)
 	}
 	return msg

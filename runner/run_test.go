@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
@@ -124,24 +126,24 @@ func (s runSuite) cell(t *testing.T, id string) plan.Cell {
 
 // stored reads every rollout in out's store, by cell ID. Each must be a
 // complete rollout stored under its own key.
-func stored(t *testing.T, out string) map[string]*Rollout {
+func stored(t *testing.T, out string) map[string]*store.Rollout {
 	t.Helper()
-	dir := filepath.Join(out, filepath.FromSlash(storeRollouts))
+	dir := filepath.Join(out, filepath.FromSlash(store.DirRollouts))
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]*Rollout{}
+		return map[string]*store.Rollout{}
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]*Rollout{}
+	got := map[string]*store.Rollout{}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), FileRollout))
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), store.FileRollout))
 		if err != nil {
 			t.Errorf("store entry %s: %v", e.Name(), err)
 			continue
 		}
-		r := &Rollout{}
+		r := &store.Rollout{}
 		if err := json.Unmarshal(b, r); err != nil {
 			t.Errorf("store entry %s: rollout.json is not valid JSON: %v", e.Name(), err)
 			continue
@@ -181,7 +183,7 @@ func checkStoreMatchesPlan(t *testing.T, s runSuite, out, want string) {
 // readStored reads a file of the rollout stored for the cell.
 func readStored(t *testing.T, out string, c plan.Cell, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(storeRollouts), c.Rollout.Encoded(), filepath.FromSlash(name)))
+	b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(store.DirRollouts), c.Rollout.Encoded(), filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatalf("cell %s: %v", c.ID, err)
 	}
@@ -264,7 +266,7 @@ func waitStored(t *testing.T, out string, n int, done <-chan struct{}) {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
-		m, _ := filepath.Glob(filepath.Join(out, filepath.FromSlash(storeRollouts), "*", FileRollout))
+		m, _ := filepath.Glob(filepath.Join(out, filepath.FromSlash(store.DirRollouts), "*", store.FileRollout))
 		if len(m) >= n {
 			return
 		}
@@ -314,7 +316,7 @@ func TestRunNoneArmHasNoSkill(t *testing.T) {
 		t.Fatalf("summary %+v", sum)
 	}
 
-	none := sections(readStored(t, out, s.cell(t, "a/none/1"), FileStdout))
+	none := sections(readStored(t, out, s.cell(t, "a/none/1"), store.FileStdout))
 	if len(none) != 3 {
 		t.Fatalf("none arm stdout: %q", none)
 	}
@@ -331,7 +333,7 @@ func TestRunNoneArmHasNoSkill(t *testing.T) {
 		t.Errorf("the none arm's environment names a skills folder:\n%s", none[2])
 	}
 
-	forced := sections(readStored(t, out, s.cell(t, "a/forced/1"), FileStdout))
+	forced := sections(readStored(t, out, s.cell(t, "a/forced/1"), store.FileStdout))
 	if len(forced) != 3 {
 		t.Fatalf("forced arm stdout: %q", forced)
 	}
@@ -359,7 +361,7 @@ func TestRunCellEnvAndChanges(t *testing.T) {
 	}
 	for _, id := range []string{"a/none/1", "a/forced/1"} {
 		c := s.cell(t, id)
-		stdout := readStored(t, out, c, FileStdout)
+		stdout := readStored(t, out, c, store.FileStdout)
 		if !strings.Contains(stdout, "SKILLGATE_PROMPT=") {
 			t.Errorf("%s: the agent's env was not printed:\n%s", id, stdout)
 		}
@@ -367,15 +369,15 @@ func TestRunCellEnvAndChanges(t *testing.T) {
 			t.Errorf("%s: the host's %s reached the cell:\n%s", id, name, stdout)
 		}
 		r := stored(t, out)[id]
-		want := []Change{{Path: "out.txt", Kind: ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("y\n")}}
+		want := []store.Change{{Path: "out.txt", Kind: store.ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("y\n")}}
 		if !reflect.DeepEqual(r.Changes, want) {
 			t.Errorf("%s: changes %+v, want %+v", id, r.Changes, want)
 		}
-		if got := readStored(t, out, c, DirFiles+"/"+want[0].Digest.Encoded()); got != "y\n" {
+		if got := readStored(t, out, c, store.DirFiles+"/"+want[0].Digest.Encoded()); got != "y\n" {
 			t.Errorf("%s: stored out.txt holds %q", id, got)
 		}
 		var files []string
-		ws := filepath.Join(out, filepath.FromSlash(storeRollouts), c.Rollout.Encoded(), DirFiles)
+		ws := filepath.Join(out, filepath.FromSlash(store.DirRollouts), c.Rollout.Encoded(), store.DirFiles)
 		filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && p != ws {
 				rel, _ := filepath.Rel(ws, p)
@@ -401,23 +403,23 @@ func TestResumeNeedsNoEngine(t *testing.T) {
 	}
 	before := map[string]string{}
 	for id := range stored(t, out) {
-		before[id] = readStored(t, out, s.cell(t, id), FileRollout)
+		before[id] = readStored(t, out, s.cell(t, id), store.FileRollout)
 	}
 
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
 	sum := s.run(t, out, Options{})
-	if sum.Ran != 0 || sum.Reused != n || sum.Selected != n || sum.Statuses[StatusCompleted] != n || !sum.Complete() {
+	if sum.Ran != 0 || sum.Reused != n || sum.Selected != n || sum.Statuses[store.StatusCompleted] != n || !sum.Complete() {
 		t.Errorf("rerun: %+v, want %d reused and none ran", sum, n)
 	}
 	for id, b := range before {
-		if got := readStored(t, out, s.cell(t, id), FileRollout); got != b {
+		if got := readStored(t, out, s.cell(t, id), store.FileRollout); got != b {
 			t.Errorf("rerun rewrote the rollout of %s", id)
 		}
 	}
 
 	// The control: with a cell to run, the same run needs the engine, so
 	// the rerun above did not just reach one some other way.
-	if err := os.RemoveAll(filepath.Join(out, filepath.FromSlash(storeRollouts), s.Plan.Cells[0].Rollout.Encoded())); err != nil {
+	if err := os.RemoveAll(filepath.Join(out, filepath.FromSlash(store.DirRollouts), s.Plan.Cells[0].Rollout.Encoded())); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Run(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir}); err == nil || !strings.Contains(err.Error(), "docker engine") {
@@ -450,15 +452,15 @@ func TestKillMidwayResumes(t *testing.T) {
 	if killed >= n {
 		t.Fatalf("all %d cells were stored before the kill", n)
 	}
-	staged, _ := os.ReadDir(filepath.Join(out, filepath.FromSlash(storeTmp)))
+	staged, _ := os.ReadDir(filepath.Join(out, filepath.FromSlash(store.DirTmp)))
 	t.Logf("after kill -9: %d stored, %d staged, containers left %q", killed, len(staged), runContainers(t, out))
 
 	sum := s.run(t, out, Options{Jobs: 4})
 	if sum.Ran != n-killed || sum.Reused != killed || !sum.Complete() {
 		t.Errorf("rerun: %+v, want %d ran and %d reused", sum, n-killed, killed)
 	}
-	checkStoreMatchesPlan(t, s, out, StatusCompleted)
-	emptyDir(t, filepath.Join(out, filepath.FromSlash(storeTmp)))
+	checkStoreMatchesPlan(t, s, out, store.StatusCompleted)
+	emptyDir(t, filepath.Join(out, filepath.FromSlash(store.DirTmp)))
 	if left := runContainers(t, out); len(left) > 0 {
 		t.Errorf("containers left: %q", left)
 	}
@@ -503,16 +505,16 @@ func TestInterruptStopsCleanly(t *testing.T) {
 	if left := runContainers(t, out); len(left) > 0 {
 		t.Errorf("containers left after SIGINT: %q", left)
 	}
-	emptyDir(t, filepath.Join(out, filepath.FromSlash(storeTmp)))
+	emptyDir(t, filepath.Join(out, filepath.FromSlash(store.DirTmp)))
 	kept := stored(t, out)
 	if len(kept) == 0 || len(kept) >= n {
 		t.Fatalf("%d of %d cells stored after SIGINT", len(kept), n)
 	}
 	for id, r := range kept {
-		if c := s.cell(t, id); r.Key != c.Rollout || r.Status != StatusCompleted {
+		if c := s.cell(t, id); r.Key != c.Rollout || r.Status != store.StatusCompleted {
 			t.Errorf("cell %s stored as %s under %s, want completed under %s", id, r.Status, r.Key, c.Rollout)
 		}
-		if got := readStored(t, out, s.cell(t, id), FileStdout); got != "done\n" {
+		if got := readStored(t, out, s.cell(t, id), store.FileStdout); got != "done\n" {
 			t.Errorf("cell %s stored stdout %q", id, got)
 		}
 	}
@@ -521,7 +523,7 @@ func TestInterruptStopsCleanly(t *testing.T) {
 	if sum.Ran != n-len(kept) || sum.Reused != len(kept) || !sum.Complete() {
 		t.Errorf("rerun: %+v, want %d ran and %d reused", sum, n-len(kept), len(kept))
 	}
-	checkStoreMatchesPlan(t, s, out, StatusCompleted)
+	checkStoreMatchesPlan(t, s, out, store.StatusCompleted)
 }
 
 // A plan file runs exactly that plan: a changed skill is refused, by name,
@@ -558,7 +560,7 @@ func TestPlanFileRefusesChangedSuite(t *testing.T) {
 	if code, _ := cli(t, bin, "run", plan, "--suite", s.Dir, "--out", out); code != 0 && code != 1 {
 		t.Errorf("run of the matching plan: exit %d, want a verdict (0 or 1)", code)
 	}
-	checkStoreMatchesPlan(t, s, out, StatusCompleted)
+	checkStoreMatchesPlan(t, s, out, store.StatusCompleted)
 }
 
 // An agent's failure and timeout are outcomes; an engine that cannot run
@@ -572,22 +574,22 @@ func TestRunStatuses(t *testing.T) {
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("the run took %s with a 2 s timeout", took)
 	}
-	want := map[string]int{StatusCompleted: 2, StatusFailed: 2, StatusTimeout: 2}
+	want := map[string]int{store.StatusCompleted: 2, store.StatusFailed: 2, store.StatusTimeout: 2}
 	if sum.Ran != 6 || !reflect.DeepEqual(sum.Statuses, want) || !sum.Complete() {
 		t.Errorf("summary %+v, want 6 ran with statuses %v, complete", sum, want)
 	}
 	for id, r := range stored(t, out) {
 		switch r.Case {
 		case "ok":
-			if r.Status != StatusCompleted || r.ExitCode != 0 || r.Answer != "ok\n" {
+			if r.Status != store.StatusCompleted || r.ExitCode != 0 || r.Answer != "ok\n" {
 				t.Errorf("%s: %s exit %d answer %q", id, r.Status, r.ExitCode, r.Answer)
 			}
 		case "fail":
-			if r.Status != StatusFailed || r.ExitCode != 3 || r.Error != "" || r.Answer != "failing\n" {
+			if r.Status != store.StatusFailed || r.ExitCode != 3 || r.Error != "" || r.Answer != "failing\n" {
 				t.Errorf("%s: %s exit %d error %q answer %q, want failed with exit 3", id, r.Status, r.ExitCode, r.Error, r.Answer)
 			}
 		case "slow":
-			if r.Status != StatusTimeout || r.Error != "" {
+			if r.Status != store.StatusTimeout || r.Error != "" {
 				t.Errorf("%s: %s (%s), want timeout", id, r.Status, r.Error)
 			}
 			if r.Durations.Agent < 1.9 || r.Durations.Total > 6 {
@@ -601,7 +603,7 @@ func TestRunStatuses(t *testing.T) {
 		out := t.TempDir()
 		for i := 1; i <= 2; i++ {
 			sum := s.run(t, out, Options{})
-			if sum.Ran != 2 || sum.Reused != 0 || sum.Statuses[StatusInvalid] != 2 || sum.Complete() {
+			if sum.Ran != 2 || sum.Reused != 0 || sum.Statuses[store.StatusInvalid] != 2 || sum.Complete() {
 				t.Errorf("run %d: %+v, want both cells run again and invalid, incomplete", i, sum)
 			}
 			got := stored(t, out)
@@ -609,7 +611,7 @@ func TestRunStatuses(t *testing.T) {
 				t.Errorf("run %d stored %d cells", i, len(got))
 			}
 			for id, r := range got {
-				if r.Status != StatusInvalid || !strings.Contains(r.Error, "skillgate/none-such:1") || !strings.Contains(r.Error, "not in the Docker engine") {
+				if r.Status != store.StatusInvalid || !strings.Contains(r.Error, "skillgate/none-such:1") || !strings.Contains(r.Error, "not in the Docker engine") {
 					t.Errorf("run %d: %s: %s %q, want invalid naming the missing image", i, id, r.Status, r.Error)
 				}
 			}

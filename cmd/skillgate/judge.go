@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
@@ -70,7 +72,7 @@ failed, naming which.`,
 				}
 				base, suiteDir = p.Judge.Judge, dir
 			} else {
-				p, err := plan.ReadPlan(filepath.Join(out, runner.FilePlan))
+				p, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 				if err != nil {
 					return exit(2, err)
 				}

@@ -1,4 +1,4 @@
-package runner
+package store
 
 import (
 	"crypto/sha256"
@@ -31,10 +31,10 @@ func (s *Store) PinTree(what, src string, want plan.Tree) (string, error) {
 	if got := want.ContentDigest(); got != want.Digest {
 		return "", fmt.Errorf("verify %s: the plan's tree lists files of digest %s, not its digest %s", what, got, want.Digest)
 	}
-	if err := os.MkdirAll(filepath.Join(s.Dir, storeTmp), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(s.Dir, DirTmp), 0o755); err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", what, err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Join(s.Dir, storeTmp), "tree-")
+	tmp, err := os.MkdirTemp(filepath.Join(s.Dir, DirTmp), "tree-")
 	if err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", what, err)
 	}

@@ -1,4 +1,4 @@
-package runner
+package store
 
 import (
 	"encoding/json"
@@ -8,11 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/skillgate/skillgate/runner/agent"
-
 	"github.com/skillgate/skillgate/runner/gateway"
-
-	"github.com/skillgate/skillgate/runner/docker"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -67,14 +63,14 @@ type Rollout struct {
 	InputsChanged []string `json:"inputsChanged,omitempty"`
 
 	// Answer is the agent's final answer (also stored as answer.txt).
-	Answer     string          `json:"answer"`
-	Transcript Transcript      `json:"transcript"`
-	Telemetry  agent.Telemetry `json:"telemetry"`
+	Answer     string              `json:"answer"`
+	Transcript Transcript          `json:"transcript"`
+	Telemetry  grade.CellTelemetry `json:"telemetry"`
 	// Changes lists every workspace path whose final state differs from the initial
 	// workspace (the fixture and the installed skills), the skills folder included.
 	Changes []grade.FileChange `json:"changes"`
 	// Collection says how the workspace was read back, and what its limits cut.
-	Collection docker.Collection `json:"collection"`
+	Collection Collection `json:"collection"`
 
 	// Gateway is what the cell asked of its model, as the gateway saw it.
 	Gateway *gateway.CellUsage `json:"gateway,omitempty"`
@@ -92,6 +88,18 @@ type Transcript struct {
 	Truncated bool  `json:"truncated"`
 }
 
+// Collection says how a cell's workspace was read back, as the backend
+// reported it (docker.Collection).
+type Collection struct {
+	// Method is "upper" (the container's own overlay layer) or "api" (the
+	// engine's change list and an archive of the workspace).
+	Method string `json:"method"`
+	// Entries counts the paths visited.
+	Entries int `json:"entries"`
+	// Cut says why the collection stopped before the end; empty when complete.
+	Cut string `json:"cut,omitempty"`
+}
+
 // Durations of a cell's phases, in seconds.
 type Durations struct {
 	Image   float64 `json:"image"`
@@ -102,6 +110,17 @@ type Durations struct {
 	Total   float64 `json:"total"`
 }
 
+// Folders of the store, in the run folder (see the package's doc).
+const (
+	DirRollouts      = "store/rollouts"
+	DirTrees         = "store/trees"
+	DirGrades        = "store/grades"
+	DirPackets       = "store/packets"
+	DirJudgements    = "store/judgements"
+	DirJudgeFailures = "store/judge-failures"
+	DirTmp           = "store/tmp"
+)
+
 // Files of a stored rollout, inside its folder.
 const (
 	FileRollout = "rollout.json"
@@ -109,10 +128,7 @@ const (
 	FileStdout  = "stdout.txt"
 	FileStderr  = "stderr.txt"
 	// DirFiles holds the contents of the changed files, one file per digest (its hex).
-	DirFiles      = "files"
-	storeRollouts = "store/rollouts"
-	storeTrees    = "store/trees"
-	storeTmp      = "store/tmp"
+	DirFiles = "files"
 )
 
 // Store keeps rollouts by key under a run folder. A rollout is written
@@ -130,21 +146,21 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	for _, d := range []string{storeRollouts, storeTmp} {
+	for _, d := range []string{DirRollouts, DirTmp} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
-	tmps, _ := os.ReadDir(filepath.Join(dir, storeTmp))
+	tmps, _ := os.ReadDir(filepath.Join(dir, DirTmp))
 	for _, t := range tmps {
-		os.RemoveAll(filepath.Join(dir, storeTmp, t.Name()))
+		os.RemoveAll(filepath.Join(dir, DirTmp, t.Name()))
 	}
 	return &Store{Dir: dir}, nil
 }
 
 // RolloutDir is the folder of the rollout stored under key.
 func (s *Store) RolloutDir(key digest.Digest) string {
-	return filepath.Join(s.Dir, storeRollouts, key.Encoded())
+	return filepath.Join(s.Dir, DirRollouts, key.Encoded())
 }
 
 // Rollout reads the rollout stored under key; ok is false when there is none.
@@ -168,7 +184,7 @@ func (s *Store) Rollout(key digest.Digest) (r *Rollout, ok bool, err error) {
 // copied (see PinTree). Cells are built, graded and judged from it, never
 // from the live suite folder.
 func (s *Store) TreeDir(tree digest.Digest) string {
-	return filepath.Join(s.Dir, storeTrees, tree.Encoded())
+	return filepath.Join(s.Dir, DirTrees, tree.Encoded())
 }
 
 // Invalidate re-stores the valid rollout under key as invalid, for the
@@ -181,7 +197,7 @@ func (s *Store) Invalidate(key digest.Digest, reason string, changed []string) e
 	r.Status, r.Error, r.InputsChanged = StatusInvalid, reason, changed
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err == nil {
-		err = s.putFile(filepath.Join(s.RolloutDir(key), FileRollout), append(b, '\n'))
+		err = s.PutFile(filepath.Join(s.RolloutDir(key), FileRollout), append(b, '\n'))
 	}
 	if err != nil {
 		return fmt.Errorf("invalidate rollout %s: %w", r.Cell, err)
@@ -191,7 +207,7 @@ func (s *Store) Invalidate(key digest.Digest, reason string, changed []string) e
 
 // Stage makes a temporary folder for a rollout being collected.
 func (s *Store) Stage() (string, error) {
-	d, err := os.MkdirTemp(filepath.Join(s.Dir, storeTmp), "cell-")
+	d, err := os.MkdirTemp(filepath.Join(s.Dir, DirTmp), "cell-")
 	if err != nil {
 		return "", fmt.Errorf("stage rollout: %w", err)
 	}
@@ -224,16 +240,16 @@ func (s *Store) Commit(staged string, r *Rollout) error {
 	return nil
 }
 
-// putFile writes a store file atomically: a crash leaves at most a
+// PutFile writes a store file atomically: a crash leaves at most a
 // temporary file in store/tmp, which the next OpenStore clears.
-func (s *Store) putFile(file string, data []byte) error {
+func (s *Store) PutFile(file string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(s.Dir, storeTmp), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(s.Dir, DirTmp), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Join(s.Dir, storeTmp), "put-")
+	tmp, err := os.CreateTemp(filepath.Join(s.Dir, DirTmp), "put-")
 	if err != nil {
 		return err
 	}

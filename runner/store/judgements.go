@@ -1,4 +1,4 @@
-package runner
+package store
 
 import (
 	"encoding/json"
@@ -13,16 +13,10 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
-const (
-	storePackets       = "store/packets"
-	storeJudgements    = "store/judgements"
-	storeJudgeFailures = "store/judge-failures"
-)
-
 // Roles of a judge call.
 const (
-	roleJudge       = "judge"
-	roleAdjudicator = "adjudicator"
+	RoleJudge       = "judge"
+	RoleAdjudicator = "adjudicator"
 )
 
 // Judgement is one stored judge call: the reply and what was read from it.
@@ -50,12 +44,12 @@ type Judgement struct {
 
 // PacketPath and JudgementPath are where a packet and a judgement live.
 func (s *Store) PacketPath(key string) string {
-	return filepath.Join(s.Dir, storePackets, key+".json")
+	return filepath.Join(s.Dir, DirPackets, key+".json")
 }
 
 // JudgementPath is where the judgement stored under key lives.
 func (s *Store) JudgementPath(key string) string {
-	return filepath.Join(s.Dir, storeJudgements, key+".json")
+	return filepath.Join(s.Dir, DirJudgements, key+".json")
 }
 
 // Judgement reads the judgement stored under key.
@@ -74,19 +68,21 @@ func (s *Store) Judgement(key string) (*Judgement, bool, error) {
 	return &j, true, nil
 }
 
-func (s *Store) putJudgement(j *Judgement) error {
+// PutJudgement stores a judgement under its key, atomically.
+func (s *Store) PutJudgement(j *Judgement) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := s.putFile(s.JudgementPath(j.Key), append(b, '\n')); err != nil {
+	if err := s.PutFile(s.JudgementPath(j.Key), append(b, '\n')); err != nil {
 		return fmt.Errorf("store judgement %s: %w", j.Key, err)
 	}
 	return nil
 }
 
-func (s *Store) putPacket(key string, packet []byte) error {
-	if err := s.putFile(s.PacketPath(key), append(append([]byte{}, packet...), '\n')); err != nil {
+// PutPacket stores the blinded packet sent to the judge under key.
+func (s *Store) PutPacket(key string, packet []byte) error {
+	if err := s.PutFile(s.PacketPath(key), append(append([]byte{}, packet...), '\n')); err != nil {
 		return fmt.Errorf("store packet %s: %w", key, err)
 	}
 	return nil
@@ -107,7 +103,7 @@ type JudgeFailure struct {
 
 // JudgeFailurePath is where the failure stored under key lives.
 func (s *Store) JudgeFailurePath(key string) string {
-	return filepath.Join(s.Dir, storeJudgeFailures, key+".json")
+	return filepath.Join(s.Dir, DirJudgeFailures, key+".json")
 }
 
 // JudgeFailure reads the failure stored under key.
@@ -126,10 +122,12 @@ func (s *Store) JudgeFailure(key string) (*JudgeFailure, bool, error) {
 	return &f, true, nil
 }
 
-func (s *Store) putJudgeFailure(f *JudgeFailure) error {
+// PutJudgeFailure stores a failed judge call under its key, replacing the
+// last one.
+func (s *Store) PutJudgeFailure(f *JudgeFailure) error {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err == nil {
-		err = s.putFile(s.JudgeFailurePath(f.Key), append(b, '\n'))
+		err = s.PutFile(s.JudgeFailurePath(f.Key), append(b, '\n'))
 	}
 	if err != nil {
 		return fmt.Errorf("store judge failure %s: %w", f.Key, err)
@@ -137,9 +135,9 @@ func (s *Store) putJudgeFailure(f *JudgeFailure) error {
 	return nil
 }
 
-// clearJudgeFailure removes the failure stored under key, once a call for
+// ClearJudgeFailure removes the failure stored under key, once a call for
 // it succeeded.
-func (s *Store) clearJudgeFailure(key string) error {
+func (s *Store) ClearJudgeFailure(key string) error {
 	if err := os.Remove(s.JudgeFailurePath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove judge failure %s: %w", key, err)
 	}

@@ -1,4 +1,4 @@
-package runner
+package store
 
 import (
 	"bufio"
@@ -63,10 +63,10 @@ func capPriced(p *suite.Prices) bool {
 	return p != nil && (p.PerCall != nil || p.InputPerMTok != nil && p.OutputPerMTok != nil)
 }
 
-// spendCost is what one cell or judge call cost: its tokens at the prices, else the
+// SpendCost is what one cell or judge call cost: its tokens at the prices, else the
 // per-call price when it made a model call; ok is false when there is nothing to
 // record (no model call, or no price to count it with).
-func spendCost(p *suite.Prices, t *grade.Tokens, called bool) (usd float64, estimated, ok bool) {
+func SpendCost(p *suite.Prices, t *grade.Tokens, called bool) (usd float64, estimated, ok bool) {
 	if v := gateway.PriceTokens(p, t); v != nil {
 		return *v, false, true
 	}
@@ -105,9 +105,9 @@ func CheckSpendCap(p *plan.Plan, capUSD float64) error {
 	return nil
 }
 
-// spendBudget admits cells and judge calls under a run folder's spend cap and keeps
+// SpendBudget admits cells and judge calls under a run folder's spend cap and keeps
 // its ledger. It is safe for concurrent use.
-type spendBudget struct {
+type SpendBudget struct {
 	path   string
 	capUSD float64 // 0: no cap, admit everything
 	// perCall is the worst case of a cell ("cell") and of a judge call ("judge"), when
@@ -137,12 +137,12 @@ func spendClass(kind string) string {
 	return SpendCell
 }
 
-// openSpend reads the run folder's ledger into a budget under capUSD (0: none).
-func openSpend(out string, p *plan.Plan, capUSD float64) (*spendBudget, error) {
+// OpenSpend reads the run folder's ledger into a budget under capUSD (0: none).
+func OpenSpend(out string, p *plan.Plan, capUSD float64) (*SpendBudget, error) {
 	if err := CheckSpendCap(p, capUSD); err != nil {
 		return nil, err
 	}
-	b := &spendBudget{path: filepath.Join(out, filepath.FromSlash(FileSpend)), capUSD: capUSD,
+	b := &SpendBudget{path: filepath.Join(out, filepath.FromSlash(FileSpend)), capUSD: capUSD,
 		perCall: map[string]*float64{}, worst: map[string]float64{}, changed: make(chan struct{})}
 	if p.Agent.Prices != nil {
 		b.perCall[SpendCell] = p.Agent.Prices.PerCall
@@ -193,8 +193,8 @@ func ReadSpend(out string) ([]SpendEntry, error) {
 	return entries, sc.Err()
 }
 
-// folderSpend is what the run folder's ledger adds up to.
-func folderSpend(out string) (float64, error) {
+// FolderSpend is what the run folder's ledger adds up to.
+func FolderSpend(out string) (float64, error) {
 	entries, err := ReadSpend(out)
 	var sum float64
 	for _, e := range entries {
@@ -203,10 +203,10 @@ func folderSpend(out string) (float64, error) {
 	return sum, err
 }
 
-// admit waits until a cell or judge call of kind fits under the cap, and holds its
+// Admit waits until a cell or judge call of kind fits under the cap, and holds its
 // worst case until settle. It fails with ErrSpendCap when nothing in flight could free
 // room, and with ctx's error when ctx ends first.
-func (b *spendBudget) admit(ctx context.Context, kind string) (*spendReservation, error) {
+func (b *SpendBudget) Admit(ctx context.Context, kind string) (*spendReservation, error) {
 	cl := spendClass(kind)
 	for {
 		b.mu.Lock()
@@ -241,7 +241,7 @@ func (b *spendBudget) admit(ctx context.Context, kind string) (*spendReservation
 
 // worstCase is what one more of class may cost: the per-call price, else the most one
 // has cost in this folder; known is false before either exists.
-func (b *spendBudget) worstCase(cl string) (usd float64, known bool) {
+func (b *SpendBudget) worstCase(cl string) (usd float64, known bool) {
 	if p := b.perCall[cl]; p != nil {
 		return *p, true
 	}
@@ -249,9 +249,9 @@ func (b *spendBudget) worstCase(cl string) (usd float64, known bool) {
 	return w, ok
 }
 
-// settle releases an admitted reservation and appends its cost to the ledger (when it
+// Settle releases an admitted reservation and appends its cost to the ledger (when it
 // has one: priced, or zero for no model call).
-func (b *spendBudget) settle(res *spendReservation, e SpendEntry, priced bool) error {
+func (b *SpendBudget) Settle(res *spendReservation, e SpendEntry, priced bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.reserved -= res.usd
@@ -293,8 +293,8 @@ func (b *spendBudget) settle(res *spendReservation, e SpendEntry, priced bool) e
 	return nil
 }
 
-// totals are the ledger's sum and this run's part of it.
-func (b *spendBudget) totals() (folder, run float64) {
+// Totals are the ledger's sum and this run's part of it.
+func (b *SpendBudget) Totals() (folder, run float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.spent, b.runSpent

@@ -1,4 +1,4 @@
-package runner
+package store
 
 import (
 	"encoding/json"
@@ -14,11 +14,9 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
-const storeGrades = "store/grades"
-
 // GradePath is where the grade stored under key lives.
 func (s *Store) GradePath(key digest.Digest) string {
-	return filepath.Join(s.Dir, storeGrades, key.Encoded()+".json")
+	return filepath.Join(s.Dir, DirGrades, key.Encoded()+".json")
 }
 
 // Grade reads the cell result stored under a grade key.
@@ -37,11 +35,11 @@ func (s *Store) Grade(key digest.Digest) (*grade.CellResult, bool, error) {
 	return &r, true, nil
 }
 
-// putGrade stores a cell result under its grade key, atomically.
-func (s *Store) putGrade(r grade.CellResult) error {
+// PutGrade stores a cell result under its grade key, atomically.
+func (s *Store) PutGrade(r grade.CellResult) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err == nil {
-		err = s.putFile(s.GradePath(r.Grade), append(b, '\n'))
+		err = s.PutFile(s.GradePath(r.Grade), append(b, '\n'))
 	}
 	if err != nil {
 		return fmt.Errorf("store grade %s: %w", r.Cell, err)
