@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/judge"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -50,19 +52,19 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 	}
 	// The judges are made first, so a missing credential stops the run
 	// before any rollout.
-	var judge, adjudicator Judge
+	var cellJudge, adjudicator judge.Judge
 	if p.Judge != nil && !opts.DryRun {
-		j, closeJudge, err := NewJudge(p, opts.SuiteDir)
+		j, closeJudge, err := judge.NewJudge(p, opts.SuiteDir)
 		if err != nil {
 			return nil, nil, err
 		}
 		defer closeJudge()
-		a, closeAdjudicator, err := NewAdjudicator(p, opts.SuiteDir)
+		a, closeAdjudicator, err := judge.NewAdjudicator(p, opts.SuiteDir)
 		if err != nil {
 			return nil, nil, err
 		}
 		defer closeAdjudicator()
-		judge, adjudicator = j, a
+		cellJudge, adjudicator = j, a
 	}
 	if (opts.Calibrate || p.Policy.Calibrate) && !opts.DryRun {
 		cal, err := Calibrate(ctx, p, opts)
@@ -101,9 +103,9 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 			return sum, nil, err
 		}
 	}
-	if judge != nil && ctx.Err() == nil {
+	if cellJudge != nil && ctx.Err() == nil {
 		ph := startPhase(opts, phaseJudging)
-		n, failed, err := JudgeCells(ctx, p, judge, adjudicator, ph.logTo(opts))
+		n, failed, err := judge.JudgeCells(ctx, p, cellJudge, adjudicator, ph.logTo(opts).judging())
 		ph.end(n, "judged %d")
 		if failed > 0 {
 			fmt.Fprintf(opts.Log, "%d judge calls failed: their cells are not judged, the verdict is INCOMPLETE; run again to ask again\n", failed)
@@ -166,7 +168,7 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 	// The judge's rubric grades are in the results; its pairwise
 	// judgements are read from store/judgements. Judgements the plan asks
 	// for and the store lacks make the verdict INCOMPLETE.
-	results, pairwise, notJudged, what, err := judgedResults(p, st, results)
+	results, pairwise, notJudged, what, err := judge.JudgedResults(p, st, results)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -230,4 +232,9 @@ func rolloutRecords(p *plan.Plan, st *store.Store) ([]verdict.RolloutRecord, err
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// judging is what the judging of a run takes of its options.
+func (o Options) judging() judge.Options {
+	return judge.Options{Out: o.Out, SuiteDir: o.SuiteDir, Jobs: o.Jobs, Log: o.Log, SpendCapUSD: o.SpendCapUSD}
 }

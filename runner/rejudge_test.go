@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/judge"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -117,16 +119,16 @@ schema.#Suite & {
 	strict := p.Judge.Judge
 	strict.Script = &suite.Script{Model: "strict", Rules: []suite.ScriptRule{{Reply: []suite.ScriptBlock{{Text: ptr(`{"criteria": [{"criterion": 0, "pass": false, "evidence": "never enough"}]}`)}}}}}
 	var log bytes.Buffer
-	rep, rdir, err := Rejudge(context.Background(), out, strict, RejudgeOptions{SuiteDir: dir, Jobs: 4, Log: &log})
+	rep, rdir, err := judge.Rejudge(context.Background(), out, strict, judge.RejudgeOptions{SuiteDir: dir, Jobs: 4, Log: &log})
 	t.Logf("rejudge:\n%s", log.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := RejudgePlan(p, strict)
+	q, err := judge.RejudgePlan(p, strict)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Judge.Digest == p.Judge.Digest || rdir != filepath.Join(out, DirRejudged, q.Judge.Digest.Encoded()[:12]) {
+	if q.Judge.Digest == p.Judge.Digest || rdir != filepath.Join(out, judge.DirRejudged, q.Judge.Digest.Encoded()[:12]) {
 		t.Errorf("rejudged into %s; judge %s, run judge %s", rdir, q.Judge.Digest, p.Judge.Digest)
 	}
 	if rep.Verdict.Verdict == orig.Verdict.Verdict || rep.Verdict.Verdict != verdict.VerdictFail {
@@ -162,7 +164,7 @@ schema.#Suite & {
 		adjudications[grade.AdjudicationKey(c.Grade).Encoded()+".json"] = true
 	}
 	for _, f := range judgements {
-		jd, ok, err := readJudgementFile(f)
+		jd, ok, err := store.ReadJudgementFile(f)
 		if err != nil || !ok || jd.Judge != q.Judge.Digest || jd.Usage.Model != "strict" || len(jd.Criteria) != 1 || jd.Criteria[0].Pass {
 			t.Errorf("%s: %+v %v", f, jd, err)
 		}
@@ -179,7 +181,7 @@ schema.#Suite & {
 	if rep.Adjudication == nil || len(rep.Adjudication.Disputed) != len(p.Cells) || rep.Adjudication.Disputed[0].Decision != grade.DecisionFail {
 		t.Errorf("rejudged adjudication %+v", rep.Adjudication)
 	}
-	rejudged := []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml", FileRejudgeJudge}
+	rejudged := []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml", judge.FileRejudgeJudge}
 	rejudgedBytes := map[string][]byte{}
 	for _, f := range rejudged {
 		b, err := os.ReadFile(filepath.Join(rdir, f))
@@ -195,7 +197,7 @@ schema.#Suite & {
 	// Again: every rejudgement is reused, the same bytes are written.
 	sums := checksums(t, rdir, "judgements")
 	log.Reset()
-	if _, _, err := Rejudge(context.Background(), out, strict, RejudgeOptions{SuiteDir: dir, Log: &log}); err != nil {
+	if _, _, err := judge.Rejudge(context.Background(), out, strict, judge.RejudgeOptions{SuiteDir: dir, Log: &log}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(log.String(), "0 to ask") {
@@ -211,7 +213,7 @@ schema.#Suite & {
 	// A judge of another mode has no packets to read.
 	pw := strict
 	pw.Mode, pw.Pairs = "pairwise", []suite.Pair{{Candidate: "forced", Baseline: "none"}}
-	if _, _, err := Rejudge(context.Background(), out, pw, RejudgeOptions{}); err == nil || !strings.Contains(err.Error(), "rubric packets") {
+	if _, _, err := judge.Rejudge(context.Background(), out, pw, judge.RejudgeOptions{}); err == nil || !strings.Contains(err.Error(), "rubric packets") {
 		t.Errorf("pairwise judge on rubric packets: %v", err)
 	}
 
@@ -223,12 +225,12 @@ schema.#Suite & {
 	}
 	other := strict
 	other.Model = "another"
-	_, _, err = Rejudge(context.Background(), out, other, RejudgeOptions{SuiteDir: dir})
+	_, _, err = judge.Rejudge(context.Background(), out, other, judge.RejudgeOptions{SuiteDir: dir})
 	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), c.ID) {
 		t.Errorf("missing packet: %v; want it to name %s (%s)", err, missing, c.ID)
 	}
-	q2, _ := RejudgePlan(p, other)
-	if _, err := os.Stat(filepath.Join(RejudgeDir(out, q2.Judge.Digest), "verdict.json")); err == nil {
+	q2, _ := judge.RejudgePlan(p, other)
+	if _, err := os.Stat(filepath.Join(judge.RejudgeDir(out, q2.Judge.Digest), "verdict.json")); err == nil {
 		t.Error("a report was written despite a missing packet")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/judge"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -52,11 +53,11 @@ func TestSpendCapCountsJudgeCalls(t *testing.T) {
 	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
 		t.Fatal(err)
 	}
-	judge := &pricedJudge{}
+	fake := &pricedJudge{}
 	// Each call costs $1 (1M tokens at $1/MTok): two fit under 6.5 after the $4.
-	n, _, err := JudgeCells(context.Background(), p, judge, nil, opts)
-	if !errors.Is(err, store.ErrSpendCap) || n != 2 || judge.calls != 2 {
-		t.Fatalf("judged %d (%d calls), %v; want 2 judged, then the cap", n, judge.calls, err)
+	n, _, err := judge.JudgeCells(context.Background(), p, fake, nil, opts.judging())
+	if !errors.Is(err, store.ErrSpendCap) || n != 2 || fake.calls != 2 {
+		t.Fatalf("judged %d (%d calls), %v; want 2 judged, then the cap", n, fake.calls, err)
 	}
 	entries, _ := store.ReadSpend(out)
 	var judged float64
@@ -69,8 +70,8 @@ func TestSpendCapCountsJudgeCalls(t *testing.T) {
 		t.Errorf("ledger %+v", entries)
 	}
 	opts.SpendCapUSD = 20
-	if n, _, err := JudgeCells(context.Background(), p, judge, nil, opts); err != nil || n != 2 || judge.calls != 4 {
-		t.Errorf("with a higher cap: judged %d (%d calls), %v", n, judge.calls, err)
+	if n, _, err := judge.JudgeCells(context.Background(), p, fake, nil, opts.judging()); err != nil || n != 2 || fake.calls != 4 {
+		t.Errorf("with a higher cap: judged %d (%d calls), %v", n, fake.calls, err)
 	}
 	if folder, _ := mustSpend(t, out, p); folder != 8 {
 		t.Errorf("the folder spent %v, want 4 cells and 4 judge calls of $1", folder)

@@ -150,3 +150,20 @@ type JudgeUsage struct {
 	Tokens  *grade.Tokens `json:"tokens,omitempty"`
 	Seconds float64       `json:"seconds"`
 }
+
+// ReadJudgementFile reads a judgement stored in file, such as a rejudgement;
+// ok is false when there is none.
+func ReadJudgementFile(file string) (*Judgement, bool, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var j Judgement
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", file, err)
+	}
+	return &j, true, nil
+}

@@ -1,4 +1,4 @@
-package runner
+package judge
 
 import (
 	"context"
@@ -353,7 +353,7 @@ func (rj *rejudgeRun) judgeAll(ctx context.Context, asks []rejudgeAsk, newJudge 
 	var todo []rejudgeAsk
 	for _, a := range asks {
 		key := a.rejudgementKey()
-		jd, ok, err := readJudgementFile(rj.judgementFile(key))
+		jd, ok, err := store.ReadJudgementFile(rj.judgementFile(key))
 		if err != nil {
 			return nil, fmt.Errorf("rejudge: %w", err)
 		}
@@ -453,20 +453,4 @@ func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*store.Ju
 		return nil, fmt.Errorf("store rejudgement %s: %w", jd.Key, err)
 	}
 	return jd, nil
-}
-
-// readJudgementFile reads a stored judgement; ok is false when there is none.
-func readJudgementFile(file string) (*store.Judgement, bool, error) {
-	b, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	var j store.Judgement
-	if err := json.Unmarshal(b, &j); err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", file, err)
-	}
-	return &j, true, nil
 }

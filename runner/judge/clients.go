@@ -1,4 +1,4 @@
-package runner
+package judge
 
 import (
 	"bytes"

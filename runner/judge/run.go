@@ -1,4 +1,4 @@
-package runner
+package judge
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -35,6 +37,42 @@ import (
 // --- the store ---
 
 // --- judging a run ---
+
+// Options control the judging of a run folder.
+type Options struct {
+	// Out is the run folder: its store and spend ledger.
+	Out string
+	// SuiteDir is the suite folder the plan was compiled from; a command
+	// judge runs in it, and fixtures are read from it when the store lacks
+	// their snapshot.
+	SuiteDir string
+	// Jobs is how many judge calls run at once.
+	Jobs int
+	// Log receives progress.
+	Log io.Writer
+	// SpendCapUSD is the run folder's spend cap: a judge call starts only
+	// when its worst case fits under what is left; 0 means no cap.
+	SpendCapUSD float64
+}
+
+// forEach calls fn on items, jobs at once, and hands out no more once
+// ctx is done.
+func forEach[T any](ctx context.Context, jobs int, items []T, fn func(T)) {
+	var g errgroup.Group
+	g.SetLimit(max(jobs, 1))
+	for _, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if ctx.Err() == nil {
+				fn(it)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+}
 
 // JudgeCells judges what the plan's judge must and the store lacks, with
 // opts.Jobs calls at once, and stores every packet and judgement: in rubric
@@ -463,10 +501,10 @@ func notJudged(st *store.Store, name string, keys ...string) (verdict.NotJudged,
 	return verdict.NotJudged{Name: name}, nil
 }
 
-// judgedResults reads what the judge decided from the store alone: the
+// JudgedResults reads what the judge decided from the store alone: the
 // results with unjudged rubric cells made missing, the pairwise results,
 // and the judgements the plan asks for that are not stored, with why.
-func judgedResults(p *plan.Plan, st *store.Store, results []grade.CellResult) ([]grade.CellResult, []grade.PairwiseResult, []verdict.NotJudged, string, error) {
+func JudgedResults(p *plan.Plan, st *store.Store, results []grade.CellResult) ([]grade.CellResult, []grade.PairwiseResult, []verdict.NotJudged, string, error) {
 	if p.Judge == nil {
 		return results, nil, nil, "", nil
 	}
