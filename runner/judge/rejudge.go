@@ -121,6 +121,16 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 	}
 	rj := &rejudgeRun{run: p, plan: q, store: st, dir: RejudgeDir(out, q.Judge.Digest), opts: opts,
 		redact: redact.New(q, judgeSecrets(q)...), cases: map[string]plan.PlanCase{}}
+	rj.conv = &conversation{judge: q.Judge.Digest, redact: rj.redact, put: func(jd *store.Judgement) error {
+		data, err := json.MarshalIndent(jd, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := st.PutFile(rj.judgementFile(jd.Key), append(data, '\n')); err != nil {
+			return fmt.Errorf("store rejudgement %s: %w", jd.Key, err)
+		}
+		return nil
+	}}
 	for _, pc := range p.Cases {
 		rj.cases[pc.ID] = pc
 	}
@@ -218,7 +228,9 @@ type rejudgeRun struct {
 	dir    string
 	opts   RejudgeOptions
 	redact *redact.Redactor
-	cases  map[string]plan.PlanCase
+	// conv asks unmetered: rejudging spends outside any run.
+	conv  *conversation
+	cases map[string]plan.PlanCase
 }
 
 // rejudgeAsk is one packet to rejudge.
@@ -430,27 +442,15 @@ func (rj *rejudgeRun) ask(ctx context.Context, j Judge, a rejudgeAsk) (*store.Ju
 	if a.template != "" {
 		template = a.template
 	}
-	reply, usage, err := askJudge(ctx, j, grade.RenderJudgePrompt(template, packet), packet)
-	if err != nil {
-		return nil, err
+	role := a.role
+	if role == "" {
+		role = store.RoleJudge
 	}
-	reply = rj.redact.String(reply)
-	jd := &store.Judgement{Key: a.rejudgementKey(), Mode: pj.Mode, Judge: pj.Digest, Role: a.role, Cells: a.cells, Position: a.position, Reply: reply, Usage: usage}
-	if pj.Mode == "pairwise" {
-		if jd.Winner, jd.Evidence, err = grade.ParsePairwiseReply(reply); err != nil {
-			jd.Error, jd.Outcome = err.Error(), grade.PairwiseInvalid
-		} else {
-			jd.Outcome = grade.PairwiseOutcome(jd.Winner, a.position)
-		}
-	} else if jd.Criteria, err = grade.ParseRubricReply(reply, a.criteria); err != nil {
-		jd.Error = err.Error()
+	jd, err := rj.conv.ask(ctx, j, question{key: a.rejudgementKey(), mode: pj.Mode, role: role, name: a.name, cells: a.cells,
+		position: a.position, criteria: a.criteria, template: template, packet: packet})
+	var ce *callError
+	if errors.As(err, &ce) {
+		return nil, ce.err // the message names the packet already
 	}
-	data, err := json.MarshalIndent(jd, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := rj.store.PutFile(rj.judgementFile(jd.Key), append(data, '\n')); err != nil {
-		return nil, fmt.Errorf("store rejudgement %s: %w", jd.Key, err)
-	}
-	return jd, nil
+	return jd, err
 }

@@ -105,7 +105,13 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	}
 	adj, adjTemplate := grade.AdjudicatorOf(p.Judge)
 	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, adjPrices: adj.Prices, store: st, opts: opts,
-		budget: budget, redact: redact.New(p, judgeSecrets(p)...), cases: map[string]plan.PlanCase{}}
+		redact: redact.New(p, judgeSecrets(p)...), cases: map[string]plan.PlanCase{}}
+	jr.conv = &conversation{judge: p.Judge.Digest, budget: budget, redact: jr.redact, put: func(jd *store.Judgement) error {
+		if err := st.PutJudgement(jd); err != nil {
+			return err
+		}
+		return st.ClearJudgeFailure(jd.Key)
+	}}
 	for _, pc := range p.Cases {
 		jr.cases[pc.ID] = pc
 	}
@@ -178,16 +184,6 @@ func judgeSecrets(p *plan.Plan) []string {
 	return out
 }
 
-// callError is a judgement that could not be made (its call failed, or
-// its packet could not be built): stored as a JudgeFailure under key.
-type callError struct {
-	key, role, name string
-	cells           []string
-	err             error
-}
-
-func (e *callError) Error() string { return e.name + ": " + e.err.Error() }
-
 type judgeRun struct {
 	plan        *plan.Plan
 	judge       Judge
@@ -196,35 +192,9 @@ type judgeRun struct {
 	adjPrices   *suite.Prices
 	store       *store.Store
 	opts        Options
-	budget      *store.SpendBudget
 	redact      *redact.Redactor
+	conv        *conversation
 	cases       map[string]plan.PlanCase
-}
-
-// ask sends the prompt to j once the spend cap admits the call, and enters its cost, at
-// the judge's prices, in the folder's ledger under key.
-func (jr *judgeRun) ask(ctx context.Context, j Judge, prices *suite.Prices, key, prompt string, packet []byte) (string, store.JudgeUsage, error) {
-	if jr.budget == nil { // asked outside a run folder: nothing to meter
-		return askJudge(ctx, j, prompt, packet)
-	}
-	res, err := jr.budget.Admit(ctx, store.SpendJudge)
-	if err != nil {
-		return "", store.JudgeUsage{}, err
-	}
-	reply, usage, err := askJudge(ctx, j, prompt, packet)
-	usd, estimated, priced := store.SpendCost(prices, usage.Tokens, err == nil || usage.Tokens != nil)
-	if serr := jr.budget.Settle(res, store.SpendEntry{Kind: store.SpendJudge, ID: key, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
-		err = serr
-	}
-	return reply, usage, err
-}
-
-// askJudge sends the prompt (and, to a command judge, the packet) to j.
-func askJudge(ctx context.Context, j Judge, prompt string, packet []byte) (string, store.JudgeUsage, error) {
-	if pj, ok := j.(packetJudge); ok {
-		return pj.AskPacket(ctx, prompt, packet)
-	}
-	return j.Ask(ctx, prompt)
 }
 
 // attempt reads a graded cell's rollout as the packets need it.
@@ -270,32 +240,11 @@ func (jr *judgeRun) rubricJudgement(ctx context.Context, j Judge, key, role, tem
 	if err != nil || ok {
 		return jd, err
 	}
-	name := c.ID
+	q := question{key: key, mode: "rubric", role: role, name: c.ID, cells: []string{c.ID}, criteria: n, template: template, packet: packet, prices: jr.plan.Judge.Prices}
 	if role == store.RoleAdjudicator {
-		name = "adjudication of " + c.ID
+		q.name, q.prices = "adjudication of "+c.ID, jr.adjPrices
 	}
-	prices := jr.plan.Judge.Prices
-	if role == store.RoleAdjudicator {
-		prices = jr.adjPrices
-	}
-	reply, usage, err := jr.ask(ctx, j, prices, key, grade.RenderJudgePrompt(template, packet), packet)
-	if errors.Is(err, store.ErrSpendCap) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, &callError{key: key, role: role, name: name, cells: []string{c.ID}, err: err}
-	}
-	jd = &store.Judgement{Key: key, Mode: "rubric", Judge: jr.plan.Judge.Digest, Cells: []string{c.ID}, Reply: jr.redact.String(reply), Usage: usage}
-	if role != store.RoleJudge {
-		jd.Role = role
-	}
-	if jd.Criteria, err = grade.ParseRubricReply(jd.Reply, n); err != nil {
-		jd.Error = err.Error()
-	}
-	if err := jr.store.PutJudgement(jd); err != nil {
-		return nil, err
-	}
-	return jd, jr.store.ClearJudgeFailure(key)
+	return jr.conv.ask(ctx, j, q)
 }
 
 // rubricCell judges one cell's rubric, has a disputed judgement
@@ -456,24 +405,9 @@ func (jr *judgeRun) pairOrder(ctx context.Context, s pairSlot, pos, key string) 
 	if err := jr.store.PutPacket(key, packet); err != nil {
 		return "", err
 	}
-	reply, usage, err := jr.ask(ctx, jr.judge, jr.plan.Judge.Prices, key, grade.RenderJudgePrompt(jr.plan.Judge.Templates.Pairwise, packet), packet)
-	if errors.Is(err, store.ErrSpendCap) {
-		return "", err
-	}
+	jd, err := jr.conv.ask(ctx, jr.judge, question{key: key, mode: "pairwise", role: store.RoleJudge, name: name, cells: []string{s.cand.ID, s.base.ID},
+		position: pos, template: jr.plan.Judge.Templates.Pairwise, packet: packet, prices: jr.plan.Judge.Prices})
 	if err != nil {
-		return "", failed(err)
-	}
-	reply = jr.redact.String(reply)
-	jd := &store.Judgement{Key: key, Mode: "pairwise", Judge: jr.plan.Judge.Digest, Cells: []string{s.cand.ID, s.base.ID}, Position: pos, Reply: reply, Usage: usage}
-	if jd.Winner, jd.Evidence, err = grade.ParsePairwiseReply(reply); err != nil {
-		jd.Error, jd.Outcome = err.Error(), grade.PairwiseInvalid
-	} else {
-		jd.Outcome = grade.PairwiseOutcome(jd.Winner, pos)
-	}
-	if err := jr.store.PutJudgement(jd); err != nil {
-		return "", err
-	}
-	if err := jr.store.ClearJudgeFailure(key); err != nil {
 		return "", err
 	}
 	if jd.Error != "" {
