@@ -226,33 +226,6 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 	return id, nil
 }
 
-// Prompt is what the agent of an arm is asked: the case's prompt, after its
-// seed conversation (the agent's seedPrompt template), wrapped by the
-// agent's forced-prompt template when the arm forces its skills.
-func Prompt(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) string {
-	prompt := pc.Prompt
-	if len(pc.Seed) > 0 {
-		var turns []string
-		for _, t := range pc.Seed {
-			role := "User"
-			if t.Role == "assistant" {
-				role = "Assistant"
-			}
-			turns = append(turns, role+": "+t.Content)
-		}
-		prompt = strings.NewReplacer("{{seed}}", strings.Join(turns, "\n\n"), "{{prompt}}", pc.Prompt).Replace(p.Agent.SeedPrompt)
-	}
-	if arm.Activation != "forced" || len(arm.Skills) == 0 {
-		return prompt
-	}
-	var names []string
-	for _, k := range arm.Skills {
-		names = append(names, p.Skills[k].Name)
-	}
-	r := strings.NewReplacer("{{skills}}", strings.Join(names, ", "), "{{prompt}}", prompt)
-	return r.Replace(p.Agent.ForcedPrompt)
-}
-
 // Where a cell finds its prompt and seed conversation: root-owned files it can read and
 // never change.
 const (
@@ -269,7 +242,7 @@ type cellInput struct {
 }
 
 func newCellInput(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) (cellInput, error) {
-	in := cellInput{prompt: Prompt(p, pc, arm)}
+	in := cellInput{prompt: plan.Prompt(p, pc, arm)}
 	if len(pc.Seed) > 0 {
 		in.seed, _ = json.Marshal(pc.Seed)
 	}
