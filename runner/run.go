@@ -39,7 +39,7 @@ type Options struct {
 	Calibrate bool
 	// SpendCapUSD is the run folder's spend cap, over every run into it: a
 	// cell or judge call starts only when its worst case fits under what is
-	// left (see spend.go); 0 means no cap.
+	// left (see runner/store, spend.go); 0 means no cap.
 	SpendCapUSD float64
 	// Log receives progress; Terminal draws a bar instead of lines.
 	Log      io.Writer

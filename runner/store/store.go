@@ -26,7 +26,7 @@ const (
 	ChangeDeleted  = grade.ChangeDeleted
 )
 
-// Statuses of a rollout (see pipeline for their meaning).
+// Statuses of a rollout (see pipeline/grade for their meaning).
 const (
 	StatusCompleted = grade.StatusCompleted
 	StatusFailed    = grade.StatusFailed
