@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 )
 
@@ -16,7 +21,7 @@ import (
 
 // copyAgentSuite copies testdata/agents/NAME into a fresh repository, compiles it, and
 // removes the cell images the test builds for it when the test ends.
-func copyAgentSuite(t *testing.T, e *Engine, name string) runSuite {
+func copyAgentSuite(t *testing.T, e *docker.Engine, name string) runSuite {
 	t.Helper()
 	return copyTestdataSuite(t, e, filepath.Join("agents", name))
 }
@@ -25,7 +30,7 @@ func copyAgentSuite(t *testing.T, e *Engine, name string) runSuite {
 // reads the skill through Codex's shell tool (exec_command), so the parser infers the
 // skill from the command; in the none arm it answers at once and no skill shows.
 func TestCodexEndToEnd(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copyAgentSuite(t, e, "codex")
 	out := t.TempDir()
 	var log bytes.Buffer
@@ -33,20 +38,20 @@ func TestCodexEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("evaluate: %v\n%s", err, log.String())
 	}
-	if len(s.Plan.Cells) != 4 || !sum.Complete() || sum.Statuses[StatusCompleted] != len(s.Plan.Cells) {
+	if len(s.Plan.Cells) != 4 || !sum.Complete() || sum.Statuses[store.StatusCompleted] != len(s.Plan.Cells) {
 		t.Fatalf("%d cells, summary %+v\n%s", len(s.Plan.Cells), sum, log.String())
 	}
 	skillMD, err := os.ReadFile(filepath.Join(s.Dir, "skill", "SKILL.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &Store{Dir: out}
+	st := &store.Store{Dir: out}
 	for _, c := range s.Plan.Cells {
-		ro, ok, err := store.Rollout(c.Rollout)
+		ro, ok, err := st.Rollout(c.Rollout)
 		if err != nil || !ok {
 			t.Fatalf("%s: rollout: %v", c.ID, err)
 		}
-		stdout, _ := os.ReadFile(filepath.Join(store.RolloutDir(c.Rollout), FileStdout))
+		stdout, _ := os.ReadFile(filepath.Join(st.RolloutDir(c.Rollout), store.FileStdout))
 		tel := ro.Telemetry
 		skills := map[string]string{}
 		for _, ev := range tel.Skills {
@@ -84,7 +89,7 @@ func TestCodexEndToEnd(t *testing.T) {
 // TestBigPromptReachesClaudeCode: a 200 KiB prompt, too large for a command-line argument,
 // reaches the real Claude Code CLI through its standard input, whole, in every arm.
 func TestBigPromptReachesClaudeCode(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copyAgentSuite(t, e, "bigprompt")
 	out := t.TempDir()
 	var log bytes.Buffer
@@ -92,13 +97,13 @@ func TestBigPromptReachesClaudeCode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("evaluate: %v\n%s", err, log.String())
 	}
-	if !sum.Complete() || sum.Statuses[StatusCompleted] != len(s.Plan.Cells) {
+	if !sum.Complete() || sum.Statuses[store.StatusCompleted] != len(s.Plan.Cells) {
 		t.Fatalf("summary %+v\n%s", sum, log.String())
 	}
 	for _, c := range rep.Cases[0].Trials {
 		for _, tr := range c {
 			if !tr.Passed {
-				ro, _, _ := (&Store{Dir: out}).Rollout(tr.Rollout)
+				ro, _, _ := (&store.Store{Dir: out}).Rollout(tr.Rollout)
 				t.Errorf("%s: answer %q", tr.Cell, ro.Answer)
 			}
 		}

@@ -20,6 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
@@ -101,7 +105,7 @@ func nonce() string {
 // when the benchmark ends.
 func needDocker(b *testing.B, suite string) {
 	b.Helper()
-	e, err := runner.NewEngine(context.Background())
+	e, err := docker.NewEngine(context.Background())
 	if err != nil {
 		b.Skipf("no Docker engine: %v", err)
 	}
@@ -109,7 +113,7 @@ func needDocker(b *testing.B, suite string) {
 		defer e.Close()
 		// Only cell images carry the suite label (the sandbox has none), so
 		// this removes the cell images of this suite and nothing else.
-		if _, err := e.RemoveImages(context.Background(), runner.LabelSuite+"="+suite); err != nil {
+		if _, err := e.RemoveImages(context.Background(), docker.LabelSuite+"="+suite); err != nil {
 			b.Errorf("remove cell images of %s: %v", suite, err)
 		}
 	})
@@ -126,20 +130,20 @@ func runPlan(b *testing.B, dir string, p *plan.Plan, jobs int) (time.Duration, s
 	if err != nil {
 		b.Fatal(err)
 	}
-	if sum.Ran != len(p.Cells) || sum.Statuses[runner.StatusCompleted] != len(p.Cells) {
+	if sum.Ran != len(p.Cells) || sum.Statuses[store.StatusCompleted] != len(p.Cells) {
 		b.Fatalf("run: %+v; want %d completed cells run", sum, len(p.Cells))
 	}
 	return el, out
 }
 
 // rollouts reads the stored rollouts of every cell of p in out.
-func rollouts(b *testing.B, p *plan.Plan, out string) []*runner.Rollout {
+func rollouts(b *testing.B, p *plan.Plan, out string) []*store.Rollout {
 	b.Helper()
-	st, err := runner.OpenStore(out)
+	st, err := store.OpenStore(out)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var rs []*runner.Rollout
+	var rs []*store.Rollout
 	for _, c := range p.Cells {
 		r, ok, err := st.Rollout(c.Rollout)
 		if err != nil || !ok {
@@ -161,8 +165,8 @@ func warmUp(b *testing.B, dir string, p *plan.Plan, jobs int) (build time.Durati
 		img = max(img, r.Durations.Image)
 	}
 	ids := dockerOut(b, "images", "-q", "--no-trunc",
-		"--filter", "label="+runner.LabelImage+"=cell",
-		"--filter", "label="+runner.LabelSuite+"="+p.Suite.Name)
+		"--filter", "label="+docker.LabelImage+"=cell",
+		"--filter", "label="+docker.LabelSuite+"="+p.Suite.Name)
 	if f := strings.Fields(ids); len(f) != 1 {
 		b.Fatalf("cell images of suite %s: %q, want one", p.Suite.Name, ids)
 	} else {
@@ -187,7 +191,7 @@ type phases struct {
 	wall                                        time.Duration
 }
 
-func (ph *phases) add(rs []*runner.Rollout, wall time.Duration) {
+func (ph *phases) add(rs []*store.Rollout, wall time.Duration) {
 	for _, r := range rs {
 		ph.n++
 		ph.image += r.Durations.Image
@@ -210,9 +214,9 @@ func (ph *phases) report(b *testing.B, what string, jobs int) {
 	}
 	n := float64(ph.n)
 	ms := func(s float64) string { return fmt.Sprintf("%.1f", s/n*1000) }
-	store := ph.total - ph.image - ph.create - ph.start - ph.agent - ph.collect
+	st := ph.total - ph.image - ph.create - ph.start - ph.agent - ph.collect
 	line := fmt.Sprintf("%s, mean cell (ms): total %s = image %s + create %s + start %s + agent %s + collect %s + store %s; run wall/cells %s",
-		what, ms(ph.total), ms(ph.image), ms(ph.create), ms(ph.start), ms(ph.agent), ms(ph.collect), ms(store), ms(ph.wall.Seconds()))
+		what, ms(ph.total), ms(ph.image), ms(ph.create), ms(ph.start), ms(ph.agent), ms(ph.collect), ms(st), ms(ph.wall.Seconds()))
 	if jobs == 1 {
 		line += "; run overhead " + ms(ph.wall.Seconds()-ph.total)
 	}
@@ -415,7 +419,7 @@ func BenchmarkPinTree(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		var p, c time.Duration
 		runPin := func() {
-			st, err := runner.OpenStore(b.TempDir())
+			st, err := store.OpenStore(b.TempDir())
 			if err != nil {
 				b.Fatal(err)
 			}

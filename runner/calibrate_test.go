@@ -8,13 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
 // calibrationSuite copies testdata/calibrate/NAME into a fresh repository
 // and compiles it; the cell images it builds are removed when the test ends.
-func calibrationSuite(t *testing.T, e *Engine, name string) runSuite {
+func calibrationSuite(t *testing.T, e *docker.Engine, name string) runSuite {
 	t.Helper()
 	return copyTestdataSuite(t, e, filepath.Join("calibrate", name))
 }
@@ -49,7 +54,7 @@ func isTrue(b *bool) bool { return b != nil && *b }
 // plan cell's.
 func TestCalibratePasses(t *testing.T) {
 	t.Parallel()
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := calibrationSuite(t, e, "ok")
 	out := t.TempDir()
 	cal := calibrate(t, s, out)
@@ -71,7 +76,7 @@ func TestCalibratePasses(t *testing.T) {
 	}
 
 	// Stored under their own keys: no plan cell has a rollout.
-	results, err := Results(s.Plan, &Store{Dir: out})
+	results, err := store.Results(s.Plan, &store.Store{Dir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +96,7 @@ func TestCalibratePasses(t *testing.T) {
 	if !reflect.DeepEqual(again.Checks, cal.Checks) {
 		t.Errorf("second calibration differs:\n%+v\n%+v", again.Checks, cal.Checks)
 	}
-	rec, ok, err := ReadCalibration(out, s.Plan)
+	rec, ok, err := store.ReadCalibration(out, s.Plan)
 	if err != nil || !ok || !reflect.DeepEqual(rec.Checks, cal.Checks) || !isTrue(rec.Skill) {
 		t.Errorf("recorded calibration %+v, %v, %v", rec, ok, err)
 	}
@@ -102,7 +107,7 @@ func TestCalibratePasses(t *testing.T) {
 // saying which copy it read.
 func TestCalibrateStaleCopyFails(t *testing.T) {
 	t.Parallel()
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := calibrationSuite(t, e, "stale")
 	cal := calibrate(t, s, t.TempDir())
 	if cal.Passed() || cal.Skill == nil || *cal.Skill || !isTrue(cal.None) || !isTrue(cal.Shell) {

@@ -13,32 +13,17 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/agent"
+
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
 	"github.com/opencontainers/go-digest"
 )
-
-// Labels skillgate puts on what it creates.
-const (
-	LabelImage = "dev.skillgate.image" // kind of image: sandbox, cell
-	LabelRun   = "dev.skillgate.run"   // one invocation of skillgate run
-	LabelOut   = "dev.skillgate.out"   // digest of the run folder's path
-	LabelCell  = "dev.skillgate.cell"  // the cell's ID
-	LabelPlan  = "dev.skillgate.plan"  // the plan's digest
-	LabelSuite = "dev.skillgate.suite" // the suite's name
-	LabelKind  = "dev.skillgate.kind"  // what a container is for: a check container is "check"
-	// LabelCellKey is a cell image's key: the digest of the agent image ID
-	// and of every tree it holds, each verified while the image was built.
-	// An image found by its tag is reused only when it carries its key.
-	LabelCellKey = "dev.skillgate.cell-key"
-)
-
-// Workspace is where a cell's fixture lives and the agent starts.
-const Workspace = "/workspace"
-
-// CellImageRepo is the repository of cell images.
-const CellImageRepo = "skillgate/cell"
 
 // owner parses an agent's "uid[:gid]".
 func owner(user string) (uid, gid int, err error) {
@@ -59,10 +44,10 @@ func owner(user string) (uid, gid int, err error) {
 // skills) every trial starts a container from the same image, so a trial's
 // setup does not grow with the fixture's size.
 type images struct {
-	engine *Engine
+	engine backend
 	plan   *plan.Plan
 	// store holds the tree snapshots cell images are built from.
-	store *Store
+	store *store.Store
 	log   io.Writer
 
 	mu    sync.Mutex
@@ -80,8 +65,8 @@ type imageBuild struct {
 }
 
 // newImages is the image builder of a plan's cells.
-func newImages(e *Engine, p *plan.Plan, store *Store, log io.Writer) *images {
-	return &images{engine: e, plan: p, store: store, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+func newImages(e backend, p *plan.Plan, st *store.Store, log io.Writer) *images {
+	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 }
 
 // agentImage resolves the agent's image: skillgate's own sandbox is built
@@ -97,17 +82,17 @@ func (im *images) agentImage(ctx context.Context) (ref, id, version string, err 
 	im.mu.Unlock()
 	b.once.Do(func() {
 		ref := im.plan.Agent.Image
-		if ref == SandboxImage || ref == SandboxImage+":latest" {
+		if ref == docker.SandboxImage || ref == docker.SandboxImage+":latest" {
 			if ref, b.err = im.engine.EnsureSandbox(ctx); b.err != nil {
 				return
 			}
 		}
 		// skillgate's own agent images are built from their npm packages
 		// when missing, so a suite naming one runs on a fresh machine.
-		for _, agent := range []string{AgentClaudeCode, AgentCodex} {
-			if version, ok := strings.CutPrefix(ref, AgentImageRepo(agent)+":"); ok {
+		for _, kind := range agent.ImageKinds() {
+			if version, ok := strings.CutPrefix(ref, agent.ImageRepo(kind)+":"); ok {
 				if _, exists, err := im.engine.ImageExists(ctx, ref); err == nil && !exists {
-					if _, b.err = im.engine.BuildAgentImage(ctx, agent, version, im.log); b.err != nil {
+					if _, b.err = agent.BuildImage(ctx, im.engine, kind, version, im.log); b.err != nil {
 						return
 					}
 				}
@@ -120,7 +105,7 @@ func (im *images) agentImage(ctx context.Context) (ref, id, version string, err 
 		case !ok:
 			b.err = fmt.Errorf("find agent image %s: not in the Docker engine; build or load it first (no registry is used)", ref)
 		default:
-			b.ref, b.id, b.version = ref, id, labels[LabelAgentVersion]
+			b.ref, b.id, b.version = ref, id, labels[docker.LabelAgentVersion]
 		}
 	})
 	return b.ref, b.id, b.version, b.err
@@ -148,7 +133,7 @@ func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.Plan
 		Fixture   digest.Digest     `json:"fixture"`
 		Skills    []skill           `json:"skills"`
 		Files     map[string][]byte `json:"files,omitempty"`
-	}{agentID, a.User, a.SkillsDir, pc.FixtureDigest, []skill{}, adapterFiles(im.plan)}
+	}{agentID, a.User, a.SkillsDir, pc.FixtureDigest, []skill{}, agentFiles(im.plan)}
 	for _, k := range arm.Skills {
 		key.Skills = append(key.Skills, skill{im.plan.Skills[k].Name, im.plan.Skills[k].Digest})
 	}
@@ -158,7 +143,7 @@ func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.Plan
 	im.mu.Lock()
 	b, ok := im.cells[kd]
 	if !ok {
-		b = &imageBuild{ref: CellImageRepo + ":" + kd.Encoded()[:24]}
+		b = &imageBuild{ref: docker.CellImageRepo + ":" + kd.Encoded()[:24]}
 		im.cells[kd] = b
 	}
 	im.mu.Unlock()
@@ -170,7 +155,7 @@ func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.Plan
 		}
 		// An image under the tag without the key (built by an older
 		// skillgate, or tagged by hand) is not trusted: it is rebuilt.
-		if ok && labels[LabelCellKey] == kd.String() {
+		if ok && labels[docker.LabelCellKey] == kd.String() {
 			b.id = id
 			return
 		}
@@ -193,21 +178,21 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 	if err != nil {
 		return "", err
 	}
-	bc := NewBuildContext("FROM " + agentRef + "\nADD " + LayerTar + " /\n")
-	bc.AddDir(Workspace, 0o755, uid, gid)
+	bc := docker.NewBuildContext("FROM " + agentRef + "\nADD " + docker.LayerTar + " /\n")
+	bc.AddDir(docker.Workspace, 0o755, uid, gid)
 	if pc.Fixture != "" {
 		fx := path.Clean(pc.Fixture)
 		t := im.plan.Fixtures[fx]
 		dir, err := im.snapshot("fixture "+fx, t)
 		if err == nil {
-			err = bc.AddTree(Workspace, dir, t, uid, gid)
+			err = bc.AddTree(docker.Workspace, dir, treeFiles(t), uid, gid)
 		}
 		if err != nil {
 			return "", fmt.Errorf("build cell image for %s: %w", pc.ID, err)
 		}
 	}
 	if len(arm.Skills) > 0 {
-		dir := Workspace
+		dir := docker.Workspace
 		for _, part := range strings.Split(im.plan.Agent.SkillsDir, "/") {
 			dir = path.Join(dir, part)
 			bc.AddDir(dir, 0o755, uid, gid)
@@ -216,56 +201,29 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 			sk := im.plan.Skills[k]
 			snap, err := im.snapshot("skill "+k, sk.Tree)
 			if err == nil {
-				err = bc.AddTree(path.Join(dir, sk.Name), snap, sk.Tree, uid, gid)
+				err = bc.AddTree(path.Join(dir, sk.Name), snap, treeFiles(sk.Tree), uid, gid)
 			}
 			if err != nil {
 				return "", fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
 			}
 		}
 	}
-	for p, data := range adapterFiles(im.plan) {
+	for p, data := range agentFiles(im.plan) {
 		dir := "/"
 		for _, part := range strings.Split(strings.Trim(path.Dir(p), "/"), "/") {
 			dir = path.Join(dir, part)
-			if strings.HasPrefix(dir, agentHome) {
+			if strings.HasPrefix(dir, agent.Home) {
 				bc.AddDir(dir, 0o755, uid, gid)
 			}
 		}
 		bc.AddFile(p, 0o644, uid, gid, data)
 	}
-	labels := map[string]string{LabelImage: "cell", LabelSuite: im.plan.Suite.Name, LabelCellKey: key.String()}
+	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: im.plan.Suite.Name, docker.LabelCellKey: key.String()}
 	id, err := im.engine.BuildImage(ctx, tag, labels, bc)
 	if err != nil {
 		return "", fmt.Errorf("build cell image for %s/%s: %w", pc.ID, arm.Name, err)
 	}
 	return id, nil
-}
-
-// Prompt is what the agent of an arm is asked: the case's prompt, after its
-// seed conversation (the agent's seedPrompt template), wrapped by the
-// agent's forced-prompt template when the arm forces its skills.
-func Prompt(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) string {
-	prompt := pc.Prompt
-	if len(pc.Seed) > 0 {
-		var turns []string
-		for _, t := range pc.Seed {
-			role := "User"
-			if t.Role == "assistant" {
-				role = "Assistant"
-			}
-			turns = append(turns, role+": "+t.Content)
-		}
-		prompt = strings.NewReplacer("{{seed}}", strings.Join(turns, "\n\n"), "{{prompt}}", pc.Prompt).Replace(p.Agent.SeedPrompt)
-	}
-	if arm.Activation != "forced" || len(arm.Skills) == 0 {
-		return prompt
-	}
-	var names []string
-	for _, k := range arm.Skills {
-		names = append(names, p.Skills[k].Name)
-	}
-	r := strings.NewReplacer("{{skills}}", strings.Join(names, ", "), "{{prompt}}", prompt)
-	return r.Replace(p.Agent.ForcedPrompt)
 }
 
 // Where a cell finds its prompt and seed conversation: root-owned files it can read and
@@ -284,7 +242,7 @@ type cellInput struct {
 }
 
 func newCellInput(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) (cellInput, error) {
-	in := cellInput{prompt: Prompt(p, pc, arm)}
+	in := cellInput{prompt: plan.Prompt(p, pc, arm)}
 	if len(pc.Seed) > 0 {
 		in.seed, _ = json.Marshal(pc.Seed)
 	}
@@ -297,10 +255,10 @@ func newCellInput(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) (cellInput, 
 }
 
 // files are the prompt and seed files of the cell.
-func (in cellInput) files() []SpecFile {
-	fs := []SpecFile{{Path: PromptFile, Mode: 0o444, Data: []byte(in.prompt)}}
+func (in cellInput) files() []docker.SpecFile {
+	fs := []docker.SpecFile{{Path: PromptFile, Mode: 0o444, Data: []byte(in.prompt)}}
 	if in.seed != nil {
-		fs = append(fs, SpecFile{Path: SeedFile, Mode: 0o444, Data: in.seed})
+		fs = append(fs, docker.SpecFile{Path: SeedFile, Mode: 0o444, Data: in.seed})
 	}
 	return fs
 }
@@ -318,7 +276,7 @@ func cellEnv(p *plan.Plan, arm plan.PlanArm, in cellInput) []string {
 		}
 	}
 	if len(arm.Skills) > 0 {
-		env = append(env, "SKILLGATE_SKILLS_DIR="+path.Join(Workspace, p.Agent.SkillsDir))
+		env = append(env, "SKILLGATE_SKILLS_DIR="+path.Join(docker.Workspace, p.Agent.SkillsDir))
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Agent.Env)) {
 		env = append(env, k+"="+p.Agent.Env[k])
@@ -330,10 +288,11 @@ func cellEnv(p *plan.Plan, arm plan.PlanArm, in cellInput) []string {
 const PromptArg = "{{prompt}}"
 
 // cellCommand substitutes the prompt into the agent's command. A prompt too large for the
-// command line goes to the agent's standard input instead, as the CLI reads it there:
-// Claude Code takes stdin when no prompt argument is given, Codex when the argument is "-".
+// command line goes to the agent's standard input instead, when its kind's CLI reads it
+// there (Claude Code when no prompt argument is given, Codex when the argument is "-").
 // It returns the standard input to give, or nil.
 func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, error) {
+	kind := agent.Of(p.Agent.Kind)
 	out := make([]string, 0, len(p.Agent.Command))
 	var stdin []byte
 	for _, a := range p.Agent.Command {
@@ -341,14 +300,27 @@ func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, error) {
 			out = append(out, strings.ReplaceAll(a, PromptArg, in.prompt))
 			continue
 		}
-		switch {
-		case a == PromptArg && p.Agent.Kind == "claude-code":
-			stdin = []byte(in.prompt)
-		case a == PromptArg && p.Agent.Kind == "codex":
-			out, stdin = append(out, "-"), []byte(in.prompt)
-		default:
+		if a != PromptArg || !kind.Stdin {
 			return nil, nil, fmt.Errorf("build the agent's command: its prompt (%d bytes) is over limits.promptArg (%s) for the command line; read it from $SKILLGATE_PROMPT_FILE instead of {{prompt}}", len(in.prompt), p.Limits.PromptArg)
 		}
+		out, stdin = append(out, kind.StdinArgs...), []byte(in.prompt)
 	}
 	return out, stdin, nil
+}
+
+// agentFiles are the files the plan's agent kind needs in its cell images.
+func agentFiles(p *plan.Plan) map[string][]byte {
+	if files := agent.Of(p.Agent.Kind).Files; files != nil {
+		return files(p.Agent.Model)
+	}
+	return nil
+}
+
+// treeFiles are a tree's files as a build context verifies them.
+func treeFiles(t plan.Tree) map[string]docker.TreeFile {
+	files := make(map[string]docker.TreeFile, len(t.Files))
+	for p, e := range t.Files {
+		files[p] = docker.TreeFile(e)
+	}
+	return files
 }

@@ -10,10 +10,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
-
-	"github.com/skillgate/skillgate/runner"
 )
 
 // collectSuite is a suite whose cases write what BenchmarkCollect measures into a fixture
@@ -143,8 +143,8 @@ func collectCase(b *testing.B, bin, dir string, p *plan.Plan, id string) (float6
 			cell = c
 		}
 	}
-	ro, ok, err := (&runner.Store{Dir: out}).Rollout(cell.Rollout)
-	if err != nil || !ok || ro.Status != runner.StatusCompleted {
+	ro, ok, err := (&store.Store{Dir: out}).Rollout(cell.Rollout)
+	if err != nil || !ok || ro.Status != store.StatusCompleted {
 		return 0, 0, fmt.Errorf("case %s: rollout %v %v (%+v)\n%s", id, ok, err, ro, stderr.String())
 	}
 	b.Logf("%s: %d changes, collection %+v, collect %.3fs, maxrss %d MiB", id, len(ro.Changes), ro.Collection, ro.Durations.Collect, ru.Maxrss>>10)

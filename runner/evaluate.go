@@ -9,6 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/judge"
+
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
@@ -18,9 +22,6 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline"
 )
-
-// FilePlan is the plan a run folder's reports describe.
-const FilePlan = "plan.json"
 
 // Evaluate runs the plan's selected cells, grades them, judges them, and
 // writes the verdict and reports for the whole plan into the run folder.
@@ -51,19 +52,19 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 	}
 	// The judges are made first, so a missing credential stops the run
 	// before any rollout.
-	var judge, adjudicator Judge
+	var cellJudge, adjudicator judge.Judge
 	if p.Judge != nil && !opts.DryRun {
-		j, closeJudge, err := NewJudge(p, opts.SuiteDir)
+		j, closeJudge, err := judge.NewJudge(p, opts.SuiteDir)
 		if err != nil {
 			return nil, nil, err
 		}
 		defer closeJudge()
-		a, closeAdjudicator, err := NewAdjudicator(p, opts.SuiteDir)
+		a, closeAdjudicator, err := judge.NewAdjudicator(p, opts.SuiteDir)
 		if err != nil {
 			return nil, nil, err
 		}
 		defer closeAdjudicator()
-		judge, adjudicator = j, a
+		cellJudge, adjudicator = j, a
 	}
 	if (opts.Calibrate || p.Policy.Calibrate) && !opts.DryRun {
 		cal, err := Calibrate(ctx, p, opts)
@@ -102,18 +103,18 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 			return sum, nil, err
 		}
 	}
-	if judge != nil && ctx.Err() == nil {
+	if cellJudge != nil && ctx.Err() == nil {
 		ph := startPhase(opts, phaseJudging)
-		n, failed, err := JudgeCells(ctx, p, judge, adjudicator, ph.logTo(opts))
+		n, failed, err := judge.JudgeCells(ctx, p, cellJudge, adjudicator, ph.logTo(opts).judging())
 		ph.end(n, "judged %d")
 		if failed > 0 {
 			fmt.Fprintf(opts.Log, "%d judge calls failed: their cells are not judged, the verdict is INCOMPLETE; run again to ask again\n", failed)
 		}
-		if folder, lerr := folderSpend(opts.Out); lerr == nil {
+		if folder, lerr := store.FolderSpend(opts.Out); lerr == nil {
 			sum.SpentUSD += folder - sum.SpentFolderUSD // the judge calls'
 			sum.SpentFolderUSD = folder
 		}
-		if errors.Is(err, ErrSpendCap) {
+		if errors.Is(err, store.ErrSpendCap) {
 			// What the cap left unjudged is missing: the report says INCOMPLETE.
 			sum.SpendCapReached = true
 		} else if err != nil && ctx.Err() == nil {
@@ -126,7 +127,7 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 
 // writePlan writes the plan the run folder's reports describe, atomically.
 func writePlan(out string, p *plan.Plan) error {
-	return pipeline.WriteFile(filepath.Join(out, FilePlan), p.Encode())
+	return pipeline.WriteFile(filepath.Join(out, store.FilePlan), p.Encode())
 }
 
 // Report rebuilds the verdict and every report of a run folder from its
@@ -155,24 +156,24 @@ func ReadRun(out string) (*plan.Plan, *verdict.Report, error) {
 }
 
 func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, error) {
-	p, err := plan.ReadPlan(filepath.Join(out, FilePlan))
+	p, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	store := &Store{Dir: out}
-	results, err := Results(p, store)
+	st := &store.Store{Dir: out}
+	results, err := store.Results(p, st)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	// The judge's rubric grades are in the results; its pairwise
 	// judgements are read from store/judgements. Judgements the plan asks
 	// for and the store lacks make the verdict INCOMPLETE.
-	results, pairwise, notJudged, what, err := judgedResults(p, store, results)
+	results, pairwise, notJudged, what, err := judge.JudgedResults(p, st, results)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	r := verdict.BuildJudgedReport(p, results, pairwise)
-	rcells, reruns, err := storedReruns(p, store)
+	rcells, reruns, err := storedReruns(p, st)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -180,12 +181,12 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 	r.Adjudication = grade.BuildAdjudicationReport(p, results)
 	verdict.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
 	r.StandIn = p.Agent.StandIn
-	recs, err := rolloutRecords(p, store)
+	recs, err := rolloutRecords(p, st)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	verdict.ObserveRollouts(r, recs)
-	cal, ok, err := ReadCalibration(out, p)
+	cal, ok, err := store.ReadCalibration(out, p)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -200,15 +201,15 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 
 // rolloutRecords reads what each plan cell's stored rollout recorded of
 // its inputs and of who answered.
-func rolloutRecords(p *plan.Plan, store *Store) ([]verdict.RolloutRecord, error) {
+func rolloutRecords(p *plan.Plan, st *store.Store) ([]verdict.RolloutRecord, error) {
 	var out []verdict.RolloutRecord
-	byKey := map[digest.Digest]*Rollout{}
+	byKey := map[digest.Digest]*store.Rollout{}
 	for _, c := range p.Cells {
 		ro, seen := byKey[c.Rollout]
 		if !seen {
 			var ok bool
 			var err error
-			if ro, ok, err = store.Rollout(c.Rollout); err != nil {
+			if ro, ok, err = st.Rollout(c.Rollout); err != nil {
 				return nil, err
 			} else if !ok {
 				ro = nil
@@ -231,4 +232,9 @@ func rolloutRecords(p *plan.Plan, store *Store) ([]verdict.RolloutRecord, error)
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// judging is what the judging of a run takes of its options.
+func (o Options) judging() judge.Options {
+	return judge.Options{Out: o.Out, SuiteDir: o.SuiteDir, Jobs: o.Jobs, Log: o.Log, SpendCapUSD: o.SpendCapUSD}
 }

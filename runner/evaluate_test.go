@@ -8,6 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/agent"
+
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -19,7 +25,7 @@ import (
 // telemetry and reports, and rebuilds the reports from the store byte for
 // byte.
 func TestDemoEndToEnd(t *testing.T) {
-	testEngine(t)
+	dockertest.Engine(t)
 	p, err := plan.CompileDir("../suites/demo")
 	if err != nil {
 		t.Fatal(suite.PrintError(err, ".."))
@@ -31,7 +37,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("evaluate: %v\n%s", err, log.String())
 	}
-	if !sum.Complete() || sum.Statuses[StatusCompleted] != len(p.Cells) {
+	if !sum.Complete() || sum.Statuses[store.StatusCompleted] != len(p.Cells) {
 		t.Fatalf("summary %+v", sum)
 	}
 	// The stand-in model misses the skill on the release-notes prompt in
@@ -44,7 +50,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	// The report names who answered: the scripted model, the Claude Code
 	// version of the image's label and of the transcripts, one for all.
-	version := strings.TrimPrefix(p.Agent.Image, AgentImageRepo(AgentClaudeCode)+":")
+	version := strings.TrimPrefix(p.Agent.Image, agent.ImageRepo(agent.ClaudeCode)+":")
 	if o := r.Observed; o.Rollouts != len(p.Cells) || len(o.Models) != 1 || len(o.AgentImages) != 1 ||
 		strings.Join(o.AgentVersions, ",") != version || strings.Join(o.CLIVersions, ",") != version || len(o.Harness) != 1 {
 		t.Errorf("observed identity %+v, want one model and Claude Code %s", o, version)
@@ -69,11 +75,11 @@ func TestDemoEndToEnd(t *testing.T) {
 	// Every rollout, from the store: the forced arm activated the skill
 	// through the Skill tool (observed), the none arm never saw it, and
 	// Claude Code refused no tool call.
-	store := &Store{Dir: out}
+	st := &store.Store{Dir: out}
 	for _, c := range r.Cases {
 		for arm, trials := range c.Trials {
 			for _, tr := range trials {
-				ro, ok, err := store.Rollout(tr.Rollout)
+				ro, ok, err := st.Rollout(tr.Rollout)
 				if err != nil || !ok {
 					t.Fatalf("%s: rollout %s: %v", tr.Cell, tr.Rollout, err)
 				}
@@ -94,11 +100,11 @@ func TestDemoEndToEnd(t *testing.T) {
 						}
 					}
 				}
-				stdout, err := os.ReadFile(filepath.Join(store.RolloutDir(tr.Rollout), FileStdout))
+				stdout, err := os.ReadFile(filepath.Join(st.RolloutDir(tr.Rollout), store.FileStdout))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if d := ClaudePermissionDenials(stdout); len(d) > 0 {
+				if d := agent.ClaudePermissionDenials(stdout); len(d) > 0 {
 					t.Errorf("%s: permission denials %v", tr.Cell, d)
 				}
 				if strings.Contains(ro.Answer, "<system-reminder>") {
@@ -110,7 +116,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	// The scripted judge grades the rubric cases and agrees with the
 	// deterministic checks on the forced arm: each forced cell of a case
 	// with a rubric carries one passed judge check per criterion.
-	results, err := Results(p, store)
+	results, err := store.Results(p, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +176,7 @@ func TestDemoEndToEnd(t *testing.T) {
 // TestRegradeWithoutAgent changes only an assertion: the next run regrades
 // the stored rollouts and starts no agent (no engine is even reachable).
 func TestRegradeWithoutAgent(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	out := t.TempDir()
 	if _, _, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 4}); err != nil {
@@ -209,7 +215,7 @@ func TestRegradeWithoutAgent(t *testing.T) {
 // TestDemoCalibration: the demo's stand-in passes the three calibration
 // checks through the real Claude Code CLI, and nothing else runs.
 func TestDemoCalibration(t *testing.T) {
-	testEngine(t)
+	dockertest.Engine(t)
 	p, err := plan.CompileDir("../suites/demo")
 	if err != nil {
 		t.Fatal(suite.PrintError(err, ".."))
@@ -221,11 +227,11 @@ func TestDemoCalibration(t *testing.T) {
 	if err != nil || sum != nil || r != nil {
 		t.Fatalf("calibrate: %v %v %v\n%s", err, sum, r, log.String())
 	}
-	cal, ok, err := ReadCalibration(out, p)
+	cal, ok, err := store.ReadCalibration(out, p)
 	if err != nil || !ok || !cal.Passed() || len(cal.Checks) != 4 {
 		t.Fatalf("calibration %+v %v %v\n%s", cal, ok, err, log.String())
 	}
-	if rs, _ := Results(p, &Store{Dir: out}); rs[0].Status != grade.StatusMissing {
+	if rs, _ := store.Results(p, &store.Store{Dir: out}); rs[0].Status != grade.StatusMissing {
 		t.Errorf("a plan cell ran during calibration: %+v", rs[0])
 	}
 }
@@ -234,7 +240,7 @@ func TestDemoCalibration(t *testing.T) {
 // command does: run: checks bind-mount folders of the store, which Docker
 // accepts only as absolute paths.
 func TestRelativeRunFolder(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	file := filepath.Join(s.Dir, "suite.cue")
 	src, _ := os.ReadFile(file)
@@ -267,7 +273,7 @@ func TestRelativeRunFolder(t *testing.T) {
 // starts only the cells of the arms that install it; the baseline's stored
 // rollouts are reused.
 func TestSkillChangeRerunsOnlyItsArms(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	out := t.TempDir()
 	first := s.run(t, out, Options{})

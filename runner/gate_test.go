@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -20,7 +22,7 @@ import (
 // is refused, naming it; a hand-edited report.json changes nothing; the
 // suite's git revision and dirty state are recorded with each rollout.
 func TestGateReadsRunFolders(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "gate")
 	root := filepath.Dir(s.Dir)
 	git := func(args ...string) {

@@ -9,6 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/gateway/standin"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -17,7 +24,7 @@ import (
 // claudeStandInSuite writes a one-cell suite whose agent is the real Claude Code CLI
 // with provider "anthropic" and its upstream the stand-in provider, compiles it, and
 // removes its cell images when the test ends.
-func claudeStandInSuite(t *testing.T, e *Engine, up *standIn) runSuite {
+func claudeStandInSuite(t *testing.T, e *docker.Engine, up *standin.Server) runSuite {
 	t.Helper()
 	root := writeRepo(t, map[string]string{
 		"s/skill/SKILL.md": "---\nname: s\ndescription: A test skill.\n---\n# S\n",
@@ -56,7 +63,7 @@ schema.#Suite & {
 	if err != nil {
 		t.Fatal(suite.PrintError(err, root))
 	}
-	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
 	return runSuite{Dir: dir, Plan: p}
 }
 
@@ -74,40 +81,40 @@ func evaluateLogged(t *testing.T, s runSuite, out string) (*Summary, *verdict.Re
 // cell is invalid with the provider's own message, the verdict INCOMPLETE (exit 2),
 // and once the provider takes the key a rerun finishes the run.
 func TestClaudeCodeBadKey(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in-bad-key")
-	up := newStandIn(t, false)
+	up := standin.New(t, false)
 	s := claudeStandInSuite(t, e, up)
-	refuse := standInFault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"}
+	refuse := standin.Fault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"}
 	out := t.TempDir()
 
 	// 401 to everything: the preflight stops the run within seconds.
-	up.failModels(&refuse)
-	up.failAlways(&refuse)
+	up.FailModels(&refuse)
+	up.FailAlways(&refuse)
 	start := time.Now()
 	_, _, log, err := evaluateLogged(t, s, out)
 	want := "check provider anthropic: " + up.URL + " answered GET /v1/models with HTTP 401 authentication_error: invalid x-api-key; the key in SKILLGATE_TEST_KEY is refused: fix it and run again (no cell was started)"
 	if err == nil || err.Error() != want || time.Since(start) > 10*time.Second {
 		t.Fatalf("after %s:\n got %v\nwant %s\n%s", time.Since(start), err, want, log)
 	}
-	if up.count("POST /v1/messages") != 0 || len(runContainers(t, e, out)) != 0 {
-		t.Errorf("a cell ran: %v", up.served)
+	if up.Count("POST /v1/messages") != 0 || len(runContainers(t, out)) != 0 {
+		t.Errorf("a cell ran: %v", up.Requests())
 	}
 	if rollouts, _ := filepath.Glob(filepath.Join(out, "store", "rollouts", "*")); len(rollouts) != 0 {
 		t.Errorf("stored %v", rollouts)
 	}
 
 	// The model list answers, the model endpoint refuses: the cell is invalid.
-	up.failModels(nil)
+	up.FailModels(nil)
 	sum, rep, log, err := evaluateLogged(t, s, out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	c := s.Plan.Cells[0]
-	ro, ok, _ := (&Store{Dir: out}).Rollout(c.Rollout)
+	ro, ok, _ := (&store.Store{Dir: out}).Rollout(c.Rollout)
 	wantErr := "provider: HTTP 401 authentication_error: invalid x-api-key (from " + up.URL + "/v1/messages)"
-	if !ok || ro.Status != StatusInvalid || ro.Error != wantErr || sum.Statuses[StatusInvalid] != 1 {
-		t.Fatalf("rollout %+v, summary %+v\nwant error %q\n%s", ro, sum, wantErr, readStored(t, out, c, FileStdout))
+	if !ok || ro.Status != store.StatusInvalid || ro.Error != wantErr || sum.Statuses[store.StatusInvalid] != 1 {
+		t.Fatalf("rollout %+v, summary %+v\nwant error %q\n%s", ro, sum, wantErr, readStored(t, out, c, store.FileStdout))
 	}
 	if rep.Verdict.Verdict != verdict.VerdictIncomplete || rep.Verdict.ExitCode != 2 {
 		t.Errorf("verdict %s (exit %d) %v", rep.Verdict.Verdict, rep.Verdict.ExitCode, rep.Verdict.Reasons)
@@ -120,19 +127,19 @@ func TestClaudeCodeBadKey(t *testing.T) {
 	}
 
 	// The key is fixed: the invalid cell runs again and the run completes.
-	up.failAlways(nil)
+	up.FailAlways(nil)
 	sum, rep, log, err = evaluateLogged(t, s, out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	ro, _, _ = (&Store{Dir: out}).Rollout(c.Rollout)
-	if !sum.Complete() || sum.Ran != 1 || ro.Status != StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
-		t.Fatalf("rerun: summary %+v, rollout %s %q\n%s", sum, ro.Status, ro.Answer, readStored(t, out, c, FileStdout))
+	ro, _, _ = (&store.Store{Dir: out}).Rollout(c.Rollout)
+	if !sum.Complete() || sum.Ran != 1 || ro.Status != store.StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
+		t.Fatalf("rerun: summary %+v, rollout %s %q\n%s", sum, ro.Status, ro.Answer, readStored(t, out, c, store.FileStdout))
 	}
 	if rep.Verdict.Verdict != verdict.VerdictPass {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
-	t.Logf("the stand-in served %v", up.served)
+	t.Logf("the stand-in served %v", up.Requests())
 }
 
 // TestClaudeCodeRateLimited: the real Claude Code CLI meets a provider that
@@ -140,26 +147,26 @@ func TestClaudeCodeBadKey(t *testing.T) {
 // completes and the CLI never saw a 429. For good: the cell is invalid, with the
 // provider's message.
 func TestClaudeCodeRateLimited(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in-key")
-	up := newStandIn(t, false)
+	up := standin.New(t, false)
 	s := claudeStandInSuite(t, e, up)
-	limited := standInFault{Status: 429, Type: "rate_limit_error", Message: "Number of request tokens has exceeded your per-minute rate limit", RetryAfter: "1"}
+	limited := standin.Fault{Status: 429, Type: "rate_limit_error", Message: "Number of request tokens has exceeded your per-minute rate limit", RetryAfter: "1"}
 	c := s.Plan.Cells[0]
 
 	out := t.TempDir()
-	up.failNext(2, limited)
+	up.FailNext(2, limited)
 	start := time.Now()
 	sum, _, log, err := evaluateLogged(t, s, out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	ro, _, _ := (&Store{Dir: out}).Rollout(c.Rollout)
-	stdout := readStored(t, out, c, FileStdout)
-	if !sum.Complete() || ro.Status != StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
+	ro, _, _ := (&store.Store{Dir: out}).Rollout(c.Rollout)
+	stdout := readStored(t, out, c, store.FileStdout)
+	if !sum.Complete() || ro.Status != store.StatusCompleted || !strings.Contains(ro.Answer, "stand-in reply") {
 		t.Fatalf("summary %+v, rollout %s %q\n%s", sum, ro.Status, ro.Error, stdout)
 	}
-	if n := up.count("POST /v1/messages"); n != 3 || ro.Gateway.Requests != 1 || ro.Gateway.Retries != 2 || len(ro.Gateway.Faults) != 0 {
+	if n := up.Count("POST /v1/messages"); n != 3 || ro.Gateway.Requests != 1 || ro.Gateway.Retries != 2 || len(ro.Gateway.Faults) != 0 {
 		t.Errorf("the stand-in served %d model calls (want 2 refused, 1 answered); gateway %+v", n, ro.Gateway)
 	}
 	if strings.Contains(stdout, "API Error") || strings.Contains(stdout, "429") || strings.Contains(stdout, "rate_limit") {
@@ -172,15 +179,15 @@ func TestClaudeCodeRateLimited(t *testing.T) {
 	// For good: invalid, with the provider's message, after the gateway's retries.
 	out = t.TempDir()
 	limited.RetryAfter, limited.RetryAfterMs = "", "20"
-	up.failAlways(&limited)
+	up.FailAlways(&limited)
 	sum, rep, log, err := evaluateLogged(t, s, out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	ro, _, _ = (&Store{Dir: out}).Rollout(c.Rollout)
+	ro, _, _ = (&store.Store{Dir: out}).Rollout(c.Rollout)
 	want := "provider: HTTP 429 rate_limit_error: Number of request tokens has exceeded your per-minute rate limit (from " + up.URL + "/v1/messages, after 2 retries)"
-	if ro.Status != StatusInvalid || ro.Error != want || rep.Verdict.Verdict != verdict.VerdictIncomplete {
-		t.Errorf("rollout %s %q, verdict %s\nwant %q\n%s", ro.Status, ro.Error, rep.Verdict.Verdict, want, readStored(t, out, c, FileStdout))
+	if ro.Status != store.StatusInvalid || ro.Error != want || rep.Verdict.Verdict != verdict.VerdictIncomplete {
+		t.Errorf("rollout %s %q, verdict %s\nwant %q\n%s", ro.Status, ro.Error, rep.Verdict.Verdict, want, readStored(t, out, c, store.FileStdout))
 	}
 	os.RemoveAll(out)
 }

@@ -14,6 +14,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
+	"github.com/skillgate/skillgate/runner/redact"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
@@ -66,7 +72,7 @@ schema.#Suite & {
 // (local) upstream: the upstream sees the host's real key, while no cell and
 // no stored file ever holds it.
 func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
-	testEngine(t)
+	dockertest.Engine(t)
 	canary := "sk-canary-" + newRunID()
 	secret := "secret-" + newRunID()
 	t.Setenv("SKILLGATE_TEST_KEY", canary)
@@ -97,11 +103,11 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 		t.Errorf("upstream saw %q, want the real key in the preflight and in each cell's call", keys)
 	}
 	for _, c := range p.Cells {
-		ro, _, _ := (&Store{Dir: out}).Rollout(c.Rollout)
+		ro, _, _ := (&store.Store{Dir: out}).Rollout(c.Rollout)
 		if ro.Gateway == nil || ro.Gateway.Requests != 1 || ro.Gateway.ModelAnswered != "m-answered" || ro.Gateway.Tokens == nil || ro.Gateway.Tokens.Input != 7 {
 			t.Errorf("%s: gateway usage %+v", c.ID, ro.Gateway)
 		}
-		if !strings.Contains(ro.Answer, "hello "+Redacted) {
+		if !strings.Contains(ro.Answer, "hello "+redact.Redacted) {
 			t.Errorf("%s: answer %q: want the secret redacted", c.ID, ro.Answer)
 		}
 	}
@@ -118,7 +124,7 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 		return nil
 	})
 	// The cell saw only its dummy key.
-	stderr := readStored(t, out, p.Cells[0], FileStderr)
+	stderr := readStored(t, out, p.Cells[0], store.FileStderr)
 	if !strings.Contains(stderr, "SKILLGATE_MODEL_KEY=sk-skillgate-") || strings.Contains(stderr, canary) {
 		t.Errorf("cell environment:\n%s", stderr)
 	}
@@ -129,7 +135,7 @@ func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 // the run folder's, so running again under the same cap starts nothing, and
 // only a higher cap finishes what is left. The ledger holds every cell.
 func TestSpendCapStopsAndResumes(t *testing.T) {
-	testEngine(t)
+	dockertest.Engine(t)
 	dir, p := gatewaySuite(t, `provider: "scripted", script: rules: [{reply: [{text: "ok"}], usage: {input: 1000000, output: 0}}], prices: {inputPerMTok: 1, outputPerMTok: 1}`, 4)
 	out := t.TempDir()
 	run := func(capUSD float64) *Summary {
@@ -159,13 +165,13 @@ func TestSpendCapStopsAndResumes(t *testing.T) {
 	if !sum.Complete() || sum.Ran != 1 || sum.Reused != 3 || sum.SpentUSD != 1 || sum.SpentFolderUSD != 4 {
 		t.Fatalf("resumed run: %+v", sum)
 	}
-	entries, err := ReadSpend(out)
+	entries, err := store.ReadSpend(out)
 	if err != nil || len(entries) != 4 {
 		t.Fatalf("ledger %+v %v", entries, err)
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if e.Kind != SpendCell || e.USD != 1 || e.Estimated || seen[e.ID] {
+		if e.Kind != store.SpendCell || e.USD != 1 || e.Estimated || seen[e.ID] {
 			t.Errorf("ledger entry %+v", e)
 		}
 		seen[e.ID] = true
@@ -180,7 +186,7 @@ func TestSpendCapStopsAndResumes(t *testing.T) {
 	if err != nil || cal.Ran != 2 || cal.SpentUSD != 2 {
 		t.Fatalf("calibration: %+v %v", cal, err)
 	}
-	if entries, _ := ReadSpend(out); len(entries) != 6 || entries[4].Kind != SpendCalibration || entries[5].Kind != SpendCalibration {
+	if entries, _ := store.ReadSpend(out); len(entries) != 6 || entries[4].Kind != store.SpendCalibration || entries[5].Kind != store.SpendCalibration {
 		t.Errorf("ledger after calibration %+v", entries)
 	}
 }

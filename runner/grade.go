@@ -3,17 +3,19 @@ package runner
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+
+	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -21,76 +23,6 @@ import (
 
 	"github.com/opencontainers/go-digest"
 )
-
-const storeGrades = "store/grades"
-
-// GradePath is where the grade stored under key lives.
-func (s *Store) GradePath(key digest.Digest) string {
-	return filepath.Join(s.Dir, storeGrades, key.Encoded()+".json")
-}
-
-// Grade reads the cell result stored under a grade key.
-func (s *Store) Grade(key digest.Digest) (*grade.CellResult, bool, error) {
-	b, err := os.ReadFile(s.GradePath(key))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read grade %s: %w", key, err)
-	}
-	var r grade.CellResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, false, fmt.Errorf("read grade %s: %w", key, err)
-	}
-	return &r, true, nil
-}
-
-// putGrade stores a cell result under its grade key, atomically.
-func (s *Store) putGrade(r grade.CellResult) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err == nil {
-		err = s.putFile(s.GradePath(r.Grade), append(b, '\n'))
-	}
-	if err != nil {
-		return fmt.Errorf("store grade %s: %w", r.Cell, err)
-	}
-	return nil
-}
-
-// Results returns one CellResult per plan cell from the store alone: a
-// stored grade, else an invalid rollout, else missing. It needs no Docker
-// and no model.
-func Results(p *plan.Plan, store *Store) ([]grade.CellResult, error) {
-	out := make([]grade.CellResult, len(p.Cells))
-	for i, c := range p.Cells {
-		r, err := storedResult(store, c)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = r
-	}
-	return out, nil
-}
-
-func storedResult(store *Store, c plan.Cell) (grade.CellResult, error) {
-	base := grade.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade, Status: grade.StatusMissing, Checks: []grade.CheckResult{}}
-	if g, ok, err := store.Grade(c.Grade); err != nil || ok {
-		if ok {
-			// A grade is shared by cells with equal keys: name this one.
-			g.Cell, g.Case, g.Arm, g.Trial = c.ID, c.Case, c.Arm, c.Trial
-			return *g, nil
-		}
-		return base, err
-	}
-	ro, ok, err := store.Rollout(c.Rollout)
-	if err != nil || !ok {
-		return base, err
-	}
-	if ro.Status == StatusInvalid {
-		base.Status, base.Error = ro.Status, ro.Error
-	}
-	return base, nil
-}
 
 // Grade grades every selected cell whose rollout is stored and whose grade is not (or is
 // invalid): typed checks in Go on the stored workspace, run: checks in a network-less
@@ -100,7 +32,7 @@ func storedResult(store *Store, c plan.Cell) (grade.CellResult, error) {
 // invalid grade with the reason, which the next run retries: grading never stops the
 // verdict.
 func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (graded int, err error) {
-	out, store, unlock, err := openRunFolder(opts.Out)
+	out, st, unlock, err := openRunFolder(opts.Out)
 	if err != nil {
 		return 0, err
 	}
@@ -119,16 +51,16 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 		if seen[c.Grade] {
 			continue
 		}
-		if g, ok, err := store.Grade(c.Grade); err != nil {
+		if g, ok, err := st.Grade(c.Grade); err != nil {
 			return 0, err
-		} else if ok && (g.Status != StatusInvalid || g.Judge != nil) {
+		} else if ok && (g.Status != store.StatusInvalid || g.Judge != nil) {
 			// Graded: a grade made invalid by an unreadable judge reply stands too;
 			// only a grade that failed (Docker, skillgate) is retried.
 			continue
 		}
-		if ro, ok, err := store.Rollout(c.Rollout); err != nil {
+		if ro, ok, err := st.Rollout(c.Rollout); err != nil {
 			return 0, err
-		} else if ok && ro.Status != StatusInvalid {
+		} else if ok && ro.Status != store.StatusInvalid {
 			seen[c.Grade] = true
 			todo = append(todo, c)
 		}
@@ -136,10 +68,10 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 	if len(todo) == 0 {
 		return 0, nil
 	}
-	if err := pinFixtures(p, opts.SuiteDir, store, todo); err != nil {
+	if err := st.PinFixtures(p, opts.SuiteDir, todo); err != nil {
 		return 0, err
 	}
-	g := &grader{plan: p, store: store, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
+	g := &grader{plan: p, store: st, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
 	defer g.close()
 	var mu sync.Mutex
 	forEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
@@ -155,8 +87,8 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 		}
 		fmt.Fprintf(opts.logger(), "grade %s: %v (the cell is invalid until a run grades it)\n", c.ID, err)
 		r := grade.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Rollout: c.Rollout, Grade: c.Grade,
-			Status: StatusInvalid, Error: "grade: " + g.redact().string(err.Error()), Checks: []grade.CheckResult{}}
-		if perr := store.putGrade(r); perr != nil {
+			Status: store.StatusInvalid, Error: "grade: " + g.redact().String(err.Error()), Checks: []grade.CheckResult{}}
+		if perr := st.PutGrade(r); perr != nil {
 			fmt.Fprintf(opts.logger(), "store grade %s: %v\n", c.ID, perr)
 		}
 	})
@@ -178,7 +110,7 @@ func (o Options) logger() io.Writer {
 // assertions.
 type grader struct {
 	plan  *plan.Plan
-	store *Store
+	store *store.Store
 	opts  Options
 	cases map[string]plan.PlanCase
 	arms  map[string]plan.PlanArm
@@ -186,10 +118,10 @@ type grader struct {
 	runID string
 
 	once   sync.Once
-	engine *Engine
+	engine backend
 	images *images
 	err    error
-	red    *redactor
+	red    *redact.Redactor
 }
 
 func (g *grader) close() {
@@ -199,9 +131,9 @@ func (g *grader) close() {
 }
 
 // redact is the run's redactor of stored text.
-func (g *grader) redact() *redactor {
+func (g *grader) redact() *redact.Redactor {
 	if g.red == nil {
-		g.red = newRedactor(g.plan)
+		g.red = redact.New(g.plan)
 	}
 	return g.red
 }
@@ -210,7 +142,7 @@ func (g *grader) redact() *redactor {
 func (g *grader) sweep(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	g.engine.Sweep(sctx, LabelRun+"="+g.runID)
+	g.engine.Sweep(sctx, docker.LabelRun+"="+g.runID)
 }
 
 func (g *grader) grade(ctx context.Context, c plan.Cell) error {
@@ -222,13 +154,13 @@ func (g *grader) grade(ctx context.Context, c plan.Cell) error {
 	if !ok {
 		return fmt.Errorf("no stored rollout %s", c.Rollout)
 	}
-	answer, err := storedAnswer(g.store, ro)
+	answer, err := g.store.Answer(ro)
 	if err != nil {
 		return err
 	}
 	in := grade.GradeInput{
 		Status: ro.Status, Error: ro.Error, Answer: string(answer),
-		World:        rolloutWorld(g.plan, g.store, g.opts.SuiteDir, pc, arm, ro),
+		World:        g.store.World(g.plan, g.opts.SuiteDir, pc, arm, ro),
 		Telemetry:    ro.Telemetry,
 		AgentSeconds: ro.Durations.Agent, TotalSeconds: ro.Durations.Total,
 		Collection: ro.Collection.Cut,
@@ -246,39 +178,7 @@ func (g *grader) grade(ctx context.Context, c plan.Cell) error {
 	if err != nil {
 		return err
 	}
-	return g.store.putGrade(r)
-}
-
-// storedAnswer is a rollout's final answer as the agent gave it, byte for byte.
-func storedAnswer(store *Store, ro *Rollout) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(store.RolloutDir(ro.Key), FileAnswer))
-	if errors.Is(err, fs.ErrNotExist) {
-		return []byte(ro.Answer), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read answer of %s: %w", ro.Cell, err)
-	}
-	return b, nil
-}
-
-// rolloutWorld is a stored rollout's final workspace: the plan's fixture and skill trees,
-// read from their verified snapshots in the store, and the stored changes.
-func rolloutWorld(p *plan.Plan, store *Store, suiteDir string, pc plan.PlanCase, arm plan.PlanArm, ro *Rollout) grade.World {
-	w := grade.World{Changed: filepath.Join(store.RolloutDir(ro.Key), DirFiles), Changes: ro.Changes}
-	if pc.Fixture != "" {
-		t := p.Fixtures[path.Clean(pc.Fixture)]
-		w.Fixture, w.FixtureTree = store.TreeDir(pc.FixtureDigest), &t // the verified snapshot, not the live folder
-	}
-	for _, k := range arm.Skills {
-		sk := p.Skills[k]
-		t := sk.Tree
-		dir := store.TreeDir(sk.Digest)
-		if _, err := os.Stat(dir); err != nil {
-			dir = filepath.Join(suiteDir, filepath.FromSlash(sk.Path)) // a rollout stored without its run
-		}
-		w.Skills = append(w.Skills, grade.WorldSkill{At: path.Join(p.Agent.SkillsDir, sk.Name), Dir: dir, Tree: &t})
-	}
-	return w
+	return g.store.PutGrade(r)
 }
 
 // checkDir holds, in a check container, what the checks are given besides the workspace.
@@ -297,7 +197,7 @@ const checkOutputCap = 64 << 10
 // as the agent gave it. Each check is its own process, whose exit code the engine reports,
 // so no output can forge a result; a check past its timeout ends the container, and the
 // checks after it start in a fresh one.
-func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, ro *Rollout, w grade.World, answer []byte) ([]grade.CheckResult, error) {
+func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, ro *store.Rollout, w grade.World, answer []byte) ([]grade.CheckResult, error) {
 	var runs []suite.Assertion
 	for _, a := range pc.Assert {
 		if a.Run != nil {
@@ -305,7 +205,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		}
 	}
 	out := make([]grade.CheckResult, len(runs))
-	if len(runs) == 0 || ro.Status != StatusCompleted {
+	if len(runs) == 0 || ro.Status != store.StatusCompleted {
 		// An agent that did not complete fails anyway; its checks are not run.
 		for i, a := range runs {
 			out[i] = grade.CheckResult{Name: runName(a), Kind: grade.CheckRun, Detail: "not run: the agent did not complete"}
@@ -313,11 +213,11 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		return out, nil
 	}
 	g.once.Do(func() {
-		if g.engine, g.err = NewEngine(ctx); g.err != nil {
+		if g.engine, g.err = newBackend(ctx); g.err != nil {
 			return
 		}
 		// The folder is locked: a container labelled for it is a dead run's.
-		if n, err := g.engine.Sweep(ctx, LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {
+		if n, err := g.engine.Sweep(ctx, docker.LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {
 			fmt.Fprintf(g.opts.logger(), "removed %d containers left by an interrupted run\n", n)
 		}
 		g.images = newImages(g.engine, g.plan, g.store, g.opts.logger())
@@ -338,16 +238,16 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 	if err != nil {
 		return nil, fmt.Errorf("read limits.checkMemory: %w", err)
 	}
-	spec := SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: Workspace,
-		Labels: map[string]string{LabelRun: g.runID, LabelOut: outLabel(g.out), LabelCell: c.ID, LabelPlan: g.plan.Digest.Encoded()[:16], LabelKind: "check"},
+	spec := docker.SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: docker.Workspace,
+		Labels: map[string]string{docker.LabelRun: g.runID, docker.LabelOut: outLabel(g.out), docker.LabelCell: c.ID, docker.LabelPlan: g.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
 		Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}
-	var s *Session
+	var s *docker.Session
 	defer func() {
 		if s != nil {
 			s.Close()
 		}
 	}()
-	env := []string{"WORLD=" + Workspace, "OUTPUT=" + checkAnswer}
+	env := []string{"WORLD=" + docker.Workspace, "OUTPUT=" + checkAnswer}
 	for i, a := range runs {
 		t := a.Timeout
 		if t == "" {
@@ -362,7 +262,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 				return nil, err
 			}
 		}
-		res, err := s.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-c", *a.Run}, Env: env, Timeout: d, OutputCap: checkOutputCap})
+		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c", *a.Run}, Env: env, Timeout: d, OutputCap: checkOutputCap})
 		if err != nil {
 			return nil, fmt.Errorf("run check %d of %s: %w", i, c.ID, err)
 		}
@@ -377,7 +277,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 
 // startCheckSession starts a check container and lays the final workspace out in it: the
 // deleted paths removed, then the changed entries unpacked over the image's.
-func startCheckSession(ctx context.Context, e *Engine, spec SessionSpec, world checkWorldTars) (*Session, error) {
+func startCheckSession(ctx context.Context, e backend, spec docker.SessionSpec, world checkWorldTars) (*docker.Session, error) {
 	s, err := e.StartSession(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -387,7 +287,7 @@ func startCheckSession(ctx context.Context, e *Engine, spec SessionSpec, world c
 		return nil, err
 	}
 	if world.deletes {
-		res, err := s.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-c", "cd " + Workspace + " && xargs -0 rm -rf -- < " + checkDelete}, OutputCap: 4 << 10})
+		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c", "cd " + docker.Workspace + " && xargs -0 rm -rf -- < " + checkDelete}, OutputCap: 4 << 10})
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("remove the deleted paths: exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Output)))
 		}
@@ -406,7 +306,7 @@ func startCheckSession(ctx context.Context, e *Engine, spec SessionSpec, world c
 }
 
 // checkResult reads one check's outcome.
-func checkResult(a suite.Assertion, res *ExecOutcome, timeout time.Duration) grade.CheckResult {
+func checkResult(a suite.Assertion, res *docker.ExecOutcome, timeout time.Duration) grade.CheckResult {
 	ch := grade.CheckResult{Name: runName(a), Kind: grade.CheckRun, Passed: !res.TimedOut && res.ExitCode == 0}
 	if ch.Passed {
 		return ch
@@ -462,22 +362,22 @@ func checkWorld(p *plan.Plan, w grade.World, answer []byte) (checkWorldTars, err
 		}
 	}
 	out.deletes = del.Len() > 0
-	given := NewBuildContext("")
+	given := docker.NewBuildContext("")
 	given.AddDir(strings.TrimPrefix(checkDir, "/"), 0o555, 0, 0)
 	given.AddFile(strings.TrimPrefix(checkAnswer, "/"), 0o444, 0, 0, answer)
 	given.AddFile(strings.TrimPrefix(checkDelete, "/"), 0o444, 0, 0, del.Bytes())
-	if out.given, err = given.layer(); err != nil {
+	if out.given, err = given.Layer(); err != nil {
 		return out, fmt.Errorf("lay out the final workspace: %w", err)
 	}
-	changed := NewBuildContext("")
+	changed := docker.NewBuildContext("")
 	n := 0
 	for _, ch := range w.Changes {
 		if ch.Kind == grade.ChangeDeleted || ch.Cut != "" {
 			continue
 		}
-		rel := path.Join(strings.TrimPrefix(Workspace, "/"), ch.Path)
+		rel := path.Join(strings.TrimPrefix(docker.Workspace, "/"), ch.Path)
 		for d := path.Dir(ch.Path); d != "."; d = path.Dir(d) {
-			changed.AddDir(path.Join(strings.TrimPrefix(Workspace, "/"), d), 0o755, uid, gid)
+			changed.AddDir(path.Join(strings.TrimPrefix(docker.Workspace, "/"), d), 0o755, uid, gid)
 		}
 		switch ch.Type {
 		case grade.TypeDir:
@@ -495,12 +395,12 @@ func checkWorld(p *plan.Plan, w grade.World, answer []byte) (checkWorldTars, err
 			if ch.Digest == "" {
 				blob = filepath.Join(w.Changed, filepath.FromSlash(ch.Path))
 			}
-			changed.addHostFileMode(rel, blob, mode, uid, gid)
+			changed.AddHostFileMode(rel, blob, mode, uid, gid)
 		}
 		n++
 	}
 	if n > 0 {
-		if out.changed, err = changed.layer(); err != nil {
+		if out.changed, err = changed.Layer(); err != nil {
 			return out, fmt.Errorf("lay out the final workspace: %w", err)
 		}
 	}

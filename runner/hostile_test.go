@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -20,11 +24,11 @@ import (
 // (testdata/run/hostile): each attack is contained and recorded, every cell is graded on
 // the final state it left (none is invalid), and the verdict is written.
 func TestHostileAgent(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "hostile")
 	out := t.TempDir()
 	sum, rep := evaluate(t, s.Plan, s.Dir, out)
-	if sum.Statuses[StatusInvalid] != 0 || rep == nil {
+	if sum.Statuses[store.StatusInvalid] != 0 || rep == nil {
 		t.Fatalf("summary %+v, report %v", sum, rep != nil)
 	}
 	for _, f := range []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml"} {
@@ -32,14 +36,14 @@ func TestHostileAgent(t *testing.T) {
 			t.Errorf("no %s: %v", f, err)
 		}
 	}
-	results, err := Results(s.Plan, &Store{Dir: out})
+	results, err := store.Results(s.Plan, &store.Store{Dir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
 	by := map[string]grade.CellResult{}
 	for _, r := range results {
 		by[r.Cell] = r
-		if r.Status != StatusCompleted {
+		if r.Status != store.StatusCompleted {
 			t.Errorf("%s: status %s (%s), want completed: every shape of workspace is gradeable", r.Cell, r.Status, r.Error)
 		}
 	}
@@ -120,7 +124,7 @@ func TestHostileAgent(t *testing.T) {
 // container outlives the run that follows, and that run grades every cell and writes the
 // verdict.
 func TestKillDuringGradingLeavesNothing(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "checks")
 	bin := buildCLI(t)
 	s.useCLIPlan(t, bin)
@@ -128,7 +132,7 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 	if sum := s.run(t, out, Options{}); !sum.Complete() {
 		t.Fatalf("rollouts: %+v", sum)
 	}
-	grades := filepath.Join(out, filepath.FromSlash(storeGrades))
+	grades := filepath.Join(out, filepath.FromSlash(store.DirGrades))
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for i := 0; i < 10; i++ {
 		os.RemoveAll(grades)
@@ -142,7 +146,7 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGKILL)
 			<-done
 		}
-		t.Logf("kill %d after %s: %d containers of the run folder alive", i, delay, len(runContainers(t, e, out)))
+		t.Logf("kill %d after %s: %d containers of the run folder alive", i, delay, len(runContainers(t, out)))
 	}
 	time.Sleep(time.Second) // a container the last dead process asked for may still be coming
 	// Exit 1 is the policy's FAIL (both arms pass alike): a verdict all the same.
@@ -152,10 +156,10 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "verdict.json")); err != nil {
 		t.Errorf("no verdict: %v", err)
 	}
-	if left := runContainers(t, e, out); len(left) > 0 {
+	if left := runContainers(t, out); len(left) > 0 {
 		t.Errorf("containers left: %q", left)
 	}
-	results, err := Results(s.Plan, &Store{Dir: out})
+	results, err := store.Results(s.Plan, &store.Store{Dir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +174,7 @@ func TestKillDuringGradingLeavesNothing(t *testing.T) {
 // on the same inputs, in cells of its own; both outcomes are stored and reported, the
 // rerun fails too and the failure stands; a second run reruns nothing.
 func TestRerunRed(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "rerun")
 	out := t.TempDir()
 	_, rep := evaluate(t, s.Plan, s.Dir, out)
@@ -183,10 +187,10 @@ func TestRerunRed(t *testing.T) {
 	if len(rep.Reruns) != 1 || rep.Reruns[0].Panel != (plan.Panel{Case: "t", Arm: "after"}) || len(rep.Reruns[0].Trials) != 3 || rep.Reruns[0].Flaky {
 		t.Fatalf("reruns %+v", rep.Reruns)
 	}
-	store := &Store{Dir: out}
+	st := &store.Store{Dir: out}
 	for _, c := range plan.PanelCells(s.Plan, plan.Panel{Case: "t", Arm: "after"}, 1) {
-		ro, ok, err := store.Rollout(c.Rollout)
-		if err != nil || !ok || ro.Status != StatusCompleted || ro.Cell != c.ID {
+		ro, ok, err := st.Rollout(c.Rollout)
+		if err != nil || !ok || ro.Status != store.StatusCompleted || ro.Cell != c.ID {
 			t.Errorf("rerun %s: %+v %v %v", c.ID, ro, ok, err)
 		}
 	}

@@ -10,6 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
@@ -48,7 +53,7 @@ func checkRanPinnedBytes(t *testing.T, s runSuite, out string) string {
 		if len(ro.Inputs.Skills) != 1 || ro.Inputs.Skills[0].Digest != s.Plan.Skills["s"].Digest || ro.Inputs.Skills[0].Key != "s" {
 			t.Errorf("%s records skills %+v, the plan installs %s", id, ro.Inputs.Skills, s.Plan.Skills["s"].Digest)
 		}
-		snap, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(storeTrees), ro.Inputs.Skills[0].Digest.Encoded(), "SKILL.md"))
+		snap, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(store.DirTrees), ro.Inputs.Skills[0].Digest.Encoded(), "SKILL.md"))
 		if err != nil || printedDigest(ro.Answer) != string(digest.FromBytes(snap)) {
 			t.Errorf("%s: the store's snapshot of its skill (%v) is not what it read", id, err)
 		}
@@ -72,7 +77,7 @@ func checkRanPinnedBytes(t *testing.T, s runSuite, out string) string {
 // is invalid, naming the file, so the verdict is INCOMPLETE; once the file
 // is restored the next run reruns exactly those cells.
 func TestSkillEditedDuringRun(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
 	out := t.TempDir()
 	skill := filepath.Join(s.Dir, "skill", "SKILL.md")
@@ -105,21 +110,21 @@ func TestSkillEditedDuringRun(t *testing.T) {
 	if res.rep.Verdict.Verdict != verdict.VerdictIncomplete || !strings.Contains(strings.Join(res.rep.Verdict.Reasons, "\n"), "INPUT-CHANGED skill s: SKILL.md modified (3 cells)") {
 		t.Errorf("verdict %s %q: want INCOMPLETE naming SKILL.md", res.rep.Verdict.Verdict, res.rep.Verdict.Reasons)
 	}
-	if res.sum.Statuses[StatusInvalid] != 3 || res.sum.Complete() {
+	if res.sum.Statuses[store.StatusInvalid] != 3 || res.sum.Complete() {
 		t.Errorf("summary %+v: want the 3 forced cells invalid", res.sum)
 	}
 	want := skillFileDigest(s.Plan)
 	for id, ro := range stored(t, out) {
 		switch ro.Arm {
 		case "forced":
-			if ro.Status != StatusInvalid || !strings.Contains(ro.Error, "skill s: SKILL.md modified") || !reflect.DeepEqual(ro.InputsChanged, []string{"skill s: SKILL.md modified"}) {
+			if ro.Status != store.StatusInvalid || !strings.Contains(ro.Error, "skill s: SKILL.md modified") || !reflect.DeepEqual(ro.InputsChanged, []string{"skill s: SKILL.md modified"}) {
 				t.Errorf("%s: %s (%s) %q, want invalid naming SKILL.md", id, ro.Status, ro.Error, ro.InputsChanged)
 			}
 			if got := printedDigest(ro.Answer); got != want {
 				t.Errorf("%s read SKILL.md of digest %s: not the pinned %s", id, got, want)
 			}
 		default:
-			if ro.Status != StatusCompleted {
+			if ro.Status != store.StatusCompleted {
 				t.Errorf("%s (no skill): %s %s", id, ro.Status, ro.Error)
 			}
 		}
@@ -157,9 +162,9 @@ func TestRunRefusesChangedInput(t *testing.T) {
 	if want := "verify skill s: SKILL.md: digest " + string(now) + ", the plan says " + skillFileDigest(s.Plan); err == nil || err.Error() != want {
 		t.Fatalf("run of a changed skill: %v, want %q", err, want)
 	}
-	emptyDir(t, filepath.Join(out, filepath.FromSlash(storeRollouts)))
+	emptyDir(t, filepath.Join(out, filepath.FromSlash(store.DirRollouts)))
 	// Verified trees may be kept (the fixture's); the refused one is not.
-	if _, err := os.Stat((&Store{Dir: out}).TreeDir(s.Plan.Skills["s"].Digest)); err == nil {
+	if _, err := os.Stat((&store.Store{Dir: out}).TreeDir(s.Plan.Skills["s"].Digest)); err == nil {
 		t.Error("the refused skill tree was stored")
 	}
 }
@@ -168,7 +173,7 @@ func TestRunRefusesChangedInput(t *testing.T) {
 // one into B, and the original again into a fresh C: each image holds
 // exactly its plan's bytes, and C reuses A's image, never B's.
 func TestCellImageHoldsPinnedBytes(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
 	skill := filepath.Join(s.Dir, "skill", "SKILL.md")
 	original, err := os.ReadFile(skill)
@@ -210,7 +215,7 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 	}
 	// The image carries its key; one under the tag without it is rebuilt.
 	_, labels, ok, err := e.ImageLabels(context.Background(), imageA)
-	if err != nil || !ok || labels[LabelCellKey] == "" {
+	if err != nil || !ok || labels[docker.LabelCellKey] == "" {
 		t.Errorf("cell image labels %v (%v, %v)", labels, ok, err)
 	}
 }
@@ -219,9 +224,9 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 // pinned fails the image build, naming the file, and leaves no image under
 // the cell's tag.
 func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
-	store, err := OpenStore(t.TempDir())
+	st, err := store.OpenStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,14 +234,14 @@ func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
 	if arm.Name != "forced" {
 		t.Fatalf("first arm %s", arm.Name)
 	}
-	in := newInputs(s.Plan, s.Dir, store)
+	in := newInputs(s.Plan, s.Dir, st)
 	if err := in.add(pc, arm); err != nil {
 		t.Fatal(err)
 	}
 	if err := in.pin(); err != nil {
 		t.Fatal(err)
 	}
-	snap := filepath.Join(store.TreeDir(s.Plan.Skills["s"].Digest), "SKILL.md")
+	snap := filepath.Join(st.TreeDir(s.Plan.Skills["s"].Digest), "SKILL.md")
 	b, _ := os.ReadFile(snap)
 	b[len(b)-2] ^= 1 // same size, other bytes
 	if err := os.Chmod(snap, 0o644); err != nil {
@@ -245,7 +250,7 @@ func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
 	if err := os.WriteFile(snap, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	im := &images{engine: e, plan: s.Plan, store: store, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+	im := &images{engine: e, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 	ref, _, err := im.cellImage(context.Background(), pc, arm)
 	if want := "verify " + snap + ": digest " + string(digest.FromBytes(b)) + ", the plan says " + skillFileDigest(s.Plan); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("build from a changed snapshot: %v, want %q", err, want)
@@ -259,14 +264,14 @@ func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
 // does not carry the cell's key (tagged by hand, or built by an older
 // skillgate from the live folder) is not trusted: the cell rebuilds it.
 func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
-	store, err := OpenStore(t.TempDir())
+	st, err := store.OpenStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	pc, arm := s.Plan.Cases[0], s.Plan.Arms[0]
-	in := newInputs(s.Plan, s.Dir, store)
+	in := newInputs(s.Plan, s.Dir, st)
 	if err := in.add(pc, arm); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +279,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	newImages := func() *images {
-		return &images{engine: e, plan: s.Plan, store: store, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+		return &images{engine: e, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 	}
 	ref, _, err := newImages().cellImage(context.Background(), pc, arm)
 	if err != nil {
@@ -284,7 +289,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.tag(context.Background(), sandbox, ref); err != nil {
+	if err := e.Tag(context.Background(), sandbox, ref); err != nil {
 		t.Fatal(err)
 	}
 	_, again, err := newImages().cellImage(context.Background(), pc, arm)
@@ -292,7 +297,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, labels, _, err := e.ImageLabels(context.Background(), ref)
-	if err != nil || again != id || labels[LabelCellKey] == "" {
+	if err != nil || again != id || labels[docker.LabelCellKey] == "" {
 		t.Errorf("the tag %s holds %s (labels %v, %v), the cell ran %s", ref, id, labels, err, again)
 	}
 	if sandboxID, _, _ := e.ImageExists(context.Background(), sandbox); again == sandboxID {

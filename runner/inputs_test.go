@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
@@ -32,25 +37,25 @@ func TestPinTreeVerifies(t *testing.T) {
 	src := inputTreeDir(t)
 	want, err := plan.HashTree(src)
 	mustDo(t, err)
-	store, err := OpenStore(t.TempDir())
+	st, err := store.OpenStore(t.TempDir())
 	mustDo(t, err)
 
-	dir, err := store.PinTree("skill s", src, want)
+	dir, err := st.PinTree("skill s", src, want)
 	mustDo(t, err)
-	if dir != store.TreeDir(want.Digest) {
-		t.Errorf("snapshot at %s, want %s", dir, store.TreeDir(want.Digest))
+	if dir != st.TreeDir(want.Digest) {
+		t.Errorf("snapshot at %s, want %s", dir, st.TreeDir(want.Digest))
 	}
 	got, err := plan.HashTree(dir)
 	mustDo(t, err)
 	if got.Digest != want.Digest {
 		t.Errorf("snapshot digest %s, the plan's %s: %v", got.Digest, want.Digest, plan.DiffTrees(want, got))
 	}
-	if st, _ := os.Stat(filepath.Join(dir, "SKILL.md")); st.Mode().Perm()&0o222 != 0 {
-		t.Errorf("snapshot file is writable: %v", st.Mode())
+	if fi, _ := os.Stat(filepath.Join(dir, "SKILL.md")); fi.Mode().Perm()&0o222 != 0 {
+		t.Errorf("snapshot file is writable: %v", fi.Mode())
 	}
 	// Stored once: a later pin does not copy again, whatever the live folder.
 	mustDo(t, os.WriteFile(filepath.Join(src, "SKILL.md"), []byte("edited"), 0o644))
-	if again, err := store.PinTree("skill s", src, want); err != nil || again != dir {
+	if again, err := st.PinTree("skill s", src, want); err != nil || again != dir {
 		t.Errorf("pin of a stored tree: %s, %v", again, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "SKILL.md")); string(b) == "edited" {
@@ -76,7 +81,7 @@ func TestPinTreeVerifies(t *testing.T) {
 	} {
 		src := inputTreeDir(t)
 		tc.edit(src)
-		fresh, err := OpenStore(t.TempDir())
+		fresh, err := store.OpenStore(t.TempDir())
 		mustDo(t, err)
 		if _, err := fresh.PinTree("skill s", src, want); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
@@ -94,14 +99,14 @@ func TestImageContextVerifiesTrees(t *testing.T) {
 	src := inputTreeDir(t)
 	tree, err := plan.HashTree(src)
 	mustDo(t, err)
-	store, err := OpenStore(t.TempDir())
+	st, err := store.OpenStore(t.TempDir())
 	mustDo(t, err)
-	dir, err := store.PinTree("skill s", src, tree)
+	dir, err := st.PinTree("skill s", src, tree)
 	mustDo(t, err)
 
-	bc := NewBuildContext(testLayerDockerfile)
-	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, tree, 1000, 1000))
-	_, hdrs, contents, _ := readContext(t, writeContext(t, bc))
+	bc := docker.NewBuildContext(dockertest.LayerDockerfile)
+	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, treeFiles(tree), 1000, 1000))
+	_, hdrs, contents, _ := dockertest.ReadContext(t, dockertest.WriteContext(t, bc))
 	for name, mode := range map[string]int64{
 		"workspace/.claude/skills/s": 0o755, "workspace/.claude/skills/s/bin": 0o755,
 		"workspace/.claude/skills/s/SKILL.md": 0o644, "workspace/.claude/skills/s/bin/run.sh": 0o755,
@@ -122,8 +127,8 @@ func TestImageContextVerifiesTrees(t *testing.T) {
 	p := filepath.Join(dir, "SKILL.md")
 	mustDo(t, os.Chmod(p, 0o644))
 	mustDo(t, os.WriteFile(p, []byte("---\nname: x\n---\n# s\n"), 0o644))
-	bc = NewBuildContext(testLayerDockerfile)
-	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, tree, 1000, 1000))
+	bc = docker.NewBuildContext(dockertest.LayerDockerfile)
+	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, treeFiles(tree), 1000, 1000))
 	_, err = bc.WriteTo(io.Discard)
 	if want := "verify " + p + ": digest " + string(digest.FromString("---\nname: x\n---\n# s\n")) + ", the plan says " + string(tree.Files["SKILL.md"].Digest); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("tampered snapshot: err = %v, want %q", err, want)
@@ -137,10 +142,10 @@ func TestRecheckNamesChanges(t *testing.T) {
 	src := inputTreeDir(t)
 	tree, err := plan.HashTree(src)
 	mustDo(t, err)
-	store, err := OpenStore(t.TempDir())
+	st, err := store.OpenStore(t.TempDir())
 	mustDo(t, err)
 	p := &plan.Plan{Skills: map[string]plan.PlanSkill{"s": {Skill: suite.Skill{Path: filepath.Base(src), Name: "s"}, Tree: tree}}}
-	in := newInputs(p, filepath.Dir(src), store)
+	in := newInputs(p, filepath.Dir(src), st)
 	mustDo(t, in.add(plan.PlanCase{}, plan.PlanArm{Name: "forced", Arm: suite.Arm{Skills: []string{"s"}}}))
 	mustDo(t, in.pin())
 	if got := in.recheck(); len(got) != 0 {
@@ -153,5 +158,12 @@ func TestRecheckNamesChanges(t *testing.T) {
 	want := []string{"skill s: README.md removed", "skill s: SKILL.md modified", "skill s: bin/run.sh modified", "skill s: new.md added"}
 	if got := in.recheck()["skill s"]; strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("changes %q, want %q", got, want)
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -19,7 +21,7 @@ func checkFixedTrials(out string, p *plan.Plan) error {
 	if !p.Policy.FixedTrials {
 		return nil
 	}
-	prev, err := plan.ReadPlan(filepath.Join(out, FilePlan))
+	prev, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -29,14 +31,14 @@ func checkFixedTrials(out string, p *plan.Plan) error {
 	if prev.Suite.Trials == p.Suite.Trials {
 		return nil
 	}
-	store := &Store{Dir: out}
+	st := &store.Store{Dir: out}
 	held := 0
 	for _, c := range prev.Cells {
-		_, graded, err := store.Grade(c.Grade)
+		_, graded, err := st.Grade(c.Grade)
 		if err != nil {
 			return fmt.Errorf("check trials: %w", err)
 		}
-		_, rolled, err := store.Rollout(c.Rollout)
+		_, rolled, err := st.Rollout(c.Rollout)
 		if err != nil {
 			return fmt.Errorf("check trials: %w", err)
 		}
@@ -64,14 +66,14 @@ func rerunCells(p *plan.Plan) []plan.Cell {
 }
 
 // storedReruns are the results of the reruns the store holds.
-func storedReruns(p *plan.Plan, store *Store) ([]plan.Cell, []grade.CellResult, error) {
+func storedReruns(p *plan.Plan, st *store.Store) ([]plan.Cell, []grade.CellResult, error) {
 	cells := rerunCells(p)
 	if len(cells) == 0 {
 		return nil, nil, nil
 	}
 	q := *p
 	q.Cells = cells
-	results, err := Results(&q, store)
+	results, err := store.Results(&q, st)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,13 +84,13 @@ func storedReruns(p *plan.Plan, store *Store) ([]plan.Cell, []grade.CellResult, 
 // and safety rules fail (whose first trials all ran): the same inputs in new cells, run
 // and graded like the plan's own, so both outcomes are stored.
 func rerunRed(ctx context.Context, p *plan.Plan, opts Options) error {
-	store := &Store{Dir: opts.Out}
+	st := &store.Store{Dir: opts.Out}
 	for n := 1; n <= p.Policy.RerunRed && ctx.Err() == nil; n++ {
-		results, err := Results(p, store)
+		results, err := store.Results(p, st)
 		if err != nil {
 			return err
 		}
-		cells, reruns, err := storedReruns(p, store)
+		cells, reruns, err := storedReruns(p, st)
 		if err != nil {
 			return err
 		}

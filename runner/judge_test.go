@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,7 +14,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/skillgate/skillgate/runner/judge"
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -55,17 +59,17 @@ type fakeJudge struct {
 	fail    func(prompt string) error
 }
 
-func (f *fakeJudge) Ask(_ context.Context, prompt string) (string, JudgeUsage, error) {
+func (f *fakeJudge) Ask(_ context.Context, prompt string) (string, store.JudgeUsage, error) {
 	f.mu.Lock()
 	f.calls++
 	f.prompts = append(f.prompts, prompt)
 	f.mu.Unlock()
 	if f.fail != nil {
 		if err := f.fail(prompt); err != nil {
-			return "", JudgeUsage{}, err
+			return "", store.JudgeUsage{}, err
 		}
 	}
-	return f.reply(prompt), JudgeUsage{Model: "fake"}, nil
+	return f.reply(prompt), store.JudgeUsage{Model: "fake"}, nil
 }
 
 func (f *fakeJudge) count() int {
@@ -100,22 +104,22 @@ schema.#Suite & {
 `
 
 // storeRollout stores a completed rollout for a cell, as a run would.
-func storeRollout(t *testing.T, store *Store, p *plan.Plan, c plan.Cell, answer string, files map[string]string) {
+func storeRollout(t *testing.T, st *store.Store, p *plan.Plan, c plan.Cell, answer string, files map[string]string) {
 	t.Helper()
-	staged, err := store.Stage()
+	staged, err := st.Stage()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro := &Rollout{Key: c.Rollout, Plan: p.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Status: StatusCompleted, Answer: answer, Changes: []Change{}}
+	ro := &store.Rollout{Key: c.Rollout, Plan: p.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Status: store.StatusCompleted, Answer: answer, Changes: []store.Change{}}
 	for rel, body := range files {
 		d := digest.FromString(body)
-		os.MkdirAll(filepath.Join(staged, DirFiles), 0o755)
-		if err := os.WriteFile(filepath.Join(staged, DirFiles, d.Encoded()), []byte(body), 0o644); err != nil {
+		os.MkdirAll(filepath.Join(staged, store.DirFiles), 0o755)
+		if err := os.WriteFile(filepath.Join(staged, store.DirFiles, d.Encoded()), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ro.Changes = append(ro.Changes, Change{Path: rel, Kind: ChangeAdded, Type: "file", Digest: d, Size: int64(len(body))})
+		ro.Changes = append(ro.Changes, store.Change{Path: rel, Kind: store.ChangeAdded, Type: "file", Digest: d, Size: int64(len(body))})
 	}
-	if err := store.Commit(staged, ro); err != nil {
+	if err := st.Commit(staged, ro); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -136,7 +140,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
-	store, err := OpenStore(out)
+	st, err := store.OpenStore(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,14 +151,14 @@ func TestJudgeRubricFromStore(t *testing.T) {
 		if c.ID == "a/none/2" {
 			answer = "nothing" // fails its assertion
 		}
-		storeRollout(t, store, p, c, answer, map[string]string{"out.txt": map[string]string{"forced": "tidy notes\n", "none": "rough notes\n"}[c.Arm]})
+		storeRollout(t, st, p, c, answer, map[string]string{"out.txt": map[string]string{"forced": "tidy notes\n", "none": "rough notes\n"}[c.Arm]})
 	}
 	opts := Options{Out: out, SuiteDir: dir, Jobs: 3}
 	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
 		t.Fatal(err)
 	}
 	invalidFor := grade.CandidateID(cells["a/forced/2"])
-	judge := &fakeJudge{reply: func(prompt string) string {
+	fake := &fakeJudge{reply: func(prompt string) string {
 		switch {
 		case strings.Contains(prompt, invalidFor):
 			return `{"criteria": [{"criterion": 0, "pass": true}]}` // criterion 1 missing
@@ -169,14 +173,14 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	// Two cells are disputed and adjudicated by the same judge in fresh
 	// calls: a/none/1 (its checks passed, a criterion failed) and a/none/2
 	// (a check failed, every criterion passed).
-	n, failed, err := JudgeCells(context.Background(), p, judge, nil, opts)
-	if err != nil || n != 4 || failed != 0 || judge.count() != 6 {
-		t.Fatalf("judged %d (%d calls, %d failed), %v; want the 4 cells of case a, 2 of them adjudicated\n%s", n, judge.count(), failed, err, log.String())
+	n, failed, err := judge.JudgeCells(context.Background(), p, fake, nil, opts.judging())
+	if err != nil || n != 4 || failed != 0 || fake.count() != 6 {
+		t.Fatalf("judged %d (%d calls, %d failed), %v; want the 4 cells of case a, 2 of them adjudicated\n%s", n, fake.count(), failed, err, log.String())
 	}
 	if !strings.Contains(log.String(), "a/forced/2: judge reply invalid") {
 		t.Errorf("log:\n%s", log.String())
 	}
-	if err := os.WriteFile(filepath.Join(out, FilePlan), p.Encode(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, store.FilePlan), p.Encode(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
@@ -184,7 +188,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := Results(p, store)
+	results, err := store.Results(p, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +207,7 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if r := by["a/forced/1"]; !r.Passed || r.Judge == nil || !r.Judge.Valid || judgeChecks(r) != 2 || r.Judge.Candidate != grade.CandidateID(cells["a/forced/1"]) {
 		t.Errorf("a/forced/1: %+v", r)
 	}
-	if r := by["a/forced/2"]; r.Status != grade.StatusInvalid || r.Passed || !strings.Contains(r.Error, "judge: criterion 1 has no result") || r.Judge.Status != StatusCompleted {
+	if r := by["a/forced/2"]; r.Status != grade.StatusInvalid || r.Passed || !strings.Contains(r.Error, "judge: criterion 1 has no result") || r.Judge.Status != store.StatusCompleted {
 		t.Errorf("a/forced/2: %+v", r)
 	}
 	if r := by["a/none/1"]; r.Passed || !r.Judge.DeterministicPassed || judgeChecks(r) != 2 {
@@ -226,26 +230,26 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	// Packets and judgements are stored by grade key; no packet names the skill.
 	for _, id := range []string{"a/forced/1", "a/forced/2", "a/none/1", "a/none/2"} {
 		key := cells[id].Grade.Encoded()
-		pk, err := os.ReadFile(store.PacketPath(key))
+		pk, err := os.ReadFile(st.PacketPath(key))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if bytes.Contains(pk, []byte("skillomega")) || bytes.Contains(pk, []byte("forced")) || !json.Valid(pk) {
 			t.Errorf("packet of %s:\n%s", id, pk)
 		}
-		if jd, ok, err := store.Judgement(key); err != nil || !ok || jd.Mode != "rubric" || jd.Cells[0] != id {
+		if jd, ok, err := st.Judgement(key); err != nil || !ok || jd.Mode != "rubric" || jd.Cells[0] != id {
 			t.Errorf("judgement of %s: %+v %v %v", id, jd, ok, err)
 		}
 	}
 
 	// A rerun asks nothing: every judged grade is stored.
-	if n, _, err := JudgeCells(context.Background(), p, judge, nil, opts); err != nil || n != 0 || judge.count() != 6 {
-		t.Errorf("rerun judged %d (%d calls), %v", n, judge.count(), err)
+	if n, _, err := judge.JudgeCells(context.Background(), p, fake, nil, opts.judging()); err != nil || n != 0 || fake.count() != 6 {
+		t.Errorf("rerun judged %d (%d calls), %v", n, fake.count(), err)
 	}
 	// A cell graded but not judged (an interrupted run) is not a result:
 	// the report is INCOMPLETE until it is judged; its stored judgement is
 	// then reused without asking again.
-	if err := os.Remove(store.GradePath(cells["a/none/1"].Grade)); err != nil {
+	if err := os.Remove(st.GradePath(cells["a/none/1"].Grade)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
@@ -258,10 +262,10 @@ func TestJudgeRubricFromStore(t *testing.T) {
 	if !strings.Contains(strings.Join(rep.Verdict.Reasons, ","), "INCOMPLETE 1 cells not judged: a/none/1 (not asked: judging did not finish)") {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
-	if n, _, err := JudgeCells(context.Background(), p, judge, nil, opts); err != nil || n != 1 || judge.count() != 6 {
-		t.Errorf("rejudge judged %d (%d calls), %v: want the stored judgement applied", n, judge.count(), err)
+	if n, _, err := judge.JudgeCells(context.Background(), p, fake, nil, opts.judging()); err != nil || n != 1 || fake.count() != 6 {
+		t.Errorf("rejudge judged %d (%d calls), %v: want the stored judgement applied", n, fake.count(), err)
 	}
-	if r, _, _ := store.Grade(cells["a/none/1"].Grade); r == nil || r.Judge == nil || r.Passed {
+	if r, _, _ := st.Grade(cells["a/none/1"].Grade); r == nil || r.Judge == nil || r.Passed {
 		t.Errorf("a/none/1 after rejudging: %+v", r)
 	}
 }
@@ -317,7 +321,7 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
-	store, err := OpenStore(out)
+	st, err := store.OpenStore(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,13 +332,13 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 		if c.ID == "a/none/2" {
 			answer = "nothing marked" // fails its check
 		}
-		storeRollout(t, store, p, c, answer, nil)
+		storeRollout(t, st, p, c, answer, nil)
 	}
 	opts := Options{Out: out, SuiteDir: dir, Jobs: 3}
 	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(out, FilePlan), p.Encode(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, store.FilePlan), p.Encode(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	const firstEvidence = "FIRST-JUDGE-EVIDENCE"
@@ -345,7 +349,7 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 		}
 		return `{"criteria": [` + strings.Join(cs, ", ") + `]}`
 	}
-	judge := &fakeJudge{reply: func(prompt string) string {
+	fake := &fakeJudge{reply: func(prompt string) string {
 		n := strings.Count(prompt, `"index": `)
 		return criteria(n, strings.Contains(prompt, `"answer": "MARKED`) || strings.Contains(prompt, `"answer": "nothing`))
 	}}
@@ -365,11 +369,11 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	}
 	var log bytes.Buffer
 	opts.Log = &log
-	n, failed, err := JudgeCells(context.Background(), p, judge, adjudicator, opts)
+	n, failed, err := judge.JudgeCells(context.Background(), p, fake, adjudicator, opts.judging())
 	// Disputed: a/none/1 (checks passed, the judge failed one), a/none/2
 	// (a check failed, the judge passed all) and the four cells of c.
-	if err != nil || n != 7 || failed != 1 || judge.count() != 8 || adjudicator.count() != 6 {
-		t.Fatalf("judged %d, %d failed, %d judge and %d adjudicator calls, %v\n%s", n, failed, judge.count(), adjudicator.count(), err, log.String())
+	if err != nil || n != 7 || failed != 1 || fake.count() != 8 || adjudicator.count() != 6 {
+		t.Fatalf("judged %d, %d failed, %d judge and %d adjudicator calls, %v\n%s", n, failed, fake.count(), adjudicator.count(), err, log.String())
 	}
 	for _, prompt := range adjudicator.prompts {
 		if !strings.HasPrefix(prompt, "ADJUDICATE the criteria of this attempt:\n\n{") || strings.Contains(prompt, firstEvidence) || strings.Contains(prompt, "skillomega") || strings.Contains(prompt, "forced") {
@@ -384,24 +388,24 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	if rep.Verdict.Verdict != verdict.VerdictIncomplete || !strings.Contains(reasons, "INCOMPLETE 1 cells not judged: a/none/1 (adjudicator: HTTP 503: overloaded)") {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
-	if _, ok, _ := store.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); !ok {
+	if _, ok, _ := st.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); !ok {
 		t.Error("the failed adjudication is not stored")
 	}
 
 	// The next run asks the adjudicator about a/none/1 alone.
 	adjudicator.fail = nil
-	n, failed, err = JudgeCells(context.Background(), p, judge, adjudicator, opts)
-	if err != nil || n != 1 || failed != 0 || judge.count() != 8 || adjudicator.count() != 7 {
-		t.Fatalf("rerun judged %d, %d failed, %d judge and %d adjudicator calls, %v", n, failed, judge.count(), adjudicator.count(), err)
+	n, failed, err = judge.JudgeCells(context.Background(), p, fake, adjudicator, opts.judging())
+	if err != nil || n != 1 || failed != 0 || fake.count() != 8 || adjudicator.count() != 7 {
+		t.Fatalf("rerun judged %d, %d failed, %d judge and %d adjudicator calls, %v", n, failed, fake.count(), adjudicator.count(), err)
 	}
-	if _, ok, _ := store.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); ok {
+	if _, ok, _ := st.JudgeFailure(grade.AdjudicationKey(cells["a/none/1"].Grade).Encoded()); ok {
 		t.Error("the failure outlived the adjudication that succeeded")
 	}
 	rep, err = Report(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, _ := Results(p, store)
+	results, _ := store.Results(p, st)
 	by := map[string]grade.CellResult{}
 	for _, r := range results {
 		by[r.Cell] = r
@@ -421,10 +425,10 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	}
 	// The adjudication is stored beside the first judgement.
 	akey := grade.AdjudicationKey(cells["a/none/2"].Grade).Encoded()
-	if jd, ok, err := store.Judgement(akey); err != nil || !ok || jd.Role != roleAdjudicator || jd.Cells[0] != "a/none/2" {
+	if jd, ok, err := st.Judgement(akey); err != nil || !ok || jd.Role != store.RoleAdjudicator || jd.Cells[0] != "a/none/2" {
 		t.Errorf("adjudication of a/none/2: %+v %v %v", jd, ok, err)
 	}
-	if jd, ok, _ := store.Judgement(cells["a/none/2"].Grade.Encoded()); !ok || jd.Role != "" || !strings.Contains(jd.Reply, firstEvidence) {
+	if jd, ok, _ := st.Judgement(cells["a/none/2"].Grade.Encoded()); !ok || jd.Role != "" || !strings.Contains(jd.Reply, firstEvidence) {
 		t.Errorf("first judgement of a/none/2: %+v", jd)
 	}
 	if rep.Verdict.Verdict == verdict.VerdictIncomplete || rep.Adjudication == nil || len(rep.Adjudication.Disputed) != 6 || rep.Adjudication.Model != "adjudicator-1" {
@@ -461,133 +465,9 @@ func TestJudgeAdjudicationFromStore(t *testing.T) {
 	}
 }
 
-// TestJudgeCommand: the command judge reads {"prompt", "packet"} on stdin
-// and replies on stdout, within its timeout.
-func TestJudgeCommand(t *testing.T) {
-	dir := t.TempDir()
-	script := "cat > stdin.json; echo '{\"winner\": \"B\"}'"
-	j := &commandJudge{argv: []string{"sh", "-c", script}, dir: dir, timeout: 10 * time.Second}
-	reply, _, err := askJudge(context.Background(), j, "the prompt", []byte(`{"task": {"prompt": "x"}}`))
-	if err != nil || strings.TrimSpace(reply) != `{"winner": "B"}` {
-		t.Fatalf("reply %q, %v", reply, err)
-	}
-	var in CommandJudgeInput
-	b, _ := os.ReadFile(filepath.Join(dir, "stdin.json"))
-	if err := json.Unmarshal(b, &in); err != nil || in.Prompt != "the prompt" || string(in.Packet) != `{"task":{"prompt":"x"}}` {
-		t.Errorf("stdin %s: %+v %v", b, in, err)
-	}
-	j = &commandJudge{argv: []string{"sh", "-c", "echo oops >&2; exit 3"}, dir: dir, timeout: 10 * time.Second}
-	if _, _, err := j.Ask(context.Background(), "p"); err == nil || !strings.Contains(err.Error(), "exit status 3: oops") {
-		t.Errorf("failing command: %v", err)
-	}
-	j = &commandJudge{argv: []string{"sleep", "10"}, dir: dir, timeout: 200 * time.Millisecond}
-	start := time.Now()
-	if _, _, err := j.Ask(context.Background(), "p"); err == nil || !strings.Contains(err.Error(), "timed out") || time.Since(start) > 5*time.Second {
-		t.Errorf("slow command: %v after %s", err, time.Since(start))
-	}
-}
-
-// TestJudgeHTTPProviders: the anthropic and openai judges call the host's
-// upstream with the key from credentialEnv, non-streaming; a missing key is
-// a clear error before anything runs.
-func TestJudgeHTTPProviders(t *testing.T) {
-	var got struct {
-		path, key, auth, version string
-		body                     map[string]any
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.path, got.key, got.auth, got.version = r.URL.Path, r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"), r.Header.Get("Anthropic-Version")
-		b, _ := io.ReadAll(r.Body)
-		got.body = nil
-		json.Unmarshal(b, &got.body)
-		switch r.URL.Path {
-		case "/v1/messages":
-			fmt.Fprint(w, `{"model": "claude-x", "content": [{"type": "text", "text": "{\"winner\": \"A\"}"}], "usage": {"input_tokens": 12, "output_tokens": 3}}`)
-		case "/v1/responses":
-			fmt.Fprint(w, `{"model": "gpt-x", "status": "completed", "output": [{"type": "reasoning"}, {"type": "message", "content": [{"type": "output_text", "text": "{\"winner\": \"tie\"}"}]}], "usage": {"input_tokens": 20, "output_tokens": 4, "input_tokens_details": {"cached_tokens": 5}}}`)
-		default:
-			http.Error(w, "no", http.StatusNotFound)
-		}
-	}))
-	defer srv.Close()
-	t.Setenv("JUDGE_TEST_KEY", "sk-test-123")
-	plan := func(provider string) *plan.Plan {
-		return &plan.Plan{Limits: plan.PlanLimits{Limits: suite.Limits{Timeout: "10s"}},
-			Judge: &plan.PlanJudge{Judge: suite.Judge{Provider: provider, Model: "m1", Upstream: srv.URL + "/", CredentialEnv: "JUDGE_TEST_KEY"}}}
-	}
-	j, closeJ, err := NewJudge(plan("anthropic"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeJ()
-	reply, u, err := j.Ask(context.Background(), "judge this")
-	if err != nil || reply != `{"winner": "A"}` || u.Model != "claude-x" || u.Tokens == nil || u.Tokens.Input != 12 {
-		t.Errorf("anthropic: %q %+v %v", reply, u, err)
-	}
-	msgs, _ := got.body["messages"].([]any)
-	if got.path != "/v1/messages" || got.key != "sk-test-123" || got.version == "" || got.body["model"] != "m1" || got.body["stream"] != nil || len(msgs) != 1 {
-		t.Errorf("anthropic request: %+v", got)
-	}
-	j, _, err = NewJudge(plan("openai"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reply, u, err = j.Ask(context.Background(), "judge this")
-	if err != nil || reply != `{"winner": "tie"}` || u.Tokens == nil || u.Tokens.Input != 15 || u.Tokens.CacheRead != 5 {
-		t.Errorf("openai: %q %+v %v", reply, u, err)
-	}
-	if got.path != "/v1/responses" || got.auth != "Bearer sk-test-123" || got.body["input"] != "judge this" {
-		t.Errorf("openai request: %+v", got)
-	}
-	p := plan("anthropic")
-	p.Judge.CredentialEnv = "JUDGE_TEST_UNSET_KEY"
-	if _, _, err := NewJudge(p, ""); err == nil || !strings.Contains(err.Error(), "JUDGE_TEST_UNSET_KEY is not set") {
-		t.Errorf("missing key: %v", err)
-	}
-	p = plan("openai")
-	p.Judge.Upstream = ""
-	if _, _, err := NewJudge(p, ""); err == nil || !strings.Contains(err.Error(), "judge.upstream") {
-		t.Errorf("missing upstream: %v", err)
-	}
-	// An HTTP error is an error, not a reply.
-	mj := &messagesJudge{client: srv.Client(), url: srv.URL + "/nope", model: "m", timeout: 5 * time.Second}
-	if _, _, err := mj.Ask(context.Background(), "x"); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
-		t.Errorf("404: %v", err)
-	}
-}
-
-// TestJudgeScriptedGateway: the scripted judge is the scripted model behind
-// a gateway on a unix socket, asked with Anthropic Messages requests.
-func TestJudgeScriptedGateway(t *testing.T) {
-	marked := `"A": {` + "\n" + `    "answer": "MARKED`
-	text := func(s string) *string { return &s }
-	p := &plan.Plan{Limits: plan.PlanLimits{Limits: suite.Limits{Timeout: "10s"}},
-		Judge: &plan.PlanJudge{Judge: suite.Judge{Provider: "scripted", Script: &suite.Script{Model: "judge-stand-in", Rules: []suite.ScriptRule{
-			{When: &suite.ScriptWhen{Contains: &marked}, Reply: []suite.ScriptBlock{{Text: text(`{"winner": "A"}`)}}, Usage: suite.ScriptUsage{Input: 7, Output: 2}},
-			{Reply: []suite.ScriptBlock{{Text: text(`{"winner": "B"}`)}}, Usage: suite.ScriptUsage{Input: 7, Output: 2}},
-		}}}}}
-	j, closeJ, err := NewJudge(p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk := grade.EncodePacket(grade.PairwisePacket{A: grade.PacketAttempt{Answer: "MARKED x"}, B: grade.PacketAttempt{Answer: "PLAIN"}})
-	reply, u, err := j.Ask(context.Background(), grade.RenderJudgePrompt("Compare.\n\n{{packet}}", pk))
-	if err != nil || reply != `{"winner": "A"}` || u.Model != "judge-stand-in" || u.Tokens.Output != 2 {
-		t.Errorf("reply %q %+v %v", reply, u, err)
-	}
-	pk = grade.EncodePacket(grade.PairwisePacket{A: grade.PacketAttempt{Answer: "PLAIN"}, B: grade.PacketAttempt{Answer: "MARKED x"}})
-	if reply, _, err := j.Ask(context.Background(), grade.RenderJudgePrompt("Compare.\n\n{{packet}}", pk)); err != nil || reply != `{"winner": "B"}` {
-		t.Errorf("reply %q %v", reply, err)
-	}
-	closeJ()
-	if _, _, err := j.Ask(context.Background(), "x"); err == nil {
-		t.Error("asked a closed judge")
-	}
-}
-
 // judgeRunSuite copies testdata/judge/efficacy into a fresh repository
 // with judgeCue as its judge.cue and compiles it.
-func judgeRunSuite(t *testing.T, e *Engine, dir, judgeCue string) *plan.Plan {
+func judgeRunSuite(t *testing.T, e *docker.Engine, dir, judgeCue string) *plan.Plan {
 	t.Helper()
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
 		copyTree(t, filepath.Join("..", "testdata", "judge", "efficacy"), dir)
@@ -641,7 +521,7 @@ func rule(t *testing.T, rep *verdict.Report, name string) verdict.RuleOutcome {
 // 3. A rubric judge: the marked answers meet the criterion, the plain
 // ones fail it, and the packets never name the skill.
 func TestJudgeEfficacyPairwise(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	pair := suite.Pair{Candidate: "forced", Baseline: "none"}
 	wins := func(seed int64, caseID string) (n int, losses []int) {
 		for trial := 1; trial <= 5; trial++ {
@@ -687,7 +567,7 @@ schema.#Suite & {
 	policy: policies.efficacy
 }
 `, seed))
-	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
 	out := t.TempDir()
 	sum, rep := evaluate(t, p, dir, out)
 	if sum.Ran != len(p.Cells) || !sum.Complete() {
@@ -720,9 +600,9 @@ schema.#Suite & {
 	if rep.Verdict.Verdict != verdict.VerdictFail || strings.Join(rep.Verdict.Reasons, ",") != "EFFICACY two" {
 		t.Errorf("verdict %s %v", rep.Verdict.Verdict, rep.Verdict.Reasons)
 	}
-	store := &Store{Dir: out}
-	packets, _ := filepath.Glob(filepath.Join(out, storePackets, "*.json"))
-	judgements, _ := filepath.Glob(filepath.Join(out, storeJudgements, "*.json"))
+	st := &store.Store{Dir: out}
+	packets, _ := filepath.Glob(filepath.Join(out, store.DirPackets, "*.json"))
+	judgements, _ := filepath.Glob(filepath.Join(out, store.DirJudgements, "*.json"))
 	if len(packets) != 10 || len(judgements) != 10 {
 		t.Errorf("%d packets, %d judgements stored; want 10 each", len(packets), len(judgements))
 	}
@@ -740,7 +620,7 @@ schema.#Suite & {
 	if err != nil || len(rebuilt.Pairwise) != 10 || rebuilt.Verdict.Verdict != rep.Verdict.Verdict {
 		t.Errorf("rebuilt report: %v", err)
 	}
-	_ = store
+	_ = st
 
 	// 2. A position-biased judge, judged in both orders.
 	p2 := judgeRunSuite(t, e, dir, fmt.Sprintf(`package t
@@ -864,7 +744,7 @@ schema.#Suite & {
 // and a rerun with the judge working again finishes the run without a new
 // rollout.
 func TestJudgeFailureLeavesReport(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	root := writeRepo(t, map[string]string{
 		"s/suite.cue":      failureSuite,
 		"s/skill/SKILL.md": "---\nname: skillomega\ndescription: Omega zq7.\n---\n# Omega\n",
@@ -889,7 +769,7 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 		}
 		return p
 	}
-	reports := []string{FilePlan, report.FileVerdictJSON, report.FileReportJSON, report.FileReportMD, report.FileReportHTML, report.FileJUnitXML}
+	reports := []string{store.FilePlan, report.FileVerdictJSON, report.FileReportJSON, report.FileReportMD, report.FileReportHTML, report.FileJUnitXML}
 	// failedRun evaluates p, whose judge fails, and checks what it leaves.
 	failedRun := func(p *plan.Plan, out, why string) {
 		t.Helper()
@@ -917,7 +797,7 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 				t.Errorf("%s does not say which cells were not judged", f)
 			}
 		}
-		failures, _ := filepath.Glob(filepath.Join(out, storeJudgeFailures, "*.json"))
+		failures, _ := filepath.Glob(filepath.Join(out, store.DirJudgeFailures, "*.json"))
 		if len(failures) != 2 {
 			t.Errorf("%d judge failures stored, want 2", len(failures))
 		}
@@ -946,14 +826,14 @@ echo '{"criteria": [{"criterion": 0, "pass": true, "evidence": "marked"}]}'
 		if rep.Verdict.Verdict == verdict.VerdictIncomplete {
 			t.Errorf("verdict %s %v after the judge came back", rep.Verdict.Verdict, rep.Verdict.Reasons)
 		}
-		if failures, _ := filepath.Glob(filepath.Join(out, storeJudgeFailures, "*.json")); len(failures) != 0 {
+		if failures, _ := filepath.Glob(filepath.Join(out, store.DirJudgeFailures, "*.json")); len(failures) != 0 {
 			t.Errorf("judge failures %v outlived the judgements", failures)
 		}
 	}
 
 	// A command judge, its relative program in the suite folder, exits 1.
 	p := compile(`{provider: "command", command: ["./judge.sh"]}`)
-	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
 	out := t.TempDir()
 	failedRun(p, out, "judge command ./judge.sh: exit status 1: the judge is down")
 	if err := os.WriteFile(filepath.Join(dir, "ok"), nil, 0o644); err != nil {
@@ -1011,7 +891,7 @@ func TestEvaluateWritesPlanFirst(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "JUDGE_PLAN_FIRST_UNSET_KEY is not set") {
 		t.Fatalf("evaluate: %v, want the missing key", err)
 	}
-	got, err := plan.ReadPlan(filepath.Join(out, FilePlan))
+	got, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 	if err != nil || got.Digest != p.Digest {
 		t.Fatalf("plan.json: %v", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 
 	"golang.org/x/sys/unix"
@@ -116,7 +118,7 @@ func (p *progress) started(id string) {
 	p.draw()
 }
 
-func (p *progress) finished(id string, r *Rollout) {
+func (p *progress) finished(id string, r *store.Rollout) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.running--
@@ -131,7 +133,7 @@ func (p *progress) finished(id string, r *Rollout) {
 		return
 	}
 	p.note = line
-	if r.Status == StatusInvalid {
+	if r.Status == store.StatusInvalid {
 		p.above(line) // kept on screen: a cell skillgate could not run
 	}
 	p.draw()
@@ -335,7 +337,7 @@ func (p *progress) tallyText() string { return p.tallySegment().text }
 // tallySegment counts the finished cells' outcomes, with shorter forms for
 // a narrow terminal.
 func (p *progress) tallySegment() segment {
-	ok, failed, invalid := p.tally[StatusCompleted], p.tally[StatusFailed], p.tally[StatusInvalid]
+	ok, failed, invalid := p.tally[store.StatusCompleted], p.tally[store.StatusFailed], p.tally[store.StatusInvalid]
 	return segment{text: fmt.Sprintf("%d completed, %d failed, %d invalid", ok, failed, invalid), rank: 20,
 		shorter: []shortForm{{fmt.Sprintf("%d ok %d failed %d invalid", ok, failed, invalid), 45}, {fmt.Sprintf("%d✓ %d✗ %d!", ok, failed, invalid), 35}}}
 }
@@ -361,10 +363,10 @@ func (p *progress) summary() string {
 // out-of-memory agent failed.
 func outcome(status string) string {
 	switch status {
-	case StatusCompleted, StatusInvalid:
+	case store.StatusCompleted, store.StatusInvalid:
 		return status
 	}
-	return StatusFailed
+	return store.StatusFailed
 }
 
 // fitSegments joins the segments that fit in width-1 columns, taking

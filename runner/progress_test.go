@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/skillgate/skillgate/runner/store"
 )
 
 // fakeClock is a clock the test moves.
@@ -39,8 +41,8 @@ func testProgress(width, total int) (*progress, *bytes.Buffer, *fakeClock) {
 	return p, &buf, clock
 }
 
-func rollout(status string, secs float64, msg string) *Rollout {
-	r := &Rollout{Status: status, Error: msg}
+func rollout(status string, secs float64, msg string) *store.Rollout {
+	r := &store.Rollout{Status: status, Error: msg}
 	r.Durations.Total = secs
 	return r
 }
@@ -65,7 +67,7 @@ func TestProgressLineFitsEveryWidth(t *testing.T) {
 		for i := 0; i < 30; i++ {
 			p.running++
 			p.done++
-			p.tally[outcome([]string{StatusCompleted, StatusFailed, StatusInvalid}[i%3])]++
+			p.tally[outcome([]string{store.StatusCompleted, store.StatusFailed, store.StatusInvalid}[i%3])]++
 		}
 		p.running = 8
 		p.note = "a-rather-long-case-name/automatic/3 completed in 12.34s: " + strings.Repeat("detail ", 30)
@@ -100,7 +102,7 @@ func TestProgressETA(t *testing.T) {
 	}
 	clock.advance(20 * time.Second)
 	for i := 0; i < 4; i++ {
-		p.finished(fmt.Sprintf("c/none/%d", i), rollout(StatusCompleted, 5, ""))
+		p.finished(fmt.Sprintf("c/none/%d", i), rollout(store.StatusCompleted, 5, ""))
 	}
 	// 4 cells in 20 s: 6 more take 30 s.
 	if eta, ok := p.eta(20 * time.Second); !ok || eta != 30*time.Second {
@@ -110,7 +112,7 @@ func TestProgressETA(t *testing.T) {
 		t.Errorf("line %q lacks ~0:30 left", line)
 	}
 	for i := 4; i < 10; i++ {
-		p.finished(fmt.Sprintf("c/none/%d", i), rollout(StatusCompleted, 5, ""))
+		p.finished(fmt.Sprintf("c/none/%d", i), rollout(store.StatusCompleted, 5, ""))
 	}
 	if _, ok := p.eta(time.Minute); ok {
 		t.Error("an estimate with every cell done")
@@ -124,7 +126,7 @@ func clockText(d time.Duration) string { return clock(d) }
 
 func TestProgressTally(t *testing.T) {
 	p, _, _ := testProgress(200, 7)
-	for i, st := range []string{StatusCompleted, StatusFailed, StatusCompleted, StatusTimeout, StatusOOM, StatusInvalid, StatusCompleted} {
+	for i, st := range []string{store.StatusCompleted, store.StatusFailed, store.StatusCompleted, store.StatusTimeout, store.StatusOOM, store.StatusInvalid, store.StatusCompleted} {
 		p.started(fmt.Sprint(i))
 		p.finished(fmt.Sprintf("c/a/%d", i), rollout(st, 1, ""))
 	}
@@ -146,8 +148,8 @@ func TestProgressPlainWhenNotTerminal(t *testing.T) {
 	clock.advance(1500 * time.Millisecond)
 	p.begin(phaseCells, 3)
 	p.started("a/none/1")
-	p.finished("a/none/1", rollout(StatusCompleted, 0.5, ""))
-	p.finished("a/forced/1", rollout(StatusInvalid, 0.25, "build cell image: boom"))
+	p.finished("a/none/1", rollout(store.StatusCompleted, 0.5, ""))
+	p.finished("a/forced/1", rollout(store.StatusInvalid, 0.25, "build cell image: boom"))
 	p.close()
 	want := "building skillgate/claude-code:1\n" +
 		"built skillgate/claude-code:1 in 12s\n" +
@@ -169,9 +171,9 @@ func TestProgressTerminalOneLineInPlace(t *testing.T) {
 	p.begin(phaseCells, 3)
 	p.started("a/none/1")
 	clock.advance(time.Second)
-	p.finished("a/none/1", rollout(StatusCompleted, 1, ""))
-	p.finished("a/forced/1", rollout(StatusInvalid, 1, "no such image"))
-	p.finished("a/automatic/1", rollout(StatusFailed, 1, ""))
+	p.finished("a/none/1", rollout(store.StatusCompleted, 1, ""))
+	p.finished("a/forced/1", rollout(store.StatusInvalid, 1, "no such image"))
+	p.finished("a/automatic/1", rollout(store.StatusFailed, 1, ""))
 	p.close()
 	out := buf.String()
 	for _, l := range drawnLines(out) {

@@ -11,6 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/judge"
+
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -63,7 +70,7 @@ func sameSums(t *testing.T, what string, before, after map[string]string) {
 // rejudge asks nothing and writes the same bytes, and a missing packet or
 // a judge of another mode is an error naming it.
 func TestRejudge(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	dir := filepath.Join(t.TempDir(), "suite")
 	p := judgeRunSuite(t, e, dir, `package t
 
@@ -80,13 +87,13 @@ schema.#Suite & {
 	policy: schema.#Policy & {uplift: {minPoints: 50}, invalidRun: {}}
 }
 `)
-	t.Cleanup(func() { e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name) })
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
 	out := t.TempDir()
 	_, orig := evaluate(t, p, dir, out)
 	if orig.Verdict.Verdict != verdict.VerdictPass {
 		t.Fatalf("original verdict %s %v", orig.Verdict.Verdict, orig.Verdict.Reasons)
 	}
-	storeDirs := []string{storeJudgements, storeGrades, storePackets, storeRollouts}
+	storeDirs := []string{store.DirJudgements, store.DirGrades, store.DirPackets, store.DirRollouts}
 	before := checksums(t, out, storeDirs...)
 	reports := []string{"plan.json", "verdict.json", "report.json", "report.md", "report.html", "junit.xml", "audit-queue.json"}
 	reportBytes := map[string][]byte{}
@@ -99,7 +106,7 @@ schema.#Suite & {
 	}
 	nPackets := 0
 	for f := range before {
-		if strings.HasPrefix(f, filepath.FromSlash(storePackets)) {
+		if strings.HasPrefix(f, filepath.FromSlash(store.DirPackets)) {
 			nPackets++
 		}
 	}
@@ -112,16 +119,16 @@ schema.#Suite & {
 	strict := p.Judge.Judge
 	strict.Script = &suite.Script{Model: "strict", Rules: []suite.ScriptRule{{Reply: []suite.ScriptBlock{{Text: ptr(`{"criteria": [{"criterion": 0, "pass": false, "evidence": "never enough"}]}`)}}}}}
 	var log bytes.Buffer
-	rep, rdir, err := Rejudge(context.Background(), out, strict, RejudgeOptions{SuiteDir: dir, Jobs: 4, Log: &log})
+	rep, rdir, err := judge.Rejudge(context.Background(), out, strict, judge.RejudgeOptions{SuiteDir: dir, Jobs: 4, Log: &log})
 	t.Logf("rejudge:\n%s", log.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := RejudgePlan(p, strict)
+	q, err := judge.RejudgePlan(p, strict)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Judge.Digest == p.Judge.Digest || rdir != filepath.Join(out, DirRejudged, q.Judge.Digest.Encoded()[:12]) {
+	if q.Judge.Digest == p.Judge.Digest || rdir != filepath.Join(out, judge.DirRejudged, q.Judge.Digest.Encoded()[:12]) {
 		t.Errorf("rejudged into %s; judge %s, run judge %s", rdir, q.Judge.Digest, p.Judge.Digest)
 	}
 	if rep.Verdict.Verdict == orig.Verdict.Verdict || rep.Verdict.Verdict != verdict.VerdictFail {
@@ -157,24 +164,24 @@ schema.#Suite & {
 		adjudications[grade.AdjudicationKey(c.Grade).Encoded()+".json"] = true
 	}
 	for _, f := range judgements {
-		jd, ok, err := readJudgementFile(f)
+		jd, ok, err := store.ReadJudgementFile(f)
 		if err != nil || !ok || jd.Judge != q.Judge.Digest || jd.Usage.Model != "strict" || len(jd.Criteria) != 1 || jd.Criteria[0].Pass {
 			t.Errorf("%s: %+v %v", f, jd, err)
 		}
 		if adjudications[filepath.Base(f)] {
-			if jd.Role != roleAdjudicator {
+			if jd.Role != store.RoleAdjudicator {
 				t.Errorf("adjudication %s: role %q", filepath.Base(f), jd.Role)
 			}
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(out, storePackets, filepath.Base(f))); err != nil {
+		if _, err := os.Stat(filepath.Join(out, store.DirPackets, filepath.Base(f))); err != nil {
 			t.Errorf("rejudgement %s has no packet: %v", filepath.Base(f), err)
 		}
 	}
 	if rep.Adjudication == nil || len(rep.Adjudication.Disputed) != len(p.Cells) || rep.Adjudication.Disputed[0].Decision != grade.DecisionFail {
 		t.Errorf("rejudged adjudication %+v", rep.Adjudication)
 	}
-	rejudged := []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml", FileRejudgeJudge}
+	rejudged := []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml", judge.FileRejudgeJudge}
 	rejudgedBytes := map[string][]byte{}
 	for _, f := range rejudged {
 		b, err := os.ReadFile(filepath.Join(rdir, f))
@@ -190,7 +197,7 @@ schema.#Suite & {
 	// Again: every rejudgement is reused, the same bytes are written.
 	sums := checksums(t, rdir, "judgements")
 	log.Reset()
-	if _, _, err := Rejudge(context.Background(), out, strict, RejudgeOptions{SuiteDir: dir, Log: &log}); err != nil {
+	if _, _, err := judge.Rejudge(context.Background(), out, strict, judge.RejudgeOptions{SuiteDir: dir, Log: &log}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(log.String(), "0 to ask") {
@@ -206,24 +213,24 @@ schema.#Suite & {
 	// A judge of another mode has no packets to read.
 	pw := strict
 	pw.Mode, pw.Pairs = "pairwise", []suite.Pair{{Candidate: "forced", Baseline: "none"}}
-	if _, _, err := Rejudge(context.Background(), out, pw, RejudgeOptions{}); err == nil || !strings.Contains(err.Error(), "rubric packets") {
+	if _, _, err := judge.Rejudge(context.Background(), out, pw, judge.RejudgeOptions{}); err == nil || !strings.Contains(err.Error(), "rubric packets") {
 		t.Errorf("pairwise judge on rubric packets: %v", err)
 	}
 
 	// A missing packet: an error naming it and its cell, no report.
 	c := p.Cells[len(p.Cells)-1]
-	missing := filepath.Join(out, storePackets, c.Grade.Encoded()+".json")
+	missing := filepath.Join(out, store.DirPackets, c.Grade.Encoded()+".json")
 	if err := os.Remove(missing); err != nil {
 		t.Fatal(err)
 	}
 	other := strict
 	other.Model = "another"
-	_, _, err = Rejudge(context.Background(), out, other, RejudgeOptions{SuiteDir: dir})
+	_, _, err = judge.Rejudge(context.Background(), out, other, judge.RejudgeOptions{SuiteDir: dir})
 	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), c.ID) {
 		t.Errorf("missing packet: %v; want it to name %s (%s)", err, missing, c.ID)
 	}
-	q2, _ := RejudgePlan(p, other)
-	if _, err := os.Stat(filepath.Join(RejudgeDir(out, q2.Judge.Digest), "verdict.json")); err == nil {
+	q2, _ := judge.RejudgePlan(p, other)
+	if _, err := os.Stat(filepath.Join(judge.RejudgeDir(out, q2.Judge.Digest), "verdict.json")); err == nil {
 		t.Error("a report was written despite a missing packet")
 	}
 }

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,13 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
-	"github.com/skillgate/skillgate/pipeline/suite"
 
 	"github.com/opencontainers/go-digest"
-
-	"github.com/skillgate/skillgate/pipeline"
 )
 
 // Options control a run.
@@ -43,7 +39,7 @@ type Options struct {
 	Calibrate bool
 	// SpendCapUSD is the run folder's spend cap, over every run into it: a
 	// cell or judge call starts only when its worst case fits under what is
-	// left (see spend.go); 0 means no cap.
+	// left (see runner/store, spend.go); 0 means no cap.
 	SpendCapUSD float64
 	// Log receives progress; Terminal draws a bar instead of lines.
 	Log      io.Writer
@@ -73,7 +69,7 @@ type Summary struct {
 
 // Complete reports whether every selected cell has a valid rollout.
 func (s *Summary) Complete() bool {
-	return !s.Interrupted && !s.SpendCapReached && s.Statuses[StatusInvalid] == 0 && s.Reused+s.Ran == s.Selected
+	return !s.Interrupted && !s.SpendCapReached && s.Statuses[store.StatusInvalid] == 0 && s.Reused+s.Ran == s.Selected
 }
 
 // Select returns the plan's cells matching the filters, in plan order. A
@@ -124,27 +120,27 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	out, store, unlock, err := openRunFolder(opts.Out)
+	out, st, unlock, err := openRunFolder(opts.Out)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	budget, err := openSpend(out, p, opts.SpendCapUSD)
+	budget, err := store.OpenSpend(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return nil, err
 	}
 	sum := &Summary{Planned: len(p.Cells), Selected: len(cells), Statuses: map[string]int{}}
-	sum.SpentFolderUSD, _ = budget.totals()
+	sum.SpentFolderUSD, _ = budget.Totals()
 
 	// One rollout per key: cells sharing a key share it.
 	var todo []plan.Cell
 	queued := map[digest.Digest]bool{}
 	for _, c := range cells {
-		r, ok, err := store.Rollout(c.Rollout)
+		r, ok, err := st.Rollout(c.Rollout)
 		if err != nil {
 			return nil, err
 		}
-		if ok && r.Status != StatusInvalid {
+		if ok && r.Status != store.StatusInvalid {
 			sum.Reused++
 			sum.Statuses[r.Status]++
 			continue
@@ -168,7 +164,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		arms[a.Name] = a
 	}
 	// The cells run the trees pinned here, verified against the plan.
-	in := newInputs(p, opts.SuiteDir, store)
+	in := newInputs(p, opts.SuiteDir, st)
 	for _, c := range todo {
 		if err := in.add(cases[c.Case], arms[c.Arm]); err != nil {
 			return nil, err
@@ -177,13 +173,13 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	if err := in.pin(); err != nil {
 		return nil, err
 	}
-	r, stop, err := startCellRunner(ctx, p, opts, out, store, budget)
+	r, stop, err := startCellRunner(ctx, p, opts, out, st, budget)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		stop()
-		sum.SpentFolderUSD, sum.SpentUSD = budget.totals()
+		sum.SpentFolderUSD, sum.SpentUSD = budget.Totals()
 	}()
 	r.cases, r.arms = cases, arms
 	var done []ranCell
@@ -192,10 +188,10 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	var mu sync.Mutex
 	var fatal error
 	forEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
-		ro, err := r.runAdmitted(ctx, c, SpendCell, prog.started)
+		ro, err := r.runAdmitted(ctx, c, store.SpendCell, prog.started)
 		mu.Lock()
 		switch {
-		case errors.Is(err, ErrSpendCap):
+		case errors.Is(err, store.ErrSpendCap):
 			sum.SpendCapReached = true
 		case ctx.Err() != nil:
 			// Interrupted: nothing stored for this cell.
@@ -218,9 +214,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	if err != nil && fatal == nil {
 		fatal = err
 	}
-	for st, n := range moved {
-		sum.Statuses[st] -= n
-		sum.Statuses[StatusInvalid] += n
+	for status, n := range moved {
+		sum.Statuses[status] -= n
+		sum.Statuses[store.StatusInvalid] += n
 	}
 	// Cells that shared a key with a cell run now count with it.
 	ran := make(map[string]bool, len(todo))
@@ -229,7 +225,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	}
 	for _, c := range cells {
 		if queued[c.Rollout] && !ran[c.ID] {
-			if ro, ok, _ := store.Rollout(c.Rollout); ok {
+			if ro, ok, _ := st.Rollout(c.Rollout); ok {
 				sum.Reused++
 				sum.Statuses[ro.Status]++
 			}
@@ -244,7 +240,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 }
 
 // openRunFolder makes, locks and opens a run folder; unlock releases it.
-func openRunFolder(dir string) (out string, store *Store, unlock func(), err error) {
+func openRunFolder(dir string) (out string, st *store.Store, unlock func(), err error) {
 	if out, err = filepath.Abs(dir); err != nil {
 		return "", nil, nil, fmt.Errorf("resolve run folder: %w", err)
 	}
@@ -254,255 +250,11 @@ func openRunFolder(dir string) (out string, store *Store, unlock func(), err err
 	if unlock, err = lockFolder(out); err != nil {
 		return "", nil, nil, err
 	}
-	if store, err = OpenStore(out); err != nil {
+	if st, err = store.OpenStore(out); err != nil {
 		unlock()
 		return "", nil, nil, err
 	}
-	return out, store, unlock, nil
-}
-
-// startCellRunner starts the gateway when the agent reaches a model and
-// checks a real provider's key (before the engine, so a refused key stops
-// the run within seconds), connects to the engine and removes what a dead
-// run into the same folder left. The caller fills in the cases and arms it
-// will run; stop releases everything.
-func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string, store *Store, budget *spendBudget) (r *cellRunner, stop func(), err error) {
-	var gateway *Gateway
-	var key string
-	if usesGateway(p) {
-		if gateway, key, err = startGateway(p); err != nil {
-			return nil, nil, err
-		}
-		if err = preflight(ctx, gateway, p, opts.Log); err != nil {
-			gateway.Close()
-			os.RemoveAll(filepath.Dir(gateway.Socket()))
-			return nil, nil, err
-		}
-	}
-	closeGateway := func() {
-		if gateway != nil {
-			gateway.Close()
-			os.RemoveAll(filepath.Dir(gateway.Socket()))
-		}
-	}
-	engine, err := NewEngine(ctx)
-	if err != nil {
-		closeGateway()
-		return nil, nil, err
-	}
-	outLabel := outLabel(out)
-	if n, err := engine.Sweep(ctx, LabelOut+"="+outLabel); err != nil {
-		engine.Close()
-		closeGateway()
-		return nil, nil, err
-	} else if n > 0 {
-		fmt.Fprintf(opts.Log, "removed %d containers left by an interrupted run\n", n)
-	}
-	r = &cellRunner{
-		plan: p, store: store, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
-		images: newImages(engine, p, store, opts.Log),
-		cases:  map[string]plan.PlanCase{}, arms: map[string]plan.PlanArm{},
-		gateway: gateway, budget: budget,
-		git: plan.SuiteGitRevision(p, opts.SuiteDir, out),
-	}
-	r.redact = newRedactor(p, key)
-	return r, func() {
-		closeGateway()
-		engine.Close()
-	}, nil
-}
-
-// sweep removes every container of this run, even once ctx is cancelled:
-// nothing of an interrupted run outlives it.
-func (r *cellRunner) sweep(ctx context.Context) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	r.engine.Sweep(sctx, LabelRun+"="+r.runID)
-}
-
-// cellRunner runs one cell at a time per worker.
-type cellRunner struct {
-	plan     *plan.Plan
-	store    *Store
-	engine   *Engine
-	images   *images
-	out      string
-	outLabel string
-	runID    string
-	gateway  *Gateway
-	budget   *spendBudget
-	redact   *redactor
-	cases    map[string]plan.PlanCase
-	arms     map[string]plan.PlanArm
-	// git is where the suite's repository stood when the run started.
-	git *plan.GitRevision
-}
-
-// run executes one cell and stores its rollout. A Docker or skillgate
-// failure is stored as an invalid rollout, so the run goes on and the next
-// run retries the cell; only a failure to store is returned.
-func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*Rollout, error) {
-	start := time.Now()
-	pc, arm := r.cases[c.Case], r.arms[c.Arm]
-	ro := &Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
-		Image: r.plan.Agent.Image, Changes: []grade.FileChange{}, StartedAt: start.UTC().Round(time.Millisecond),
-		Telemetry: Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}},
-		Inputs:    plan.RolloutInputs{Fixture: pc.FixtureDigest, Skills: plan.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
-	staged, err := r.store.Stage()
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(staged) // gone once committed
-	invalid := func(err error) (*Rollout, error) {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		ro.Status, ro.Error = StatusInvalid, r.redact.string(err.Error())
-		ro.Durations.Total = time.Since(start).Seconds()
-		return ro, r.store.Commit(staged, ro)
-	}
-	ref, cellID, err := r.images.cellImage(ctx, pc, arm)
-	if err != nil {
-		return invalid(err)
-	}
-	_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.agentImage(ctx)
-	ro.Inputs.AgentImage, ro.Inputs.CellImage = ro.ImageID, cellID
-	ro.Durations.Image = time.Since(start).Seconds()
-	col, err := r.collector(pc, arm, filepath.Join(staged, DirFiles))
-	if err != nil {
-		return invalid(err)
-	}
-	spec, err := r.spec(c, pc, arm, ref, col)
-	if err != nil {
-		return invalid(err)
-	}
-	oc, err := r.engine.RunContainer(ctx, spec)
-	if err != nil {
-		return invalid(err)
-	}
-	ro.ExitCode = oc.ExitCode
-	switch {
-	case oc.TimedOut:
-		ro.Status = StatusTimeout
-	case oc.OOMKilled:
-		ro.Status = StatusOOM
-	case oc.ExitCode != 0:
-		ro.Status = StatusFailed
-	default:
-		ro.Status = StatusCompleted
-	}
-	stdout, stderr := r.redact.bytes(oc.Stdout), r.redact.bytes(oc.Stderr)
-	ro.Answer, ro.Telemetry = ParseTranscript(r.plan.Agent.Kind, stdout, stderr)
-	if r.gateway != nil {
-		u := r.gateway.Usage(c.ID)
-		for i := range u.Faults {
-			u.Faults[i].Message = r.redact.string(u.Faults[i].Message)
-		}
-		if u.Unrecovered != "" {
-			// The provider's doing, not the agent's: invalid, so it reruns.
-			u.Unrecovered = r.redact.string(u.Unrecovered)
-			ro.Status, ro.Error = StatusInvalid, u.Unrecovered
-		}
-		ro.Gateway = &u
-		if ro.Telemetry.Model == "" {
-			ro.Telemetry.Model = u.ModelAnswered
-		}
-		if ro.Telemetry.Tokens == nil {
-			ro.Telemetry.Tokens = u.Tokens
-		}
-	}
-	ro.Transcript = Transcript{StdoutBytes: oc.StdoutBytes, StderrBytes: oc.StderrBytes, Cap: spec.OutputCap, Truncated: oc.Truncated}
-	ro.Collection = oc.Collection
-	ro.Changes = col.changes(oc.Collection.Method == "api" && oc.Collection.Cut == "")
-	ro.Durations.Create = oc.Durations.Create.Seconds()
-	ro.Durations.Start = oc.Durations.Start.Seconds()
-	ro.Durations.Agent = oc.Durations.Agent.Seconds()
-	ro.Durations.Collect = oc.Durations.Collect.Seconds()
-	for name, data := range map[string][]byte{FileStdout: stdout, FileStderr: stderr, FileAnswer: []byte(ro.Answer)} {
-		if err := os.WriteFile(filepath.Join(staged, name), data, 0o644); err != nil {
-			return nil, fmt.Errorf("store rollout %s: %w", c.ID, err)
-		}
-	}
-	ro.Durations.Total = time.Since(start).Seconds()
-	return ro, r.store.Commit(staged, ro)
-}
-
-// collector reads back a cell's workspace into blobs, within the plan's limits.
-func (r *cellRunner) collector(pc plan.PlanCase, arm plan.PlanArm, blobs string) (*workspaceCollector, error) {
-	lim := r.plan.Limits.Collect
-	file, err := suite.ParseBytes(lim.FileBytes)
-	if err != nil {
-		return nil, fmt.Errorf("read limits.collect.fileBytes: %w", err)
-	}
-	total, err := suite.ParseBytes(lim.TotalBytes)
-	if err != nil {
-		return nil, fmt.Errorf("read limits.collect.totalBytes: %w", err)
-	}
-	return newWorkspaceCollector(initialWorkspace(r.plan, pc, arm), blobs, r.redact, workspaceLimits{FileBytes: file, TotalBytes: total}), nil
-}
-
-// spec is the hardened container of a cell.
-func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image string, col *workspaceCollector) (ContainerSpec, error) {
-	lim := r.plan.Limits
-	timeout, err := time.ParseDuration(lim.Timeout)
-	if err != nil {
-		return ContainerSpec{}, fmt.Errorf("parse limits.timeout %q: %w", lim.Timeout, err)
-	}
-	collectTimeout, err := time.ParseDuration(lim.Collect.Timeout)
-	if err != nil {
-		return ContainerSpec{}, fmt.Errorf("parse limits.collect.timeout %q: %w", lim.Collect.Timeout, err)
-	}
-	mem, err := suite.ParseBytes(lim.Memory)
-	if err != nil {
-		return ContainerSpec{}, fmt.Errorf("read limits.memory: %w", err)
-	}
-	output, err := suite.ParseBytes(lim.Output)
-	if err != nil {
-		return ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
-	}
-	in, err := newCellInput(r.plan, pc, arm)
-	if err != nil {
-		return ContainerSpec{}, err
-	}
-	cmd, stdin, err := cellCommand(r.plan, in)
-	if err != nil {
-		return ContainerSpec{}, err
-	}
-	env := cellEnv(r.plan, arm, in)
-	var binds []string
-	if r.gateway != nil {
-		cmd = append([]string{ForwarderPath, "-exec"}, cmd...)
-		env = append(env, adapterEnv(r.plan, r.gateway.NewCellToken(c.ID))...)
-		binds = []string{filepath.Dir(r.gateway.Socket()) + ":" + cellGatewayMount + ":ro"}
-	}
-	return ContainerSpec{
-		Image:      image,
-		Cmd:        cmd,
-		Env:        env,
-		Binds:      binds,
-		User:       r.plan.Agent.User,
-		WorkingDir: Workspace,
-		Labels: map[string]string{
-			LabelRun: r.runID, LabelOut: r.outLabel, LabelCell: c.ID,
-			LabelPlan: r.plan.Digest.Encoded()[:16], LabelSuite: r.plan.Suite.Name,
-		},
-		Memory:        mem,
-		NanoCPUs:      int64(lim.CPUs * 1e9),
-		PidsLimit:     lim.Pids,
-		Timeout:       timeout,
-		OutputCap:     output,
-		CollectPrefix: Workspace,
-		Collect:       col.visit,
-		CollectLimits: CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
-		Files:         in.files(),
-		Stdin:         stdin,
-	}, nil
-}
-
-func newRunID() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	return out, st, unlock, nil
 }
 
 // lockFolder takes an exclusive lock on the run folder for this process;
@@ -528,7 +280,7 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 		return fmt.Sprintf("dry run: %d cells would run, %d are stored; nothing started", s.Selected-s.Reused, s.Reused)
 	}
 	var parts []string
-	for _, st := range []string{StatusCompleted, StatusFailed, StatusTimeout, StatusOOM, StatusInvalid} {
+	for _, st := range []string{store.StatusCompleted, store.StatusFailed, store.StatusTimeout, store.StatusOOM, store.StatusInvalid} {
 		if n := s.Statuses[st]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
@@ -543,7 +295,7 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 	}
 	if s.Interrupted {
 		msg += "\ninterrupted: run again to finish; stored cells will not run again"
-	} else if n := s.Statuses[StatusInvalid]; n > 0 {
+	} else if n := s.Statuses[store.StatusInvalid]; n > 0 {
 		msg += fmt.Sprintf("\n%d cells are invalid (Docker, skillgate or the provider failed): run again to retry them", n)
 	}
 	return msg

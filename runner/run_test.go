@@ -17,11 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -38,7 +41,7 @@ type runSuite struct {
 
 // copySuite copies testdata/run/NAME into a fresh repository, compiles it,
 // and removes the cell images the test builds for it when the test ends.
-func copySuite(t *testing.T, e *Engine, name string) runSuite {
+func copySuite(t *testing.T, e *docker.Engine, name string) runSuite {
 	t.Helper()
 	return copyTestdataSuite(t, e, filepath.Join("run", name))
 }
@@ -46,7 +49,7 @@ func copySuite(t *testing.T, e *Engine, name string) runSuite {
 // copyTestdataSuite copies the suite at testdata/REL into a fresh
 // repository (its paths must stay inside one) and compiles it; with an
 // engine, the cell images the test builds for it go when the test ends.
-func copyTestdataSuite(t *testing.T, e *Engine, rel string) runSuite {
+func copyTestdataSuite(t *testing.T, e *docker.Engine, rel string) runSuite {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
@@ -62,7 +65,7 @@ func copyTestdataSuite(t *testing.T, e *Engine, rel string) runSuite {
 		t.Cleanup(func() {
 			// Cell images are content-addressed and harmless, but a test should
 			// not leave them; another run of these tests may still use one.
-			if _, err := e.RemoveImages(context.Background(), LabelSuite+"="+p.Suite.Name); err != nil {
+			if _, err := e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name); err != nil {
 				t.Logf("remove cell images of %s: %v", p.Suite.Name, err)
 			}
 		})
@@ -123,24 +126,24 @@ func (s runSuite) cell(t *testing.T, id string) plan.Cell {
 
 // stored reads every rollout in out's store, by cell ID. Each must be a
 // complete rollout stored under its own key.
-func stored(t *testing.T, out string) map[string]*Rollout {
+func stored(t *testing.T, out string) map[string]*store.Rollout {
 	t.Helper()
-	dir := filepath.Join(out, filepath.FromSlash(storeRollouts))
+	dir := filepath.Join(out, filepath.FromSlash(store.DirRollouts))
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]*Rollout{}
+		return map[string]*store.Rollout{}
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]*Rollout{}
+	got := map[string]*store.Rollout{}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), FileRollout))
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), store.FileRollout))
 		if err != nil {
 			t.Errorf("store entry %s: %v", e.Name(), err)
 			continue
 		}
-		r := &Rollout{}
+		r := &store.Rollout{}
 		if err := json.Unmarshal(b, r); err != nil {
 			t.Errorf("store entry %s: rollout.json is not valid JSON: %v", e.Name(), err)
 			continue
@@ -180,7 +183,7 @@ func checkStoreMatchesPlan(t *testing.T, s runSuite, out, want string) {
 // readStored reads a file of the rollout stored for the cell.
 func readStored(t *testing.T, out string, c plan.Cell, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(storeRollouts), c.Rollout.Encoded(), filepath.FromSlash(name)))
+	b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(store.DirRollouts), c.Rollout.Encoded(), filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatalf("cell %s: %v", c.ID, err)
 	}
@@ -201,22 +204,13 @@ func emptyDir(t *testing.T, dir string) {
 
 // runContainers lists the containers of skillgate runs into out, running
 // or not. Only out's are listed: other runs may share the engine.
-func runContainers(t *testing.T, e *Engine, out string) []string {
+func runContainers(t *testing.T, out string) []string {
 	t.Helper()
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := filters.NewArgs(filters.Arg("label", LabelRun), filters.Arg("label", LabelOut+"="+digest.FromString(abs).Encoded()[:16]))
-	cs, err := e.c.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, c := range cs {
-		ids = append(ids, shortID(c.ID)+" "+c.State+" "+c.Labels[LabelCell])
-	}
-	return ids
+	return dockertest.Containers(t, docker.LabelRun, docker.LabelOut+"="+digest.FromString(abs).Encoded()[:16])
 }
 
 // buildCLI builds skillgate from the repository holding this package.
@@ -272,7 +266,7 @@ func waitStored(t *testing.T, out string, n int, done <-chan struct{}) {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
-		m, _ := filepath.Glob(filepath.Join(out, filepath.FromSlash(storeRollouts), "*", FileRollout))
+		m, _ := filepath.Glob(filepath.Join(out, filepath.FromSlash(store.DirRollouts), "*", store.FileRollout))
 		if len(m) >= n {
 			return
 		}
@@ -315,14 +309,14 @@ func sections(stdout string) []string {
 // The none arm's cell holds no skill file anywhere and no skills folder;
 // the forced arm's holds the skill where the agent looks for it.
 func TestRunNoneArmHasNoSkill(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "fs")
 	out := t.TempDir()
 	if sum := s.run(t, out, Options{}); sum.Ran != 2 || !sum.Complete() {
 		t.Fatalf("summary %+v", sum)
 	}
 
-	none := sections(readStored(t, out, s.cell(t, "a/none/1"), FileStdout))
+	none := sections(readStored(t, out, s.cell(t, "a/none/1"), store.FileStdout))
 	if len(none) != 3 {
 		t.Fatalf("none arm stdout: %q", none)
 	}
@@ -339,7 +333,7 @@ func TestRunNoneArmHasNoSkill(t *testing.T) {
 		t.Errorf("the none arm's environment names a skills folder:\n%s", none[2])
 	}
 
-	forced := sections(readStored(t, out, s.cell(t, "a/forced/1"), FileStdout))
+	forced := sections(readStored(t, out, s.cell(t, "a/forced/1"), store.FileStdout))
 	if len(forced) != 3 {
 		t.Fatalf("forced arm stdout: %q", forced)
 	}
@@ -357,9 +351,9 @@ func TestRunNoneArmHasNoSkill(t *testing.T) {
 // No host variable enters a cell; a cell's changes are its workspace writes
 // only, stored with their content.
 func TestRunCellEnvAndChanges(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "fs")
-	name, value := "SKILLGATE_CANARY_"+strings.ToUpper(randomHex(t)), "canary-"+randomHex(t)
+	name, value := "SKILLGATE_CANARY_"+strings.ToUpper(dockertest.RandomHex(t)), "canary-"+dockertest.RandomHex(t)
 	t.Setenv(name, value)
 	out := t.TempDir()
 	if sum := s.run(t, out, Options{}); sum.Ran != 2 || !sum.Complete() {
@@ -367,7 +361,7 @@ func TestRunCellEnvAndChanges(t *testing.T) {
 	}
 	for _, id := range []string{"a/none/1", "a/forced/1"} {
 		c := s.cell(t, id)
-		stdout := readStored(t, out, c, FileStdout)
+		stdout := readStored(t, out, c, store.FileStdout)
 		if !strings.Contains(stdout, "SKILLGATE_PROMPT=") {
 			t.Errorf("%s: the agent's env was not printed:\n%s", id, stdout)
 		}
@@ -375,15 +369,15 @@ func TestRunCellEnvAndChanges(t *testing.T) {
 			t.Errorf("%s: the host's %s reached the cell:\n%s", id, name, stdout)
 		}
 		r := stored(t, out)[id]
-		want := []Change{{Path: "out.txt", Kind: ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("y\n")}}
+		want := []store.Change{{Path: "out.txt", Kind: store.ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("y\n")}}
 		if !reflect.DeepEqual(r.Changes, want) {
 			t.Errorf("%s: changes %+v, want %+v", id, r.Changes, want)
 		}
-		if got := readStored(t, out, c, DirFiles+"/"+want[0].Digest.Encoded()); got != "y\n" {
+		if got := readStored(t, out, c, store.DirFiles+"/"+want[0].Digest.Encoded()); got != "y\n" {
 			t.Errorf("%s: stored out.txt holds %q", id, got)
 		}
 		var files []string
-		ws := filepath.Join(out, filepath.FromSlash(storeRollouts), c.Rollout.Encoded(), DirFiles)
+		ws := filepath.Join(out, filepath.FromSlash(store.DirRollouts), c.Rollout.Encoded(), store.DirFiles)
 		filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && p != ws {
 				rel, _ := filepath.Rel(ws, p)
@@ -400,7 +394,7 @@ func TestRunCellEnvAndChanges(t *testing.T) {
 // A rerun of an unchanged plan reuses every stored cell and never reaches
 // for the engine.
 func TestResumeNeedsNoEngine(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	out := t.TempDir()
 	n := len(s.Plan.Cells)
@@ -409,23 +403,23 @@ func TestResumeNeedsNoEngine(t *testing.T) {
 	}
 	before := map[string]string{}
 	for id := range stored(t, out) {
-		before[id] = readStored(t, out, s.cell(t, id), FileRollout)
+		before[id] = readStored(t, out, s.cell(t, id), store.FileRollout)
 	}
 
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
 	sum := s.run(t, out, Options{})
-	if sum.Ran != 0 || sum.Reused != n || sum.Selected != n || sum.Statuses[StatusCompleted] != n || !sum.Complete() {
+	if sum.Ran != 0 || sum.Reused != n || sum.Selected != n || sum.Statuses[store.StatusCompleted] != n || !sum.Complete() {
 		t.Errorf("rerun: %+v, want %d reused and none ran", sum, n)
 	}
 	for id, b := range before {
-		if got := readStored(t, out, s.cell(t, id), FileRollout); got != b {
+		if got := readStored(t, out, s.cell(t, id), store.FileRollout); got != b {
 			t.Errorf("rerun rewrote the rollout of %s", id)
 		}
 	}
 
 	// The control: with a cell to run, the same run needs the engine, so
 	// the rerun above did not just reach one some other way.
-	if err := os.RemoveAll(filepath.Join(out, filepath.FromSlash(storeRollouts), s.Plan.Cells[0].Rollout.Encoded())); err != nil {
+	if err := os.RemoveAll(filepath.Join(out, filepath.FromSlash(store.DirRollouts), s.Plan.Cells[0].Rollout.Encoded())); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Run(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir}); err == nil || !strings.Contains(err.Error(), "docker engine") {
@@ -436,7 +430,7 @@ func TestResumeNeedsNoEngine(t *testing.T) {
 // A run killed with SIGKILL midway loses nothing stored and leaves nothing
 // a rerun would trust or keep: the rerun runs exactly the rest.
 func TestKillMidwayResumes(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "slow")
 	bin := buildCLI(t)
 	s.useCLIPlan(t, bin)
@@ -458,16 +452,16 @@ func TestKillMidwayResumes(t *testing.T) {
 	if killed >= n {
 		t.Fatalf("all %d cells were stored before the kill", n)
 	}
-	staged, _ := os.ReadDir(filepath.Join(out, filepath.FromSlash(storeTmp)))
-	t.Logf("after kill -9: %d stored, %d staged, containers left %q", killed, len(staged), runContainers(t, e, out))
+	staged, _ := os.ReadDir(filepath.Join(out, filepath.FromSlash(store.DirTmp)))
+	t.Logf("after kill -9: %d stored, %d staged, containers left %q", killed, len(staged), runContainers(t, out))
 
 	sum := s.run(t, out, Options{Jobs: 4})
 	if sum.Ran != n-killed || sum.Reused != killed || !sum.Complete() {
 		t.Errorf("rerun: %+v, want %d ran and %d reused", sum, n-killed, killed)
 	}
-	checkStoreMatchesPlan(t, s, out, StatusCompleted)
-	emptyDir(t, filepath.Join(out, filepath.FromSlash(storeTmp)))
-	if left := runContainers(t, e, out); len(left) > 0 {
+	checkStoreMatchesPlan(t, s, out, store.StatusCompleted)
+	emptyDir(t, filepath.Join(out, filepath.FromSlash(store.DirTmp)))
+	if left := runContainers(t, out); len(left) > 0 {
 		t.Errorf("containers left: %q", left)
 	}
 }
@@ -475,7 +469,7 @@ func TestKillMidwayResumes(t *testing.T) {
 // Ctrl-C stops the run within seconds, exits 2, removes its containers and
 // keeps every stored cell; a rerun runs only the rest.
 func TestInterruptStopsCleanly(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "slow")
 	bin := buildCLI(t)
 	s.useCLIPlan(t, bin)
@@ -508,19 +502,19 @@ func TestInterruptStopsCleanly(t *testing.T) {
 	// A container whose creation was under way when skillgate exited
 	// shows up a moment later.
 	time.Sleep(1500 * time.Millisecond)
-	if left := runContainers(t, e, out); len(left) > 0 {
+	if left := runContainers(t, out); len(left) > 0 {
 		t.Errorf("containers left after SIGINT: %q", left)
 	}
-	emptyDir(t, filepath.Join(out, filepath.FromSlash(storeTmp)))
+	emptyDir(t, filepath.Join(out, filepath.FromSlash(store.DirTmp)))
 	kept := stored(t, out)
 	if len(kept) == 0 || len(kept) >= n {
 		t.Fatalf("%d of %d cells stored after SIGINT", len(kept), n)
 	}
 	for id, r := range kept {
-		if c := s.cell(t, id); r.Key != c.Rollout || r.Status != StatusCompleted {
+		if c := s.cell(t, id); r.Key != c.Rollout || r.Status != store.StatusCompleted {
 			t.Errorf("cell %s stored as %s under %s, want completed under %s", id, r.Status, r.Key, c.Rollout)
 		}
-		if got := readStored(t, out, s.cell(t, id), FileStdout); got != "done\n" {
+		if got := readStored(t, out, s.cell(t, id), store.FileStdout); got != "done\n" {
 			t.Errorf("cell %s stored stdout %q", id, got)
 		}
 	}
@@ -529,13 +523,13 @@ func TestInterruptStopsCleanly(t *testing.T) {
 	if sum.Ran != n-len(kept) || sum.Reused != len(kept) || !sum.Complete() {
 		t.Errorf("rerun: %+v, want %d ran and %d reused", sum, n-len(kept), len(kept))
 	}
-	checkStoreMatchesPlan(t, s, out, StatusCompleted)
+	checkStoreMatchesPlan(t, s, out, store.StatusCompleted)
 }
 
 // A plan file runs exactly that plan: a changed skill is refused, by name,
 // before anything runs.
 func TestPlanFileRefusesChangedSuite(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	bin := buildCLI(t)
 	out := filepath.Join(t.TempDir(), "out")
@@ -566,13 +560,13 @@ func TestPlanFileRefusesChangedSuite(t *testing.T) {
 	if code, _ := cli(t, bin, "run", plan, "--suite", s.Dir, "--out", out); code != 0 && code != 1 {
 		t.Errorf("run of the matching plan: exit %d, want a verdict (0 or 1)", code)
 	}
-	checkStoreMatchesPlan(t, s, out, StatusCompleted)
+	checkStoreMatchesPlan(t, s, out, store.StatusCompleted)
 }
 
 // An agent's failure and timeout are outcomes; an engine that cannot run
 // the cell makes it invalid, and the next run retries it.
 func TestRunStatuses(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "status")
 	out := t.TempDir()
 	start := time.Now()
@@ -580,22 +574,22 @@ func TestRunStatuses(t *testing.T) {
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("the run took %s with a 2 s timeout", took)
 	}
-	want := map[string]int{StatusCompleted: 2, StatusFailed: 2, StatusTimeout: 2}
+	want := map[string]int{store.StatusCompleted: 2, store.StatusFailed: 2, store.StatusTimeout: 2}
 	if sum.Ran != 6 || !reflect.DeepEqual(sum.Statuses, want) || !sum.Complete() {
 		t.Errorf("summary %+v, want 6 ran with statuses %v, complete", sum, want)
 	}
 	for id, r := range stored(t, out) {
 		switch r.Case {
 		case "ok":
-			if r.Status != StatusCompleted || r.ExitCode != 0 || r.Answer != "ok\n" {
+			if r.Status != store.StatusCompleted || r.ExitCode != 0 || r.Answer != "ok\n" {
 				t.Errorf("%s: %s exit %d answer %q", id, r.Status, r.ExitCode, r.Answer)
 			}
 		case "fail":
-			if r.Status != StatusFailed || r.ExitCode != 3 || r.Error != "" || r.Answer != "failing\n" {
+			if r.Status != store.StatusFailed || r.ExitCode != 3 || r.Error != "" || r.Answer != "failing\n" {
 				t.Errorf("%s: %s exit %d error %q answer %q, want failed with exit 3", id, r.Status, r.ExitCode, r.Error, r.Answer)
 			}
 		case "slow":
-			if r.Status != StatusTimeout || r.Error != "" {
+			if r.Status != store.StatusTimeout || r.Error != "" {
 				t.Errorf("%s: %s (%s), want timeout", id, r.Status, r.Error)
 			}
 			if r.Durations.Agent < 1.9 || r.Durations.Total > 6 {
@@ -609,7 +603,7 @@ func TestRunStatuses(t *testing.T) {
 		out := t.TempDir()
 		for i := 1; i <= 2; i++ {
 			sum := s.run(t, out, Options{})
-			if sum.Ran != 2 || sum.Reused != 0 || sum.Statuses[StatusInvalid] != 2 || sum.Complete() {
+			if sum.Ran != 2 || sum.Reused != 0 || sum.Statuses[store.StatusInvalid] != 2 || sum.Complete() {
 				t.Errorf("run %d: %+v, want both cells run again and invalid, incomplete", i, sum)
 			}
 			got := stored(t, out)
@@ -617,7 +611,7 @@ func TestRunStatuses(t *testing.T) {
 				t.Errorf("run %d stored %d cells", i, len(got))
 			}
 			for id, r := range got {
-				if r.Status != StatusInvalid || !strings.Contains(r.Error, "skillgate/none-such:1") || !strings.Contains(r.Error, "not in the Docker engine") {
+				if r.Status != store.StatusInvalid || !strings.Contains(r.Error, "skillgate/none-such:1") || !strings.Contains(r.Error, "not in the Docker engine") {
 					t.Errorf("run %d: %s: %s %q, want invalid naming the missing image", i, id, r.Status, r.Error)
 				}
 			}
@@ -628,7 +622,7 @@ func TestRunStatuses(t *testing.T) {
 // Filters select cells by case, arm and split; a value the plan lacks is an
 // error that names it, never an empty run.
 func TestSelectFilters(t *testing.T) {
-	e := testEngine(t)
+	e := dockertest.Engine(t)
 	s := copySuite(t, e, "basic")
 	ids := func(cs []plan.Cell) []string {
 		var out []string

@@ -3,191 +3,19 @@ package runner
 import (
 	"context"
 	"errors"
-	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/skillgate/skillgate/runner/judge"
+	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
-
-// spendPlan is a plan with only what the budget reads.
-func spendPlan(agent, judge *suite.Prices) *plan.Plan {
-	p := &plan.Plan{Agent: plan.PlanAgent{Agent: suite.Agent{Provider: "anthropic", Prices: agent}}}
-	p.Suite.Name = "spendtest"
-	if judge != nil {
-		p.Judge = &plan.PlanJudge{Judge: suite.Judge{Provider: "anthropic", Prices: judge}}
-	}
-	return p
-}
-
-// TestSpendAdmissionNeverOvershoots runs many cells at once under a cap: with a
-// per-call price, what is spent and held never passes the cap, and as many cells run
-// as fit; without one, the first cell runs alone until its cost is known, then the
-// most a cell has cost is every next cell's worst case.
-func TestSpendAdmissionNeverOvershoots(t *testing.T) {
-	ctx := context.Background()
-	b, err := openSpend(t.TempDir(), spendPlan(&suite.Prices{PerCall: gwPtr(1.0), InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, nil), 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	ran, refused, maxHeld := 0, 0, 0.0
-	var wg sync.WaitGroup
-	for i := 0; i < 24; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := b.admit(ctx, SpendCell)
-			if errors.Is(err, ErrSpendCap) {
-				mu.Lock()
-				refused++
-				mu.Unlock()
-				return
-			}
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			b.mu.Lock()
-			held := b.spent + b.reserved
-			b.mu.Unlock()
-			mu.Lock()
-			ran++
-			maxHeld = max(maxHeld, held)
-			mu.Unlock()
-			time.Sleep(5 * time.Millisecond)
-			if err := b.settle(res, SpendEntry{Kind: SpendCell, ID: "c", USD: 1}, true); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	folder, run := b.totals()
-	if ran != 5 || refused != 19 || maxHeld > 5+1e-9 || folder != 5 || run != 5 {
-		t.Errorf("ran %d, refused %d, most held %v, spent %v (%v this run); want 5 cells of $1 under $5", ran, refused, maxHeld, folder, run)
-	}
-
-	// No per-call price: one cell at a time until one has a cost.
-	b, err = openSpend(t.TempDir(), spendPlan(&suite.Prices{InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, nil), 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := b.admit(ctx, SpendCell)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := make(chan *spendReservation)
-	go func() {
-		res, err := b.admit(ctx, SpendCell)
-		if err != nil {
-			t.Error(err)
-		}
-		second <- res
-	}()
-	select {
-	case <-second:
-		t.Fatal("a second cell started before the first one's cost was known")
-	case <-time.After(150 * time.Millisecond):
-	}
-	b.settle(first, SpendEntry{Kind: SpendCell, ID: "a", USD: 3}, true)
-	res := <-second
-	if res.usd != 3 {
-		t.Errorf("the second cell holds %v, want the first one's cost, 3", res.usd)
-	}
-	// $3 spent, $3 held: one more fits ($9), then none until something settles.
-	third, err := b.admit(ctx, SpendCell)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocked, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	if _, err := b.admit(blocked, SpendCell); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a fourth cell past the cap: %v, want it to wait", err)
-	}
-	b.settle(res, SpendEntry{Kind: SpendCell, ID: "b", USD: 3}, true)
-	b.settle(third, SpendEntry{Kind: SpendCell, ID: "c", USD: 3}, true)
-	if _, err := b.admit(ctx, SpendCell); !errors.Is(err, ErrSpendCap) || !strings.Contains(err.Error(), "9.0000 of 10.0000 USD") {
-		t.Errorf("nothing in flight and no room: %v", err)
-	}
-	// Without a cap everything is admitted at once.
-	free, _ := openSpend(t.TempDir(), spendPlan(nil, nil), 0)
-	for i := 0; i < 3; i++ {
-		if _, err := free.admit(ctx, SpendCell); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// TestSpendLedgerSurvives: the ledger is the run folder's: a budget opened again
-// counts every earlier entry, and a line the process died writing is skipped.
-func TestSpendLedgerSurvives(t *testing.T) {
-	out := t.TempDir()
-	p := spendPlan(&suite.Prices{InputPerMTok: gwPtr(1.0), OutputPerMTok: gwPtr(1.0)}, &suite.Prices{PerCall: gwPtr(0.25)})
-	b, err := openSpend(out, p, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range []SpendEntry{{Kind: SpendCalibration, ID: "calibrate:shell/none/1", USD: 0.5}, {Kind: SpendCell, ID: "a/none/1", USD: 2}, {Kind: SpendJudge, ID: "k", USD: 0.25, Estimated: true}} {
-		res, err := b.admit(context.Background(), e.Kind)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.settle(res, e, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b2, err := openSpend(out, p, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if folder, run := b2.totals(); folder != 2.75 || run != 0 || b2.worst[SpendCell] != 2 || b2.worst[SpendJudge] != 0.25 {
-		t.Errorf("reopened: folder %v, run %v, worst %v", folder, run, b2.worst)
-	}
-	path := filepath.Join(out, FileSpend)
-	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString(`{"time":"2025-01-01T00:00:00Z","kind":"cell","id":"x","us`)
-	f.Close()
-	if entries, err := ReadSpend(out); err != nil || len(entries) != 3 || !entries[2].Estimated {
-		t.Errorf("with a cut last line: %+v %v", entries, err)
-	}
-	os.WriteFile(path, []byte("{\"kind\":\"cell\",\"usd\":1}\nnot json\n{\"kind\":\"cell\",\"usd\":1}\n"), 0o644)
-	if _, err := ReadSpend(out); err == nil || !strings.Contains(err.Error(), "spend.jsonl:2") {
-		t.Errorf("a damaged ledger: %v", err)
-	}
-}
-
-// TestCheckSpendCap: a cap needs prices to count with, for the agent and for a real
-// judge, and says how to add them.
-func TestCheckSpendCap(t *testing.T) {
-	tokens := &suite.Prices{InputPerMTok: gwPtr(3.0), OutputPerMTok: gwPtr(15.0)}
-	for _, c := range []struct {
-		plan *plan.Plan
-		cap  float64
-		want string
-	}{
-		{spendPlan(nil, nil), 0, ""},
-		{spendPlan(tokens, nil), 5, ""},
-		{spendPlan(&suite.Prices{PerCall: gwPtr(0.5)}, nil), 5, ""},
-		{spendPlan(nil, nil), 5, "check spend cap: suite spendtest gives its agent no prices, so --spend-cap has nothing to count; add the model's USD prices per million tokens to the agent, as in `agent: prices: {inputPerMTok: 3, outputPerMTok: 15}`, or an estimate per cell, as in `agent: prices: perCall: 0.5`"},
-		{spendPlan(&suite.Prices{InputPerMTok: gwPtr(3.0)}, nil), 5, "gives its agent no prices"},
-		{spendPlan(tokens, &suite.Prices{}), 5, "gives its anthropic judge no prices"},
-		{spendPlan(tokens, &suite.Prices{PerCall: gwPtr(0.01)}), 5, ""},
-		{spendPlan(tokens, nil), -1, "want a positive amount in USD"},
-		{spendPlan(tokens, nil), math.Inf(1), "want a positive amount in USD"},
-	} {
-		err := CheckSpendCap(c.plan, c.cap)
-		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("cap %v, prices %+v: %v, want %q", c.cap, c.plan.Agent.Prices, err, c.want)
-		}
-	}
-}
 
 // TestSpendCapCountsJudgeCalls: judge calls are admitted under the run folder's cap
 // and entered in its ledger at the judge's prices; those the cap leaves out are
@@ -208,33 +36,33 @@ func TestSpendCapCountsJudgeCalls(t *testing.T) {
 		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
-	store, err := OpenStore(out)
+	st, err := store.OpenStore(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range p.Cells {
-		storeRollout(t, store, p, c, "an answer", nil)
+		storeRollout(t, st, p, c, "an answer", nil)
 	}
 	// Cells already cost $4 in this folder (ledger from the run).
-	prior, _ := openSpend(out, p, 0)
+	prior, _ := store.OpenSpend(out, p, 0)
 	for _, c := range p.Cells[:4] {
-		res, _ := prior.admit(context.Background(), SpendCell)
-		prior.settle(res, SpendEntry{Kind: SpendCell, ID: c.ID, USD: 1, Estimated: true}, true)
+		res, _ := prior.Admit(context.Background(), store.SpendCell)
+		prior.Settle(res, store.SpendEntry{Kind: store.SpendCell, ID: c.ID, USD: 1, Estimated: true}, true)
 	}
 	opts := Options{Out: out, SuiteDir: dir, Jobs: 1, SpendCapUSD: 6.5}
 	if _, err := Grade(context.Background(), p, p.Cells, opts); err != nil {
 		t.Fatal(err)
 	}
-	judge := &pricedJudge{}
+	fake := &pricedJudge{}
 	// Each call costs $1 (1M tokens at $1/MTok): two fit under 6.5 after the $4.
-	n, _, err := JudgeCells(context.Background(), p, judge, nil, opts)
-	if !errors.Is(err, ErrSpendCap) || n != 2 || judge.calls != 2 {
-		t.Fatalf("judged %d (%d calls), %v; want 2 judged, then the cap", n, judge.calls, err)
+	n, _, err := judge.JudgeCells(context.Background(), p, fake, nil, opts.judging())
+	if !errors.Is(err, store.ErrSpendCap) || n != 2 || fake.calls != 2 {
+		t.Fatalf("judged %d (%d calls), %v; want 2 judged, then the cap", n, fake.calls, err)
 	}
-	entries, _ := ReadSpend(out)
+	entries, _ := store.ReadSpend(out)
 	var judged float64
 	for _, e := range entries {
-		if e.Kind == SpendJudge {
+		if e.Kind == store.SpendJudge {
 			judged += e.USD
 		}
 	}
@@ -242,8 +70,8 @@ func TestSpendCapCountsJudgeCalls(t *testing.T) {
 		t.Errorf("ledger %+v", entries)
 	}
 	opts.SpendCapUSD = 20
-	if n, _, err := JudgeCells(context.Background(), p, judge, nil, opts); err != nil || n != 2 || judge.calls != 4 {
-		t.Errorf("with a higher cap: judged %d (%d calls), %v", n, judge.calls, err)
+	if n, _, err := judge.JudgeCells(context.Background(), p, fake, nil, opts.judging()); err != nil || n != 2 || fake.calls != 4 {
+		t.Errorf("with a higher cap: judged %d (%d calls), %v", n, fake.calls, err)
 	}
 	if folder, _ := mustSpend(t, out, p); folder != 8 {
 		t.Errorf("the folder spent %v, want 4 cells and 4 judge calls of $1", folder)
@@ -252,11 +80,11 @@ func TestSpendCapCountsJudgeCalls(t *testing.T) {
 
 func mustSpend(t *testing.T, out string, p *plan.Plan) (float64, float64) {
 	t.Helper()
-	b, err := openSpend(out, p, 0)
+	b, err := store.OpenSpend(out, p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.totals()
+	return b.Totals()
 }
 
 // pricedJudge passes every criterion and reports a million input tokens a call.
@@ -265,12 +93,12 @@ type pricedJudge struct {
 	calls int
 }
 
-func (j *pricedJudge) Ask(_ context.Context, prompt string) (string, JudgeUsage, error) {
+func (j *pricedJudge) Ask(_ context.Context, prompt string) (string, store.JudgeUsage, error) {
 	j.mu.Lock()
 	j.calls++
 	j.mu.Unlock()
 	return `{"criteria": [{"criterion": 0, "pass": true}, {"criterion": 1, "pass": true}]}`,
-		JudgeUsage{Model: "priced", Tokens: &grade.Tokens{Input: 1_000_000}}, nil
+		store.JudgeUsage{Model: "priced", Tokens: &grade.Tokens{Input: 1_000_000}}, nil
 }
 
 // TestEvaluateSpendCapLeavesJudgingIncomplete: through Evaluate, judge calls the cap
@@ -292,12 +120,12 @@ func TestEvaluateSpendCapLeavesJudgingIncomplete(t *testing.T) {
 		t.Fatal(suite.PrintError(err, root))
 	}
 	out := t.TempDir()
-	store, err := OpenStore(out)
+	st, err := store.OpenStore(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range p.Cells {
-		storeRollout(t, store, p, c, "an answer", nil)
+		storeRollout(t, st, p, c, "an answer", nil)
 	}
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
 	sum, rep, err := Evaluate(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 2, SpendCapUSD: 2})

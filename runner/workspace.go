@@ -11,6 +11,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/docker"
+
+	"github.com/skillgate/skillgate/runner/redact"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 
@@ -49,7 +53,7 @@ type workspaceCollector struct {
 	initial map[string]plan.TreeEntry
 	sorted  []string // initial paths, sorted
 	blobs   string
-	redact  *redactor
+	redact  *redact.Redactor
 	lim     workspaceLimits
 
 	dirs map[string]bool // initial folders: those holding an initial file
@@ -61,7 +65,7 @@ type workspaceCollector struct {
 	listed      map[string]bool             // paths a listing collection saw
 }
 
-func newWorkspaceCollector(initial map[string]plan.TreeEntry, blobs string, redact *redactor, lim workspaceLimits) *workspaceCollector {
+func newWorkspaceCollector(initial map[string]plan.TreeEntry, blobs string, redact *redact.Redactor, lim workspaceLimits) *workspaceCollector {
 	w := &workspaceCollector{initial: initial, blobs: blobs, redact: redact, lim: lim, dirs: map[string]bool{},
 		final: map[string]grade.FileChange{}, removed: map[string]bool{}, removedDirs: map[string]bool{}, listed: map[string]bool{}}
 	for p := range initial {
@@ -87,7 +91,7 @@ func (w *workspaceCollector) under(dir string, f func(string)) {
 }
 
 // visit takes one entry of the container's workspace.
-func (w *workspaceCollector) visit(e WorkspaceEntry) error {
+func (w *workspaceCollector) visit(e docker.WorkspaceEntry) error {
 	if e.Path == "" || strings.ContainsRune(e.Path, 0) {
 		return nil
 	}
@@ -124,7 +128,7 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 		ch.Kind = grade.ChangeModified
 	}
 	switch e.Type {
-	case entryDir:
+	case docker.TypeDir:
 		if e.Opaque {
 			w.under(e.Path, remove)
 			removeDirs(e.Path)
@@ -133,12 +137,12 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 			return nil // a folder only holds what is listed below it
 		}
 		// A folder where the fixture had a file or link.
-	case entrySymlink:
+	case docker.TypeSymlink:
 		ch.Target = e.Target
 		if had && init.Mode == "symlink" && init.Digest == digest.FromString(filepath.ToSlash(e.Target)) {
 			return nil
 		}
-	case entryFile:
+	case docker.TypeFile:
 		ch.Exec, ch.Size = e.Mode&0o111 != 0, e.Size
 		same, err := w.store(e, &ch, init, had)
 		if err != nil {
@@ -154,7 +158,7 @@ func (w *workspaceCollector) visit(e WorkspaceEntry) error {
 
 // store streams a regular file's content into a blob, unless a limit cuts it, and says
 // whether it is byte for byte the initial file.
-func (w *workspaceCollector) store(e WorkspaceEntry, ch *grade.FileChange, init plan.TreeEntry, had bool) (same bool, err error) {
+func (w *workspaceCollector) store(e docker.WorkspaceEntry, ch *grade.FileChange, init plan.TreeEntry, had bool) (same bool, err error) {
 	switch {
 	case w.lim.FileBytes > 0 && e.Size > w.lim.FileBytes:
 		ch.Cut = fmt.Sprintf("%d bytes, over limits.collect.fileBytes (%d)", e.Size, w.lim.FileBytes)
@@ -179,7 +183,7 @@ func (w *workspaceCollector) store(e WorkspaceEntry, ch *grade.FileChange, init 
 	defer os.Remove(tmp.Name()) // gone once renamed
 	raw, stored := sha256.New(), sha256.New()
 	var sink io.Writer = io.MultiWriter(tmp, stored)
-	rw := w.redact.writer(sink)
+	rw := w.redact.Writer(sink)
 	// At most one byte past the limit is read: a file that grew is cut, not stored whole.
 	limit := e.Size + 1
 	if w.lim.FileBytes > 0 {
@@ -193,7 +197,7 @@ func (w *workspaceCollector) store(e WorkspaceEntry, ch *grade.FileChange, init 
 		err = cerr
 	}
 	if err != nil {
-		var cut CollectCut
+		var cut docker.CollectCut
 		if errors.As(err, &cut) {
 			ch.Cut = cut.Reason
 			return false, cut
@@ -210,7 +214,7 @@ func (w *workspaceCollector) store(e WorkspaceEntry, ch *grade.FileChange, init 
 	}
 	ch.Size = n
 	ch.Digest = digest.NewDigest(digest.SHA256, stored)
-	ch.Redacted = rw.(*redactWriter).redacted
+	ch.Redacted = rw.Redacted()
 	w.stored += n
 	if err := os.Rename(tmp.Name(), filepath.Join(w.blobs, ch.Digest.Encoded())); err != nil {
 		return false, fmt.Errorf("store %s: %w", e.Path, err)

@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/skillgate/skillgate/runner"
 )
 
 func auditCommand() *cli.Command {
@@ -57,11 +57,11 @@ an unreadable run folder.`,
 				return exit(2, err)
 			}
 			if !ok {
-				p, err := plan.ReadPlan(filepath.Join(out, runner.FilePlan))
+				p, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 				if err != nil {
 					return exit(2, err)
 				}
-				results, err := runner.Results(p, &runner.Store{Dir: out})
+				results, err := store.Results(p, &store.Store{Dir: out})
 				if err != nil {
 					return exit(2, err)
 				}

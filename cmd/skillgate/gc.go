@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/urfave/cli/v2"
+	"github.com/skillgate/skillgate/runner/docker"
 
-	"github.com/skillgate/skillgate/runner"
+	"github.com/urfave/cli/v2"
 )
 
 func gcCommand() *cli.Command {
@@ -18,18 +18,18 @@ image it built for cells (labelled dev.skillgate.image=cell). With --all it
 removes the sandbox image too. Stored results are never touched.`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove the sandbox image too"}},
 		Action: func(c *cli.Context) error {
-			e, err := runner.NewEngine(c.Context)
+			e, err := docker.NewEngine(c.Context)
 			if err != nil {
 				return err
 			}
 			defer e.Close()
-			n, err := e.Sweep(c.Context, runner.LabelRun)
+			n, err := e.Sweep(c.Context, docker.LabelRun)
 			if err != nil {
 				return err
 			}
-			label := runner.LabelImage + "=cell"
+			label := docker.LabelImage + "=cell"
 			if c.Bool("all") {
-				label = runner.LabelImage
+				label = docker.LabelImage
 			}
 			m, err := e.RemoveImages(c.Context, label)
 			if err != nil {

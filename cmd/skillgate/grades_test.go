@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
-
-	"github.com/skillgate/skillgate/runner"
 )
 
 // storeGrades lays a run folder out without Docker, for scripts: given a
@@ -49,7 +49,7 @@ func writeGrades(planFile, out string, grids []string) error {
 	if err := os.MkdirAll(filepath.Join(out, "store", "grades"), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, runner.FilePlan), p.Encode(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, store.FilePlan), p.Encode(), 0o644); err != nil {
 		return err
 	}
 	for _, c := range p.Cells {

@@ -4,17 +4,25 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
-	"github.com/urfave/cli/v2"
+	"github.com/skillgate/skillgate/runner/agent"
 
-	"github.com/skillgate/skillgate/runner"
+	"github.com/skillgate/skillgate/runner/docker"
+
+	"github.com/urfave/cli/v2"
 )
 
 // imageCommand is `skillgate image`: the agents' images.
 func imageCommand() *cli.Command {
 	// flagsFirst moves a subcommand's flags before the subcommand's name, so --version is
 	// a flag of image too; build reads it from either.
+	kinds := agent.ImageKinds()
+	var pinned []string
+	for _, k := range kinds {
+		pinned = append(pinned, k+" "+agent.Version(k))
+	}
 	version := func() cli.Flag {
 		return &cli.StringFlag{Name: "version", Usage: "the agent CLI's exact npm `VERSION` (default: the pinned one)"}
 	}
@@ -25,7 +33,7 @@ func imageCommand() *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:      "build",
 			Usage:     "build an agent's image from its official npm package",
-			ArgsUsage: runner.AgentClaudeCode + "|" + runner.AgentCodex,
+			ArgsUsage: strings.Join(kinds, "|"),
 			Description: fmt.Sprintf(`Fetches the agent CLI's npm package and its linux-x64 native binary with
 npm pack (cached under the user cache folder, skillgate/npm), and builds an
 image FROM scratch with networking off: the binary, the host's static busybox
@@ -33,21 +41,21 @@ and bash (apt-get install busybox-static bash-static), the C.utf8 locale and
 the user agent (uid 1000). Prints the image reference on stdout; it is tagged
 skillgate/AGENT:VERSION and skillgate/AGENT:VERSION-DIGEST.
 
-Pinned versions: %s %s, %s %s.`, runner.AgentClaudeCode, runner.ClaudeCodeVersion, runner.AgentCodex, runner.CodexVersion),
+Pinned versions: %s.`, strings.Join(pinned, ", ")),
 			Flags:           []cli.Flag{version()},
 			HideHelpCommand: true,
 			OnUsageError:    usageError,
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 1 {
-					return exit(2, fmt.Errorf("image build takes one agent, %s or %s", runner.AgentClaudeCode, runner.AgentCodex))
+					return exit(2, fmt.Errorf("image build takes one agent, %s", strings.Join(kinds, " or ")))
 				}
-				agent := c.Args().First()
-				if runner.AgentVersion(agent) == "" {
-					return exit(2, fmt.Errorf("image build: unknown agent %q (want %s or %s)", agent, runner.AgentClaudeCode, runner.AgentCodex))
+				kind := c.Args().First()
+				if agent.Version(kind) == "" {
+					return exit(2, fmt.Errorf("image build: unknown agent %q (want %s)", kind, strings.Join(kinds, " or ")))
 				}
 				ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 				defer stop()
-				e, err := runner.NewEngine(ctx)
+				e, err := docker.NewEngine(ctx)
 				if err != nil {
 					return err
 				}
@@ -59,7 +67,7 @@ Pinned versions: %s %s, %s %s.`, runner.AgentClaudeCode, runner.ClaudeCodeVersio
 						break
 					}
 				}
-				ref, err := e.BuildAgentImage(ctx, agent, version, os.Stderr)
+				ref, err := agent.BuildImage(ctx, e, kind, version, os.Stderr)
 				if err != nil {
 					return err
 				}

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/pipeline"
-	"github.com/skillgate/skillgate/runner"
 )
 
 // TestInitThenRunPasses scaffolds a suite into a fresh repository, as a new
@@ -19,7 +20,7 @@ import (
 // user's own skill folders, which stay untouched, and git must see no run
 // folder.
 func TestInitThenRunPasses(t *testing.T) {
-	engine, err := runner.NewEngine(context.Background())
+	engine, err := docker.NewEngine(context.Background())
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set and there is no Docker engine: %v", err)
@@ -70,7 +71,7 @@ func TestInitThenRunPasses(t *testing.T) {
 				}
 				before[p] = body
 			}
-			t.Cleanup(func() { engine.RemoveImages(context.Background(), runner.LabelSuite+"="+tc.name) })
+			t.Cleanup(func() { engine.RemoveImages(context.Background(), docker.LabelSuite+"="+tc.name) })
 			if code := run(append([]string{"skillgate"}, tc.args...)); code != 0 {
 				t.Fatalf("skillgate %s: exit %d", strings.Join(tc.args, " "), code)
 			}

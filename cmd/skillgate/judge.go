@@ -8,12 +8,14 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/skillgate/skillgate/runner/judge"
+
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/skillgate/skillgate/runner"
 )
 
 func judgeCommand() *cli.Command {
@@ -70,7 +72,7 @@ failed, naming which.`,
 				}
 				base, suiteDir = p.Judge.Judge, dir
 			} else {
-				p, err := plan.ReadPlan(filepath.Join(out, runner.FilePlan))
+				p, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 				if err != nil {
 					return exit(2, err)
 				}
@@ -82,7 +84,7 @@ failed, naming which.`,
 			other := overrideJudge(base, c.String("provider"), c.String("model"), strings.Fields(c.String("command")))
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			r, dir, err := runner.Rejudge(ctx, out, other, runner.RejudgeOptions{SuiteDir: suiteDir, Jobs: c.Int("jobs"), Log: os.Stderr})
+			r, dir, err := judge.Rejudge(ctx, out, other, judge.RejudgeOptions{SuiteDir: suiteDir, Jobs: c.Int("jobs"), Log: os.Stderr})
 			if err != nil {
 				return exit(2, err)
 			}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 
 	"github.com/urfave/cli/v2"
@@ -67,7 +69,7 @@ failed), 3 calibration failed.`,
 			}
 			// Before any engine or provider is asked: a cap that cannot be
 			// kept refuses the run at once.
-			if err := runner.CheckSpendCap(t.Plan, c.Float64("spend-cap")); err != nil {
+			if err := store.CheckSpendCap(t.Plan, c.Float64("spend-cap")); err != nil {
 				return exit(2, err)
 			}
 			out := c.String("out")

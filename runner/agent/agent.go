@@ -1,0 +1,101 @@
+package agent
+
+import (
+	"slices"
+
+	"github.com/skillgate/skillgate/pipeline/grade"
+)
+
+// Kinds of agent, as a suite's agent.kind names them.
+const (
+	ClaudeCode = "claude-code"
+	Codex      = "codex"
+	Command    = "command"
+)
+
+// The gateway as the agent sees it: a forwarder inside the cell listens
+// here and relays to the gateway's socket; Home is the agent user's home.
+const (
+	ModelURL = "http://127.0.0.1:8080"
+	Home     = "/home/agent"
+)
+
+// Kind is everything skillgate knows of one kind of agent: how its image
+// is built, what it needs in its cell to reach its model, how it takes a
+// prompt too large for its command line, and how its transcript reads.
+type Kind struct {
+	// recipe builds the kind's image from npm; nil when the suite names an
+	// image skillgate does not build.
+	recipe *recipe
+	// Env is what the agent needs to reach its model through the gateway,
+	// given the model asked for ("" for the CLI's own) and the cell's dummy
+	// token.
+	Env func(model, token string) []string
+	// Files are files the agent needs in its cell image, by absolute path,
+	// given the model asked for; nil needs none. They enter the cell
+	// image's key.
+	Files func(model string) map[string][]byte
+	// Stdin says the CLI reads its prompt from its standard input when
+	// StdinArgs stand where the {{prompt}} argument stood, as it must when
+	// the prompt is too large for the command line.
+	Stdin     bool
+	StdinArgs []string
+	// Parse reads the final answer and the telemetry of a finished
+	// session from its output.
+	Parse func(stdout, stderr []byte) (string, Telemetry)
+}
+
+// kinds are the agents skillgate has an adapter for, by kind.
+var kinds = map[string]Kind{
+	ClaudeCode: claudeCode,
+	Codex:      codex,
+	Command:    command,
+}
+
+// other is a kind skillgate has no adapter for: its stdout is its answer,
+// and it reaches its model the way a command agent does.
+var other = Kind{Env: commandEnv, Parse: plainTranscript}
+
+// Of is the kind named name, or one with no adapter of its own when
+// skillgate knows no such kind.
+func Of(name string) Kind {
+	if k, ok := kinds[name]; ok {
+		return k
+	}
+	return other
+}
+
+// ImageKinds are the kinds whose images skillgate builds, sorted.
+func ImageKinds() []string {
+	var out []string
+	for name, k := range kinds {
+		if k.recipe != nil {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Version is the default version of a kind's CLI, or "" for a kind whose
+// image skillgate does not build.
+func Version(kind string) string {
+	if r := Of(kind).recipe; r != nil {
+		return r.version
+	}
+	return ""
+}
+
+// ImageRepo is the repository of a kind's images: skillgate/KIND.
+func ImageRepo(kind string) string { return "skillgate/" + kind }
+
+// ParseTranscript reads an agent's final answer and telemetry from its
+// output, by agent kind.
+func ParseTranscript(kind string, stdout, stderr []byte) (string, Telemetry) {
+	return Of(kind).Parse(stdout, stderr)
+}
+
+// plainTranscript takes stdout as the answer and tells nothing of routing.
+func plainTranscript(stdout, _ []byte) (string, Telemetry) {
+	return string(stdout), Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}}
+}

@@ -1,0 +1,319 @@
+package agent
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/suite/suitetest"
+	"github.com/skillgate/skillgate/pipeline/verdict"
+)
+
+// The transcripts in testdata/transcripts are real Claude Code 2.1.332 and Codex 0.171.0
+// output (copied from ../shared/samples/agent-transcripts).
+
+func readTranscript(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "transcripts", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func intp(n int) *int { return &n }
+
+type transcriptWant struct {
+	answer     string
+	turns      *int
+	toolCalls  *int
+	tokens     *grade.Tokens
+	model      string
+	skills     []grade.RoutingEvent
+	references []grade.RoutingEvent
+}
+
+func checkTelemetry(t *testing.T, answer string, tel Telemetry, w transcriptWant) {
+	t.Helper()
+	if answer != w.answer {
+		t.Errorf("answer = %q, want %q", answer, w.answer)
+	}
+	if !reflect.DeepEqual(tel.Turns, w.turns) {
+		t.Errorf("turns = %v, want %v", deref(tel.Turns), deref(w.turns))
+	}
+	if !reflect.DeepEqual(tel.ToolCalls, w.toolCalls) {
+		t.Errorf("tool calls = %v, want %v", deref(tel.ToolCalls), deref(w.toolCalls))
+	}
+	if !reflect.DeepEqual(tel.Tokens, w.tokens) {
+		t.Errorf("tokens = %+v, want %+v", tel.Tokens, w.tokens)
+	}
+	if tel.Model != w.model {
+		t.Errorf("model = %q, want %q", tel.Model, w.model)
+	}
+	if w.skills == nil {
+		w.skills = []grade.RoutingEvent{}
+	}
+	if w.references == nil {
+		w.references = []grade.RoutingEvent{}
+	}
+	if !reflect.DeepEqual(tel.Skills, w.skills) {
+		t.Errorf("skills = %+v, want %+v", tel.Skills, w.skills)
+	}
+	if !reflect.DeepEqual(tel.References, w.references) {
+		t.Errorf("references = %+v, want %+v", tel.References, w.references)
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestTranscriptSamples(t *testing.T) {
+	tests := []struct {
+		kind, file string
+		want       transcriptWant
+	}{
+		{"claude-code", "claude-code-read-write.jsonl", transcriptWant{
+			answer: "MOCK-FINAL: read input.txt and wrote output.txt.",
+			turns:  intp(3), toolCalls: intp(2), model: "claude-opus-5-5",
+			tokens: &grade.Tokens{Input: 37410, Output: 75},
+		}},
+		{"claude-code", "claude-code-skill-activation.jsonl", transcriptWant{
+			answer: "MOCK-FINAL: skill demo was invoked.",
+			turns:  intp(3), toolCalls: intp(1), model: "claude-opus-5-5",
+			tokens: &grade.Tokens{Input: 24888, Output: 50},
+			skills: []grade.RoutingEvent{{Name: "demo", Evidence: grade.EvidenceObserved}},
+		}},
+		{"codex", "codex-exec-read-write.jsonl", transcriptWant{
+			answer: "MOCK-FINAL: read input.txt and wrote output.txt.",
+			turns:  intp(1), toolCalls: intp(2),
+			tokens: &grade.Tokens{Input: 31210, Output: 60},
+		}},
+		{"codex", "codex-exec-skill-read.jsonl", transcriptWant{
+			answer: "MOCK-FINAL: read the demo skill.",
+			turns:  intp(1), toolCalls: intp(1),
+			tokens: &grade.Tokens{Input: 20717, Output: 40},
+			skills: []grade.RoutingEvent{{Name: "demo", Evidence: grade.EvidenceInferred}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			answer, tel := ParseTranscript(tc.kind, readTranscript(t, tc.file), nil)
+			checkTelemetry(t, answer, tel, tc.want)
+		})
+	}
+}
+
+// A crash cuts the transcript anywhere: no offset may panic, and a transcript cut inside
+// its last line (the result event, the turn's usage) has no tokens.
+func TestTranscriptTruncated(t *testing.T) {
+	for _, tc := range []struct{ kind, file, answer string }{
+		{"claude-code", "claude-code-read-write.jsonl", "MOCK-FINAL: read input.txt and wrote output.txt."},
+		{"claude-code", "claude-code-skill-activation.jsonl", "MOCK-FINAL: skill demo was invoked."},
+		{"codex", "codex-exec-read-write.jsonl", "MOCK-FINAL: read input.txt and wrote output.txt."},
+		{"codex", "codex-exec-skill-read.jsonl", "MOCK-FINAL: read the demo skill."},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			full := readTranscript(t, tc.file)
+			for n := 0; n <= len(full); n += 3 {
+				ParseTranscript(tc.kind, full[:n], nil)
+			}
+			body := bytes.TrimRight(full, "\n")
+			last := bytes.LastIndexByte(body, '\n')
+			cut := body[:last+1+(len(body)-last)/2]
+			answer, tel := ParseTranscript(tc.kind, cut, nil)
+			if tel.Tokens != nil {
+				t.Errorf("tokens = %+v, want nil", tel.Tokens)
+			}
+			// The last assistant text survives the cut (Claude Code repeats the answer
+			// in the result event; Codex's message comes before the turn's usage).
+			if answer != tc.answer {
+				t.Errorf("answer = %q, want %q", answer, tc.answer)
+			}
+			if tc.kind == "claude-code" && tel.Turns != nil {
+				t.Errorf("turns = %d without a result event, want nil", *tel.Turns)
+			}
+			if tel.ToolCalls == nil {
+				t.Error("tool calls not counted")
+			}
+		})
+	}
+	for _, kind := range []string{"claude-code", "codex"} {
+		answer, tel := ParseTranscript(kind, []byte("{\"type\":\"ass"), nil)
+		if answer != "" || tel.Tokens != nil || tel.Turns != nil || tel.ToolCalls != nil || tel.Skills == nil || tel.References == nil {
+			t.Errorf("%s: a cut first line gave %q %+v", kind, answer, tel)
+		}
+	}
+}
+
+func TestClaudeRouting(t *testing.T) {
+	lines := []string{
+		`{"type":"system","subtype":"init","model":"m1","skills":["demo","verify","debug"]}`,
+		`{"type":"assistant","message":{"id":"a","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/workspace/.claude/skills/alpha/SKILL.md"}}]}}`,
+		`{"type":"assistant","message":{"id":"a","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/workspace/.claude/skills/alpha/SKILL.md"}}]}}`,
+		`{"type":"assistant","message":{"id":"b","content":[{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"/workspace/.claude/skills/alpha/refs/api.md"}}]}}`,
+		`{"type":"assistant","message":{"id":"c","content":[{"type":"tool_use","id":"t3","name":"Skill","input":{"skill":"beta"}}]}}`,
+		`{"type":"assistant","message":{"id":"d","content":[{"type":"tool_use","id":"t4","name":"Read","input":{"file_path":"/home/agent/.claude/skills/beta/SKILL.md"}}]}}`,
+		`{"type":"assistant","message":{"id":"e","content":[{"type":"tool_use","id":"t5","name":"Bash","input":{"command":"cat .claude/skills/gamma/SKILL.md | head -5"}}]}}`,
+		`{"type":"assistant","message":{"id":"f","content":[{"type":"tool_use","id":"t6","name":"Read","input":{"file_path":"/workspace/notclaude/skills/x/SKILL.md"}},{"type":"tool_use","id":"t7","name":"Skill","input":{"skill":"verify"}}]}}`,
+		`{"type":"assistant","message":{"id":"g","content":[{"type":"text","text":"part one"},{"type":"text","text":"part two"}]}}`,
+	}
+	answer, tel := parseClaude([]byte(strings.Join(lines, "\n")), nil)
+	checkTelemetry(t, answer, tel, transcriptWant{
+		answer: "part one\npart two", toolCalls: intp(7), model: "m1",
+		skills: []grade.RoutingEvent{
+			{Name: "alpha", Evidence: grade.EvidenceInferred},
+			{Name: "beta", Evidence: grade.EvidenceObserved},
+			{Name: "gamma", Evidence: grade.EvidenceInferred},
+			{Name: "verify", Evidence: grade.EvidenceObserved},
+		},
+		references: []grade.RoutingEvent{{Name: "alpha/refs/api.md", Evidence: grade.EvidenceInferred}},
+	})
+}
+
+func TestClaudePermissionDenials(t *testing.T) {
+	if got := ClaudePermissionDenials(readTranscript(t, "claude-code-read-write.jsonl")); len(got) != 0 || got == nil {
+		t.Errorf("denials = %#v, want empty", got)
+	}
+	out := `{"type":"result","subtype":"success","result":"done","num_turns":2,"permission_denials":[` +
+		`{"tool_name":"Write","tool_use_id":"t1","tool_input":{"file_path":"/workspace/out.txt","content":"x"}},` +
+		`{"tool_name":"Bash","tool_use_id":"t2","tool_input":{"command":"rm -rf /tmp/x"}},` +
+		`{"tool_name":"WebFetch","tool_use_id":"t3","tool_input":{"url": "http://x"}}]}`
+	want := []string{"Write /workspace/out.txt", "Bash rm -rf /tmp/x", `WebFetch {"url":"http://x"}`}
+	if got := ClaudePermissionDenials([]byte(out)); !reflect.DeepEqual(got, want) {
+		t.Errorf("denials = %q, want %q", got, want)
+	}
+	// The model comes from modelUsage when there is no init event.
+	if _, tel := parseClaude([]byte(`{"type":"result","result":"x","modelUsage":{"m2":{}}}`), nil); tel.Model != "m2" {
+		t.Errorf("model = %q, want m2", tel.Model)
+	}
+}
+
+func TestCodexRouting(t *testing.T) {
+	cmd := func(c string) string {
+		return `{"type":"item.completed","item":{"id":"i","type":"command_execution","command":` + jsonString(c) + `,"exit_code":0,"status":"completed"}}`
+	}
+	lines := []string{
+		`{"type":"thread.started","thread_id":"x"}`,
+		`{"type":"turn.started","model":"gpt-x"}`,
+		cmd(`/bin/bash -lc 'cat /home/agent/.codex/skills/.system/skill-creator/SKILL.md'`),
+		cmd(`/bin/bash -lc "sed -n '1,80p' .agents/skills/alpha/SKILL.md"`),
+		cmd(`/bin/bash -lc 'cat $CODEX_HOME/skills/beta/SKILL.md && cat /workspace/.agents/skills/alpha/scripts/run.sh'`),
+		cmd(`/bin/bash -lc 'ls .agents/skills/gamma/ && cat docs/skills/delta/SKILL.md'`),
+		`{"type":"item.completed","item":{"id":"j","type":"file_change","changes":[]}}`,
+		`{"type":"item.completed","item":{"id":"k","type":"agent_message","text":"first"}}`,
+		`{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":4,"cache_write_input_tokens":1,"output_tokens":2}}`,
+		`{"type":"item.completed","item":{"id":"l","type":"agent_message","text":"second"}}`,
+		`{"type":"turn.completed","usage":{"input_tokens":20,"cached_input_tokens":8,"output_tokens":3}}`,
+	}
+	answer, tel := parseCodex([]byte(strings.Join(lines, "\n")), nil)
+	checkTelemetry(t, answer, tel, transcriptWant{
+		answer: "second", turns: intp(2), toolCalls: intp(5), model: "gpt-x",
+		tokens: &grade.Tokens{Input: 30, Output: 5, CacheRead: 12, CacheWrite: 1},
+		skills: []grade.RoutingEvent{
+			{Name: "alpha", Evidence: grade.EvidenceInferred},
+			{Name: "beta", Evidence: grade.EvidenceInferred},
+		},
+		references: []grade.RoutingEvent{{Name: "alpha/scripts/run.sh", Evidence: grade.EvidenceInferred}},
+	})
+}
+
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// TestSkillFileCountedOnce: an agent that opens its skill and reads its
+// SKILL.md and one reference loaded two files, and SKILL.md is no
+// reference: through each agent's parser, the grade's routing and the
+// report's files_loaded, every file read counts once.
+func TestSkillFileCountedOnce(t *testing.T) {
+	root := suitetest.WriteSuite(t, map[string]string{
+		"s/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+)
+
+schema.#Suite & {
+	name: "filesloaded"
+	skills: demo: path: "demo"
+	agent: agents.command & {command: ["true"]}
+	trials: 1
+	arms: forced: {skills: ["demo"], activation: "forced"}
+	cases: a: {prompt: "Go.", routing: {skills: required: ["demo"], references: required: ["demo/references/format.md"]}}
+	policy: uplift: {}
+}
+`,
+		"s/demo/SKILL.md":             "---\nname: demo\ndescription: Demo.\n---\n# Demo\n",
+		"s/demo/references/format.md": "# Format\n",
+	})
+	p, err := plan.CompileDir(filepath.Join(root, "s"))
+	if err != nil {
+		t.Fatal(suite.PrintError(err, root))
+	}
+	tests := []struct {
+		kind           string
+		stdout, stderr []byte
+		files          map[string]int
+		refs           []grade.RoutingEvent
+	}{
+		{"command", []byte("done"), []byte("skillgate: opened skill demo\nskillgate: read demo/SKILL.md\nskillgate: read demo/references/format.md\nskillgate: read demo/SKILL.md\n"),
+			map[string]int{"demo/SKILL.md": 1, "demo/references/format.md": 1},
+			[]grade.RoutingEvent{{Name: "demo/references/format.md", Evidence: grade.EvidenceReported}}},
+		// The real CLIs' samples: Claude Code through its Skill tool, Codex
+		// by reading SKILL.md with a shell command.
+		{"claude-code", readTranscript(t, "claude-code-skill-activation.jsonl"), nil, map[string]int{"demo/SKILL.md": 1}, nil},
+		{"codex", readTranscript(t, "codex-exec-skill-read.jsonl"), nil, map[string]int{"demo/SKILL.md": 1}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.kind, func(t *testing.T) {
+			answer, tel := ParseTranscript(tc.kind, tc.stdout, tc.stderr)
+			if len(tel.Skills) != 1 || tel.Skills[0].Name != "demo" {
+				t.Errorf("skills %+v, want demo once", tel.Skills)
+			}
+			if want := tc.refs; !reflect.DeepEqual(tel.References, append([]grade.RoutingEvent{}, want...)) {
+				t.Errorf("references %+v, want %+v", tel.References, want)
+			}
+			r, err := grade.GradeCell(p, p.Cases[0], p.Cells[0], grade.GradeInput{Status: grade.StatusCompleted, Answer: answer, Telemetry: tel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Routing.Skills.TP != 1 || r.Routing.Skills.FP != 0 || r.Routing.References.FP != 0 {
+				t.Errorf("routing %+v: SKILL.md counted as a reference", r.Routing)
+			}
+			rep := verdict.BuildReport(p, []grade.CellResult{r})
+			if got := rep.Arms[0].FilesLoaded; !reflect.DeepEqual(got, tc.files) {
+				t.Errorf("files loaded %v, want %v", got, tc.files)
+			}
+		})
+	}
+}
+
+// A command agent's routing lines count after a stderr line longer than any buffer.
+func TestCommandRoutingAfterLongLine(t *testing.T) {
+	stderr := strings.Repeat("x", 3<<20) + "\nskillgate: opened skill s\nskillgate: read s/references/a.md\n"
+	_, tel := parseCommand(nil, []byte(stderr))
+	if len(tel.Skills) != 1 || tel.Skills[0].Name != "s" || len(tel.References) != 1 || tel.References[0].Name != "s/references/a.md" {
+		t.Errorf("skills %v, references %v", tel.Skills, tel.References)
+	}
+}

@@ -1,0 +1,149 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/runner/redact"
+)
+
+// testFixture is the initial workspace of testAgentImage.
+func testFixture() map[string]plan.TreeEntry {
+	files := map[string]plan.TreeEntry{}
+	for p, body := range map[string]string{"keep.txt": "old\n", "gone.txt": "doomed\n", "sub/deep.txt": "deep\n"} {
+		files[p] = plan.TreeEntry{Digest: digest.FromString(body), Size: int64(len(body))}
+	}
+	return files
+}
+
+// collectRun runs spec and collects its workspace against testAgentImage's fixture,
+// through the upper layer or, with api, through the engine's API.
+func collectRun(t *testing.T, e *docker.Engine, spec docker.ContainerSpec, api bool) ([]store.Change, string, docker.Collection) {
+	t.Helper()
+	blobs := t.TempDir()
+	col := newWorkspaceCollector(testFixture(), blobs, &redact.Redactor{}, workspaceLimits{})
+	spec.CollectPrefix, spec.Collect, spec.CollectAPI = "/workspace", col.visit, api
+	out := dockertest.Run(t, e, spec)
+	if out.ExitCode != 0 {
+		t.Fatalf("exit %d; stderr %q", out.ExitCode, out.Stderr)
+	}
+	if want := map[bool]string{false: "upper", true: "api"}[api]; out.Collection.Method != want {
+		t.Errorf("collected by %q, want %q", out.Collection.Method, want)
+	}
+	return col.changes(out.Collection.Method == "api" && out.Collection.Cut == ""), blobs, out.Collection
+}
+
+// TestContainerCollect: what a container changed in its workspace, read
+// through its upper layer and through the engine's API alike, becomes the
+// same changes against the fixture, the changed files stored once by
+// digest.
+func TestContainerCollect(t *testing.T) {
+	e := dockertest.Engine(t)
+	labels, sel := dockertest.Labels(t, e)
+	img := dockertest.AgentImage(t, e, labels)
+	base := docker.ContainerSpec{
+		Image:      img,
+		User:       "1000:1000",
+		WorkingDir: "/workspace",
+		Labels:     labels,
+		Memory:     256 << 20,
+		NanoCPUs:   1e9,
+		PidsLimit:  64,
+		Timeout:    20 * time.Second,
+		OutputCap:  1 << 20,
+	}
+
+	t.Run("Write", func(t *testing.T) {
+		for _, api := range []bool{false, true} {
+			spec := base
+			spec.Cmd = []string{"/bin/testagent", "write"}
+			changes, blobs, col := collectRun(t, e, spec, api)
+			want := []store.Change{{Path: "out.txt", Kind: store.ChangeAdded, Type: "file", Size: 21, Digest: digest.FromString("written by testagent\n")}}
+			if !reflect.DeepEqual(changes, want) {
+				t.Errorf("api %v: changes %+v, want %+v (collection %+v)", api, changes, want, col)
+			}
+			got, err := os.ReadFile(filepath.Join(blobs, want[0].Digest.Encoded()))
+			if err != nil || string(got) != "written by testagent\n" {
+				t.Errorf("api %v: stored out.txt = %q, %v", api, got, err)
+			}
+		}
+	})
+	t.Run("FixtureChanges", func(t *testing.T) {
+		for _, api := range []bool{false, true} {
+			spec := base
+			spec.Cmd = []string{"sh", "-c", "printf new > keep.txt && rm gone.txt && mkdir -p newdir/a && echo x > newdir/a/b.txt && ln -s keep.txt link && touch sub/deep.txt"}
+			changes, blobs, col := collectRun(t, e, spec, api)
+			want := []store.Change{
+				{Path: "gone.txt", Kind: store.ChangeDeleted, Type: "file"},
+				{Path: "keep.txt", Kind: store.ChangeModified, Type: "file", Size: 3, Digest: digest.FromString("new")},
+				{Path: "link", Kind: store.ChangeAdded, Type: "symlink", Target: "keep.txt"},
+				{Path: "newdir/a/b.txt", Kind: store.ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("x\n")},
+			}
+			if !reflect.DeepEqual(changes, want) {
+				t.Errorf("api %v: changes %+v,\nwant %+v (collection %+v)", api, changes, want, col)
+			}
+			var files []string
+			filepath.WalkDir(blobs, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					b, _ := os.ReadFile(p)
+					files = append(files, string(b))
+				}
+				return nil
+			})
+			sort.Strings(files)
+			// sub/deep.txt was only touched: its bytes are the fixture's, not stored.
+			if wantFiles := []string{"new", "x\n"}; !reflect.DeepEqual(files, wantFiles) {
+				t.Errorf("api %v: stored %q, want %q", api, files, wantFiles)
+			}
+		}
+	})
+	t.Run("Shapes", func(t *testing.T) {
+		// A folder removed, a file turned into a folder: the same final state either way.
+		for _, api := range []bool{false, true} {
+			spec := base
+			spec.Cmd = []string{"sh", "-c", "rm -rf sub && rm keep.txt && mkdir keep.txt && echo y >keep.txt/in"}
+			changes, _, col := collectRun(t, e, spec, api)
+			want := []store.Change{
+				{Path: "keep.txt", Kind: store.ChangeModified, Type: "dir"},
+				{Path: "keep.txt/in", Kind: store.ChangeAdded, Type: "file", Size: 2, Digest: digest.FromString("y\n")},
+				{Path: "sub", Kind: store.ChangeDeleted, Type: "dir"},
+				{Path: "sub/deep.txt", Kind: store.ChangeDeleted, Type: "file"},
+			}
+			if !reflect.DeepEqual(changes, want) {
+				t.Errorf("api %v: changes %+v,\nwant %+v (collection %+v)", api, changes, want, col)
+			}
+		}
+	})
+
+	// Every container of the subtests is gone without a sweep.
+	n, err := e.Sweep(context.Background(), sel)
+	if err != nil || n != 0 {
+		t.Errorf("containers left behind: %d, %v", n, err)
+	}
+}
+
+// TestEntryTypesAreStoredTypes: the collector stores an entry's type as the
+// engine gives it, so the engine's words must be the stored changes'.
+func TestEntryTypesAreStoredTypes(t *testing.T) {
+	for engine, stored := range map[string]string{
+		docker.TypeFile: grade.TypeFile, docker.TypeDir: grade.TypeDir,
+		docker.TypeSymlink: grade.TypeSymlink, docker.TypeOther: grade.TypeOther,
+	} {
+		if engine != stored {
+			t.Errorf("the engine's type %q is stored as %q", engine, stored)
+		}
+	}
+}

@@ -1,0 +1,25 @@
+// Package runner executes a plan: the one stage that is not a pure
+// function of files. It orchestrates, and its packages do the work:
+//
+//	docker   the cell backend: images, hardened containers, collection, check sessions
+//	gateway  the cells' only way out to a model; the scripted model; the forwarder
+//	agent    one file per kind of agent: its image, environment, stdin rule, transcript
+//	store    the run folder's store, whose doc describes the folder's layout
+//	judge    judging a run's stored rollouts, and rejudging them with another judge
+//	redact   the run's secrets out of everything stored
+//
+// Its own files follow a run: run.go selects the cells and runs them
+// (Run), rollout.go runs one cell and stores its rollout, cell.go builds
+// the cells' images and their input, workspace.go turns what a cell left
+// into changes, inputs.go pins the trees a run reads and checks them
+// again after, model.go starts the gateway and checks the provider,
+// grade.go grades stored rollouts (run: checks in a session), calibrate.go
+// runs the calibration checks, integrity.go keeps the policy's fixed
+// trials and reruns red panels, evaluate.go runs all of it and writes the
+// verdict and reports (Evaluate, Report), and progress.go shows it.
+// backend.go is the seam to the cell backend: the runner holds the engine
+// as the interface of what it calls.
+//
+// It imports the pipeline's stages and its own packages; none of them
+// imports it.
+package runner

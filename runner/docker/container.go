@@ -1,0 +1,332 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// ContainerSpec is one hardened container: no network, no capabilities, no privilege
+// escalation, limits on memory, CPU and processes, an init process, and only the
+// environment given here.
+type ContainerSpec struct {
+	Image      string
+	Cmd        []string
+	Env        []string // KEY=value; nothing of skillgate's own environment enters
+	User       string   // "1000:1000"
+	WorkingDir string
+	Labels     map[string]string
+
+	Memory    int64 // bytes; swap is not allowed on top of it; 0 means no limit
+	NanoCPUs  int64 // 1e9 is one CPU; 0 means no limit
+	PidsLimit int64 // 0 means no limit
+	Timeout   time.Duration
+
+	Binds []string // "hostpath:containerpath:ro"
+
+	// OutputCap is how many bytes of stdout, and of stderr, are kept; the rest is counted
+	// and discarded as it streams. It must be positive.
+	OutputCap int64
+
+	// CollectPrefix is the folder in the container whose changes are collected, such as
+	// "/workspace"; changes elsewhere are ignored. Empty collects nothing.
+	CollectPrefix string
+	// Collect receives every entry below CollectPrefix that differs from the image, in
+	// path order, once the container has exited; it reads a file's content through the
+	// entry while it is visited. An error it returns fails the run, except errCollectCut,
+	// which ends the collection as cut.
+	Collect func(WorkspaceEntry) error
+	// CollectLimits bound the collection; what they cut is in the outcome.
+	CollectLimits CollectLimits
+	// CollectAPI reads the changes through the engine's API even where the upper layer
+	// could be read, so that both ways stay tested.
+	CollectAPI bool
+
+	// Files are written into the container before it starts (the prompt file, for one),
+	// owned by root, so the container's user can read them but never change them.
+	Files []SpecFile
+	// Stdin, when set, is the container's standard input, closed after it.
+	Stdin []byte
+}
+
+// SpecFile is one file a ContainerSpec puts into its container before the start.
+type SpecFile struct {
+	Path string // absolute in the container
+	Mode int64
+	Data []byte
+}
+
+// ContainerDurations are the phases of RunContainer, for telemetry.
+type ContainerDurations struct {
+	Create  time.Duration // create and attach
+	Start   time.Duration
+	Agent   time.Duration // from start to exit
+	Collect time.Duration // inspect, diff, copy out, commit
+}
+
+// ContainerOutcome is what a finished container left: how it ended, its output and its
+// file changes.
+type ContainerOutcome struct {
+	ExitCode  int
+	TimedOut  bool
+	OOMKilled bool
+
+	Stdout, Stderr           []byte // at most OutputCap bytes each
+	StdoutBytes, StderrBytes int64  // all the bytes written
+	Truncated                bool   // some output was discarded
+
+	// Collection says how the changes below CollectPrefix were read, and what was cut.
+	Collection Collection
+
+	Durations ContainerDurations
+}
+
+// createContainer creates the hardened container for spec and returns its ID.
+// With keepStdin, the container's standard input stays open and unread, for a session.
+func (e *Engine) createContainer(ctx context.Context, spec ContainerSpec, keepStdin bool) (string, error) {
+	env := spec.Env
+	if env == nil {
+		env = []string{}
+	}
+	init := true
+	hc := &container.HostConfig{
+		NetworkMode: "none",
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+		IpcMode:     "private",
+		Init:        &init,
+		Binds:       spec.Binds,
+		// Output is streamed to skillgate; a log file would only cost disk and time.
+		LogConfig: container.LogConfig{Type: "none"},
+		Resources: container.Resources{
+			Memory:   spec.Memory,
+			NanoCPUs: spec.NanoCPUs,
+		},
+	}
+	if spec.Memory > 0 {
+		hc.Resources.MemorySwap = spec.Memory
+	}
+	if spec.PidsLimit > 0 {
+		pids := spec.PidsLimit
+		hc.Resources.PidsLimit = &pids
+	}
+	cfg := &container.Config{
+		Image:           spec.Image,
+		Cmd:             spec.Cmd,
+		Env:             env,
+		User:            spec.User,
+		WorkingDir:      spec.WorkingDir,
+		Labels:          spec.Labels,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		NetworkDisabled: true,
+	}
+	switch {
+	case keepStdin:
+		cfg.OpenStdin, cfg.AttachStdout, cfg.AttachStderr = true, false, false
+	case spec.Stdin != nil:
+		cfg.AttachStdin, cfg.OpenStdin, cfg.StdinOnce = true, true, true
+	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("create container: %w", err)
+	}
+	// Not cancelled midway: the engine would create the container anyway
+	// and skillgate would never learn its ID to remove it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	created, err := e.c.ContainerCreate(cctx, cfg, hc, nil, nil, "")
+	if err != nil {
+		return "", fmt.Errorf("create container: %w", err)
+	}
+	return created.ID, nil
+}
+
+// RunContainer runs spec to its end and removes the container, also when ctx is cancelled.
+// An error means the engine failed, not the agent: a non-zero exit, a timeout or an OOM
+// kill is an outcome.
+func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *ContainerOutcome, err error) {
+	if spec.Image == "" {
+		return nil, errors.New("run container: no image")
+	}
+	if spec.OutputCap <= 0 {
+		return nil, errors.New("run container: OutputCap must be positive")
+	}
+	out = &ContainerOutcome{}
+	t0 := time.Now()
+	id, err := e.createContainer(ctx, spec, false)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// A fresh context: the container goes even when ctx was cancelled.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		rerr := e.c.ContainerRemove(rctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if rerr != nil && !client.IsErrNotFound(rerr) && err == nil {
+			out, err = nil, fmt.Errorf("remove container %s: %w", shortID(id), rerr)
+		}
+	}()
+
+	if len(spec.Files) > 0 {
+		if err := e.copyFiles(ctx, id, spec.Files); err != nil {
+			return nil, err
+		}
+	}
+	att, err := e.c.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: spec.Stdin != nil, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("attach container %s: %w", shortID(id), err)
+	}
+	defer att.Close()
+	stdout := &cappedBuffer{limit: spec.OutputCap}
+	stderr := &cappedBuffer{limit: spec.OutputCap}
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
+		copied <- err
+	}()
+	// Registered before the start, so that a container that exits at once is not missed.
+	waitCh, waitErr := e.c.ContainerWait(ctx, id, container.WaitConditionNextExit)
+	t1 := time.Now()
+	out.Durations.Create = t1.Sub(t0)
+
+	if err := e.c.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return nil, fmt.Errorf("start container %s: %w", shortID(id), err)
+	}
+	if spec.Stdin != nil {
+		// The agent reads its input while it runs; a full pipe must not hold the wait.
+		go func() {
+			att.Conn.Write(spec.Stdin)
+			att.CloseWrite()
+		}()
+	}
+	t2 := time.Now()
+	out.Durations.Start = t2.Sub(t1)
+
+	var timeout <-chan time.Time
+	if spec.Timeout > 0 {
+		timer := time.NewTimer(spec.Timeout - time.Since(t2))
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	exit, err := e.wait(ctx, id, waitCh, waitErr, timeout, &out.TimedOut)
+	if err != nil {
+		return nil, err
+	}
+	t3 := time.Now()
+	out.Durations.Agent = t3.Sub(t2)
+
+	// The stream ends when the container does; a process that escaped the container's
+	// end cannot hold skillgate here.
+	select {
+	case err := <-copied:
+		if err != nil {
+			return nil, fmt.Errorf("read container %s output: %w", shortID(id), err)
+		}
+	case <-time.After(5 * time.Second):
+		att.Close()
+		<-copied
+	}
+	out.Stdout, out.StdoutBytes = stdout.buf, stdout.total
+	out.Stderr, out.StderrBytes = stderr.buf, stderr.total
+	out.Truncated = stdout.total > int64(len(stdout.buf)) || stderr.total > int64(len(stderr.buf))
+
+	info, err := e.c.ContainerInspect(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("inspect container %s: %w", shortID(id), err)
+	}
+	out.ExitCode = int(exit)
+	if info.State != nil {
+		out.OOMKilled = info.State.OOMKilled
+	}
+	if spec.CollectPrefix != "" && spec.Collect != nil {
+		if out.Collection, err = e.collect(ctx, id, info.GraphDriver.Name, info.GraphDriver.Data["UpperDir"], spec); err != nil {
+			return nil, err
+		}
+	}
+	out.Durations.Collect = time.Since(t3)
+	return out, nil
+}
+
+// wait waits for the container's exit; on timeout it kills the container, sets timedOut
+// and waits for the exit the kill causes.
+func (e *Engine) wait(ctx context.Context, id string, waitCh <-chan container.WaitResponse, waitErr <-chan error, timeout <-chan time.Time, timedOut *bool) (int64, error) {
+	for {
+		select {
+		case r := <-waitCh:
+			if r.Error != nil && r.Error.Message != "" {
+				return 0, fmt.Errorf("wait container %s: %s", shortID(id), r.Error.Message)
+			}
+			return r.StatusCode, nil
+		case err := <-waitErr:
+			return 0, fmt.Errorf("wait container %s: %w", shortID(id), err)
+		case <-timeout:
+			timeout = nil
+			*timedOut = true
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			err := e.c.ContainerKill(kctx, id, "KILL")
+			cancel()
+			// Not running any more means it exited in the meantime: the wait says how.
+			if err != nil && !strings.Contains(err.Error(), "is not running") {
+				return 0, fmt.Errorf("kill container %s: %w", shortID(id), err)
+			}
+		}
+	}
+}
+
+// copyFiles writes files into a created container, root-owned, with their folders
+// root-owned and world-readable.
+func (e *Engine) copyFiles(ctx context.Context, id string, files []SpecFile) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, f := range files {
+		var parents []string
+		for d := path.Dir(path.Clean(f.Path)); d != "/" && !dirs[d]; d = path.Dir(d) {
+			parents = append(parents, d)
+			dirs[d] = true
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(parents[i], "/") + "/", Mode: 0o555, ModTime: layerEpoch}); err != nil {
+				return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+			}
+		}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(path.Clean(f.Path), "/"), Mode: f.Mode, Size: int64(len(f.Data)), ModTime: layerEpoch}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+		}
+		if _, err := tw.Write(f.Data); err != nil {
+			return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+	}
+	if err := e.c.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// cappedBuffer keeps the first limit bytes written to it and counts the rest.
+type cappedBuffer struct {
+	limit int64
+	buf   []byte
+	total int64
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.total += int64(len(p))
+	if room := c.limit - int64(len(c.buf)); room > 0 {
+		c.buf = append(c.buf, p[:min(room, int64(len(p)))]...)
+	}
+	return len(p), nil
+}

@@ -1,0 +1,159 @@
+package docker_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+)
+
+func TestImageContextDeterministicWithOwners(t *testing.T) {
+	host := t.TempDir()
+	big := bytes.Repeat([]byte("0123456789"), 100_000) // not a multiple of 512
+	mustDo(t, os.WriteFile(filepath.Join(host, "big.bin"), big, 0o600))
+	mustDo(t, os.MkdirAll(filepath.Join(host, "tree", "sub"), 0o700))
+	mustDo(t, os.WriteFile(filepath.Join(host, "tree", "run.sh"), []byte("#!/bin/sh\n"), 0o700))
+	mustDo(t, os.WriteFile(filepath.Join(host, "tree", "sub", "a.txt"), []byte("a"), 0o666))
+	mustDo(t, os.Symlink("sub/a.txt", filepath.Join(host, "tree", "link")))
+
+	build := func(reverse bool) *docker.BuildContext {
+		bc := docker.NewBuildContext(dockertest.LayerDockerfile)
+		adds := []func(){
+			func() { bc.AddFile("/etc/passwd", 0o644, 0, 0, []byte("root:x:0:0::/:/bin/sh\n")) },
+			func() { bc.AddDir("tmp", 0o1777, 0, 0) },
+			func() { bc.AddHostFile("data/big.bin", filepath.Join(host, "big.bin"), 1000, 1000) },
+			func() { mustDo(t, bc.AddHostTree("workspace", filepath.Join(host, "tree"), 1000, 1001)) },
+		}
+		if reverse {
+			for i := len(adds) - 1; i >= 0; i-- {
+				adds[i]()
+			}
+		} else {
+			for _, add := range adds {
+				add()
+			}
+		}
+		return bc
+	}
+	a := dockertest.WriteContext(t, build(false))
+	b := dockertest.WriteContext(t, build(true))
+	if !bytes.Equal(a, b) {
+		t.Fatal("equal inputs added in another order gave different context bytes")
+	}
+	da, err := build(false).Digest()
+	mustDo(t, err)
+	db, err := build(true).Digest()
+	mustDo(t, err)
+	if da != db || da.Validate() != nil {
+		t.Fatalf("digests %s and %s differ or are invalid", da, db)
+	}
+
+	dockerfile, hdrs, contents, order := dockertest.ReadContext(t, a)
+	if dockerfile != dockertest.LayerDockerfile {
+		t.Errorf("Dockerfile = %q", dockerfile)
+	}
+	want := []string{"data/big.bin", "etc/passwd", "tmp", "workspace", "workspace/link", "workspace/run.sh", "workspace/sub", "workspace/sub/a.txt"}
+	if strings.Join(order, " ") != strings.Join(want, " ") {
+		t.Errorf("layer entries = %v, want %v", order, want)
+	}
+	for _, c := range []struct {
+		name     string
+		typ      byte
+		mode     int64
+		uid, gid int
+	}{
+		{"data/big.bin", tar.TypeReg, 0o644, 1000, 1000},
+		{"etc/passwd", tar.TypeReg, 0o644, 0, 0},
+		{"tmp", tar.TypeDir, 0o1777, 0, 0},
+		{"workspace", tar.TypeDir, 0o755, 1000, 1001},
+		{"workspace/run.sh", tar.TypeReg, 0o755, 1000, 1001},
+		{"workspace/sub", tar.TypeDir, 0o755, 1000, 1001},
+		{"workspace/sub/a.txt", tar.TypeReg, 0o644, 1000, 1001},
+		{"workspace/link", tar.TypeSymlink, 0o777, 1000, 1001},
+	} {
+		h := hdrs[c.name]
+		if h == nil {
+			t.Errorf("%s: missing", c.name)
+			continue
+		}
+		if h.Typeflag != c.typ || h.Mode != c.mode || h.Uid != c.uid || h.Gid != c.gid {
+			t.Errorf("%s: type %c mode %o owner %d:%d, want type %c mode %o owner %d:%d",
+				c.name, h.Typeflag, h.Mode, h.Uid, h.Gid, c.typ, c.mode, c.uid, c.gid)
+		}
+		if !h.ModTime.Equal(docker.LayerEpoch) {
+			t.Errorf("%s: mtime %v, want %v", c.name, h.ModTime, docker.LayerEpoch)
+		}
+	}
+	if hdrs["workspace/link"].Linkname != "sub/a.txt" {
+		t.Errorf("link target = %q", hdrs["workspace/link"].Linkname)
+	}
+	if contents["data/big.bin"] != string(big) || contents["workspace/sub/a.txt"] != "a" {
+		t.Error("layer file contents differ from their sources")
+	}
+}
+
+func TestImageContextRefusesBadInput(t *testing.T) {
+	host := t.TempDir()
+	mustDo(t, os.Symlink("/etc/passwd", filepath.Join(host, "abs")))
+	bc := docker.NewBuildContext(dockertest.LayerDockerfile)
+	if err := bc.AddHostTree("workspace", host, 1000, 1000); err == nil || !strings.Contains(err.Error(), "leaves the tree") {
+		t.Errorf("absolute symlink: err = %v", err)
+	}
+
+	bc = docker.NewBuildContext(dockertest.LayerDockerfile)
+	bc.AddFile("../etc/x", 0o644, 0, 0, nil)
+	if _, err := bc.WriteTo(io.Discard); err == nil || !strings.Contains(err.Error(), "..") {
+		t.Errorf("path with ..: err = %v", err)
+	}
+
+	bc = docker.NewBuildContext("FROM scratch\nCOPY . /\n")
+	bc.AddFile("a", 0o644, 0, 0, nil)
+	if _, err := bc.WriteTo(io.Discard); err == nil || !strings.Contains(err.Error(), docker.LayerTar) {
+		t.Errorf("Dockerfile without ADD of the layer: err = %v", err)
+	}
+
+	// A host file that changes between Add and the write must not give a corrupt tar.
+	p := filepath.Join(host, "grows")
+	mustDo(t, os.WriteFile(p, []byte("short"), 0o644))
+	bc = docker.NewBuildContext(dockertest.LayerDockerfile)
+	bc.AddHostFile("grows", p, 0, 0)
+	mustDo(t, os.WriteFile(p, []byte("much longer now"), 0o644))
+	if _, err := bc.WriteTo(io.Discard); err == nil || !strings.Contains(err.Error(), "changed size") {
+		t.Errorf("changed host file: err = %v", err)
+	}
+}
+
+func TestImageContextStreamsHostFiles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fixture.bin")
+	f, err := os.Create(p)
+	mustDo(t, err)
+	mustDo(t, f.Truncate(64<<20)) // sparse: 64 MiB on the tar, nothing on disk
+	mustDo(t, f.Close())
+	bc := docker.NewBuildContext(dockertest.LayerDockerfile)
+	bc.AddHostFile("workspace/fixture.bin", p, 1000, 1000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n, err := bc.WriteTo(io.Discard)
+	runtime.ReadMemStats(&after)
+	mustDo(t, err)
+	if n < 64<<20 {
+		t.Fatalf("context is %d bytes", n)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+		t.Errorf("writing a 64 MiB host file allocated %d bytes", grew)
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

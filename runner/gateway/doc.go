@@ -1,0 +1,12 @@
+// Package gateway is the cells' only way out: a host-side HTTP server on a
+// unix socket, mounted read-only into every cell, where a small static
+// forwarder (the forwarder command, embedded) relays the agent's model
+// calls. It authenticates each call by its cell's dummy key, forwards only
+// exact model endpoints to the provider with the real key (which never
+// leaves it) or answers them with the scripted model, retries transient
+// provider faults, and records per cell the models, tokens, latency, cost
+// (PriceTokens) and the faults and refusals, redacted. It imports the
+// suite's types (scripts, prices, limits), grade's tokens and package
+// redact, nothing of the runner. Package standin is the stand-in provider
+// the tests put behind it.
+package gateway

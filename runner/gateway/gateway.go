@@ -1,0 +1,392 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/suite"
+)
+
+// GatewaySocket is the name of the gateway's socket in its folder. The folder is mounted
+// read-only into every cell at /skillgate, where the forwarder finds the socket.
+const GatewaySocket = "gateway.sock"
+
+// gatewayMaxBody bounds a request body the gateway reads (it needs the model asked).
+const gatewayMaxBody = 64 << 20
+
+// GatewayConfig configures one run's model gateway.
+type GatewayConfig struct {
+	// Dir is the folder of the socket; it is created if missing and made mode 0755, and
+	// cells mount it read-only at /skillgate.
+	Dir string
+	// Provider is "anthropic", "openai" or "scripted".
+	Provider string
+	// Upstream is the base URL of the real provider, such as "https://api.anthropic.com";
+	// a request for /v1/messages goes to Upstream + "/v1/messages".
+	Upstream string
+	// APIKey is the real credential. It stays in the gateway: it is sent only to Upstream,
+	// never logged, never stored, never given to a cell.
+	APIKey string
+	// Script is what the scripted provider answers.
+	Script *suite.Script
+	// Prices turn token counts into USD; nil means no USD figures.
+	Prices *suite.Prices
+	// Retry is how transient provider errors are retried (limits.retry).
+	Retry RetryPolicy
+	// Stall cuts a try of an exchange after this long without a byte from the
+	// provider (limits.stall); 0 means never.
+	Stall time.Duration
+	// RootCAs, if set, are the certificates the provider's must chain to instead of
+	// the host's.
+	RootCAs *x509.CertPool
+}
+
+// Gateway is the host side of the cells' only way out: an HTTP server on a unix socket
+// that authenticates each request by its cell's dummy key, forwards it to the provider
+// with the real key (or answers it with the scripted model), and records per cell the
+// models, tokens, latency, cost and provider faults. Only exact model endpoints are
+// forwarded (see matchEndpoint); anything else is answered 403 by the gateway, and a
+// HEAD probe 200, never forwarded. Transient provider errors are retried before the
+// agent sees them. It is safe for concurrent use.
+type Gateway struct {
+	cfg      GatewayConfig
+	family   string // wire format of a real provider: "anthropic" or "openai"
+	upstream *url.URL
+	// transport reaches the provider: retries and stall bounds included.
+	transport *faultTransport
+	socket    string
+	ln        net.Listener
+	srv       *http.Server
+	proxy     *httputil.ReverseProxy
+	scripted  *scriptedModel
+	served    chan struct{}
+
+	mu     sync.Mutex
+	idle   *sync.Cond              // signalled when an exchange of any cell ends
+	tokens map[string]*gatewayCell // dummy key → cell
+	cells  map[string]*gatewayCell // cell name → cell
+	closed bool
+}
+
+// gatewayCell is the record of one cell.
+type gatewayCell struct {
+	name     string
+	requests int
+	asked    []string
+	answered []string
+	tokens   *grade.Tokens
+	latency  time.Duration
+	calls    int // scripted replies given, for deterministic ids
+
+	retries        int
+	faults         []ProviderFault
+	faultsDropped  int
+	unrecovered    *ProviderFault // the last fault, until an exchange succeeds
+	refused        []RefusedRequest
+	refusedDropped int
+	// active counts the cell's exchanges being served: Usage waits for them, so a
+	// response the agent has read whole is accounted before anyone asks.
+	active int
+}
+
+// StartGateway listens on Dir/gateway.sock and serves until Close.
+func StartGateway(cfg GatewayConfig) (*Gateway, error) {
+	g := &Gateway{
+		cfg:    cfg,
+		tokens: map[string]*gatewayCell{},
+		cells:  map[string]*gatewayCell{},
+		served: make(chan struct{}),
+	}
+	g.idle = sync.NewCond(&g.mu)
+	switch cfg.Provider {
+	case "anthropic", "openai":
+		g.family = cfg.Provider
+		if cfg.APIKey == "" {
+			return nil, fmt.Errorf("start gateway: provider %s needs an API key", cfg.Provider)
+		}
+		u, err := url.Parse(cfg.Upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("start gateway: upstream %q is not an http(s) URL", cfg.Upstream)
+		}
+		u.Path = strings.TrimRight(u.Path, "/")
+		u.RawPath = ""
+		g.upstream = u
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if cfg.RootCAs != nil {
+			tr.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs}
+		}
+		if cfg.Retry.Attempts < 1 || cfg.Retry.Delay <= 0 || cfg.Retry.MaxDelay <= 0 {
+			return nil, fmt.Errorf("start gateway: retry policy %+v: want at least one attempt and positive delays", cfg.Retry)
+		}
+		g.transport = &faultTransport{base: tr, retry: cfg.Retry, stall: cfg.Stall}
+		g.proxy = &httputil.ReverseProxy{
+			Rewrite:       g.rewrite,
+			Transport:     g.transport,
+			FlushInterval: -1, // stream: flush after every write
+			ErrorLog:      log.New(io.Discard, "", 0),
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if r.Context().Err() != nil {
+					return // the cell went away
+				}
+				if ex, _ := r.Context().Value(exchangeKey{}).(*exchange); ex != nil && ex.isStalled() {
+					gatewayError(w, g.family, http.StatusGatewayTimeout, "api_error", fmt.Sprintf("skillgate gateway: the provider sent nothing for %s", cfg.Stall))
+					return
+				}
+				gatewayError(w, g.family, http.StatusBadGateway, "api_error", "skillgate gateway: upstream: "+err.Error())
+			},
+		}
+	case "scripted":
+		sm, err := newScriptedModel(cfg.Script)
+		if err != nil {
+			return nil, fmt.Errorf("start gateway: %w", err)
+		}
+		g.scripted = sm
+	default:
+		return nil, fmt.Errorf("start gateway: unknown provider %q (want anthropic, openai or scripted)", cfg.Provider)
+	}
+	if cfg.Dir == "" {
+		return nil, errors.New("start gateway: no folder for the socket")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("start gateway: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("start gateway: %w", err)
+	}
+	// The cell's user must be able to reach the socket through the mounted folder.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("start gateway: %w", err)
+	}
+	g.socket = filepath.Join(dir, GatewaySocket)
+	if len(g.socket) >= 108 {
+		return nil, fmt.Errorf("start gateway: socket path %s is too long for a unix socket (%d bytes, at most 107)", g.socket, len(g.socket))
+	}
+	if err := os.Remove(g.socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("start gateway: remove stale socket: %w", err)
+	}
+	ln, err := net.Listen("unix", g.socket)
+	if err != nil {
+		return nil, fmt.Errorf("start gateway: %w", err)
+	}
+	if ul, ok := ln.(*net.UnixListener); ok {
+		ul.SetUnlinkOnClose(true)
+	}
+	// Connecting needs write permission on the socket; the cell runs as another user.
+	if err := os.Chmod(g.socket, 0o666); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("start gateway: %w", err)
+	}
+	g.ln = ln
+	g.srv = &http.Server{
+		Handler:           http.HandlerFunc(g.serve),
+		ReadHeaderTimeout: time.Minute,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go func() {
+		defer close(g.served)
+		g.srv.Serve(ln)
+	}()
+	return g, nil
+}
+
+// Socket is the host path of the gateway's unix socket.
+func (g *Gateway) Socket() string { return g.socket }
+
+// NewCellToken returns a fresh dummy API key for cell: "sk-skillgate-" and 32 hex digits.
+// The cell's agent uses it as its API key, and the gateway attributes each request that
+// carries it to cell. Several tokens of one cell share its record.
+func (g *Gateway) NewCellToken(cell string) string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("gateway: random token: %v", err)) // crypto/rand does not fail on Linux
+	}
+	tok := "sk-skillgate-" + hex.EncodeToString(b)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.cells[cell]
+	if c == nil {
+		c = &gatewayCell{name: cell}
+		g.cells[cell] = c
+	}
+	g.tokens[tok] = c
+	return tok
+}
+
+// Close stops the gateway: it stops accepting, gives requests in flight a few seconds,
+// then cuts them, and removes the socket.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	g.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := g.srv.Shutdown(ctx)
+	if err != nil {
+		err = g.srv.Close()
+	}
+	<-g.served
+	if rerr := os.Remove(g.socket); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// cellToken returns the dummy key a request carries.
+func cellToken(r *http.Request) string {
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	return ""
+}
+
+// wireFamily is the API whose formats a request and its response use.
+func (g *Gateway) wireFamily(r *http.Request) string {
+	if g.family != "" {
+		return g.family
+	}
+	if strings.HasSuffix(r.URL.Path, "/responses") || strings.Contains(r.URL.Path, "/chat/completions") {
+		return "openai"
+	}
+	return "anthropic"
+}
+
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	family := g.wireFamily(r)
+	if r.Method == http.MethodHead {
+		// Probes such as HEAD /api/hello: answered here, never forwarded.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if g.scripted != nil && r.Method == http.MethodGet {
+		w.WriteHeader(http.StatusOK) // nothing to list
+		return
+	}
+	g.mu.Lock()
+	c := g.tokens[cellToken(r)]
+	if c != nil {
+		c.active++
+	}
+	g.mu.Unlock()
+	if c == nil {
+		gatewayError(w, family, http.StatusUnauthorized, "authentication_error", "skillgate gateway: unknown API key")
+		return
+	}
+	defer func() {
+		g.mu.Lock()
+		c.active--
+		g.mu.Unlock()
+		g.idle.Broadcast()
+	}()
+	var fwdPath, fwdQuery string
+	if g.scripted == nil {
+		var ok bool
+		if fwdPath, fwdQuery, ok = matchEndpoint(g.family, r.Method, r.RequestURI); !ok {
+			g.refuse(w, r, c)
+			return
+		}
+	}
+	var body []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= gatewayMaxBody {
+		body = make([]byte, n) // one allocation, where ReadAll grows and copies
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, gatewayMaxBody+1))
+	}
+	if err != nil {
+		gatewayError(w, family, http.StatusBadRequest, "invalid_request_error", "skillgate gateway: read request: "+err.Error())
+		return
+	}
+	if len(body) > gatewayMaxBody {
+		gatewayError(w, family, http.StatusRequestEntityTooLarge, "request_too_large", "skillgate gateway: request body over 64 MiB")
+		return
+	}
+	asked := requestModel(body)
+
+	ow := &observingWriter{ResponseWriter: w, obs: newUsageObserver(family)}
+	counted := r.Method == http.MethodPost
+	if g.scripted != nil {
+		var call int
+		if counted {
+			g.mu.Lock()
+			c.calls++
+			call = c.calls
+			g.mu.Unlock()
+		}
+		g.scripted.serve(ow, r, body, call)
+		g.account(c, r, ow, nil, asked, counted, start, false)
+		return
+	}
+	ex := &exchange{body: body}
+	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex))
+	r.URL.Path, r.URL.RawPath, r.URL.RawQuery = fwdPath, "", fwdQuery
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	// A response cut mid-stream (by the provider, a stall or the cell) ends the proxy
+	// with http.ErrAbortHandler: what was received is accounted all the same.
+	defer func() {
+		p := recover()
+		g.account(c, r, ow, ex, asked, counted, start, p != nil)
+		if p != nil {
+			panic(p)
+		}
+	}()
+	g.proxy.ServeHTTP(ow, r)
+}
+
+// rewrite turns a cell's request into the provider's: the dummy key out, the real one in.
+func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(g.upstream) // the path and query are the matched endpoint's (serve)
+	h := pr.Out.Header
+	h.Del("X-Api-Key")
+	h.Del("Authorization")
+	// Uncompressed, so the response streams through unchanged and can be read for usage.
+	h.Set("Accept-Encoding", "identity")
+	if g.cfg.Provider == "anthropic" {
+		h.Set("X-Api-Key", g.cfg.APIKey)
+	} else {
+		h.Set("Authorization", "Bearer "+g.cfg.APIKey)
+	}
+}
+
+// gatewayError answers with an error in the provider's format.
+func gatewayError(w http.ResponseWriter, family string, status int, typ, msg string) {
+	var v any
+	if family == "openai" {
+		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}}
+	} else {
+		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	}
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}

@@ -1,0 +1,291 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/runner/agent"
+
+	"github.com/skillgate/skillgate/runner/gateway"
+
+	"github.com/skillgate/skillgate/runner/docker"
+
+	"github.com/skillgate/skillgate/runner/redact"
+
+	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+)
+
+// runAdmitted runs a cell once the budget admits it (started is called then) and
+// records its cost in the ledger, whatever became of it. A cell the cap leaves no
+// room for is not started: the error wraps ErrSpendCap.
+func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, started func(string)) (*store.Rollout, error) {
+	res, err := r.budget.Admit(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	started(c.ID)
+	ro, err := r.run(ctx, c)
+	var u gateway.CellUsage
+	if r.gateway != nil {
+		u = r.gateway.Usage(c.ID)
+	}
+	usd, estimated, priced := store.SpendCost(r.plan.Agent.Prices, u.Tokens, u.Requests > 0)
+	if serr := r.budget.Settle(res, store.SpendEntry{Kind: kind, ID: c.ID, Rollout: c.Rollout, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
+		err = serr
+	}
+	return ro, err
+}
+
+// startCellRunner starts the gateway when the agent reaches a model and
+// checks a real provider's key (before the engine, so a refused key stops
+// the run within seconds), connects to the engine and removes what a dead
+// run into the same folder left. The caller fills in the cases and arms it
+// will run; stop releases everything.
+func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string, st *store.Store, budget *store.SpendBudget) (r *cellRunner, stop func(), err error) {
+	var gateway *gateway.Gateway
+	var key string
+	if usesGateway(p) {
+		if gateway, key, err = startGateway(p); err != nil {
+			return nil, nil, err
+		}
+		if err = preflight(ctx, gateway, p, opts.Log); err != nil {
+			gateway.Close()
+			os.RemoveAll(filepath.Dir(gateway.Socket()))
+			return nil, nil, err
+		}
+	}
+	closeGateway := func() {
+		if gateway != nil {
+			gateway.Close()
+			os.RemoveAll(filepath.Dir(gateway.Socket()))
+		}
+	}
+	engine, err := newBackend(ctx)
+	if err != nil {
+		closeGateway()
+		return nil, nil, err
+	}
+	outLabel := outLabel(out)
+	if n, err := engine.Sweep(ctx, docker.LabelOut+"="+outLabel); err != nil {
+		engine.Close()
+		closeGateway()
+		return nil, nil, err
+	} else if n > 0 {
+		fmt.Fprintf(opts.Log, "removed %d containers left by an interrupted run\n", n)
+	}
+	r = &cellRunner{
+		plan: p, store: st, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
+		images: newImages(engine, p, st, opts.Log),
+		cases:  map[string]plan.PlanCase{}, arms: map[string]plan.PlanArm{},
+		gateway: gateway, budget: budget,
+		git: plan.SuiteGitRevision(p, opts.SuiteDir, out),
+	}
+	r.redact = redact.New(p, key)
+	return r, func() {
+		closeGateway()
+		engine.Close()
+	}, nil
+}
+
+// sweep removes every container of this run, even once ctx is cancelled:
+// nothing of an interrupted run outlives it.
+func (r *cellRunner) sweep(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	r.engine.Sweep(sctx, docker.LabelRun+"="+r.runID)
+}
+
+// cellRunner runs one cell at a time per worker.
+type cellRunner struct {
+	plan     *plan.Plan
+	store    *store.Store
+	engine   backend
+	images   *images
+	out      string
+	outLabel string
+	runID    string
+	gateway  *gateway.Gateway
+	budget   *store.SpendBudget
+	redact   *redact.Redactor
+	cases    map[string]plan.PlanCase
+	arms     map[string]plan.PlanArm
+	// git is where the suite's repository stood when the run started.
+	git *plan.GitRevision
+}
+
+// run executes one cell and stores its rollout. A Docker or skillgate
+// failure is stored as an invalid rollout, so the run goes on and the next
+// run retries the cell; only a failure to store is returned.
+func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, error) {
+	start := time.Now()
+	pc, arm := r.cases[c.Case], r.arms[c.Arm]
+	ro := &store.Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
+		Image: r.plan.Agent.Image, Changes: []grade.FileChange{}, StartedAt: start.UTC().Round(time.Millisecond),
+		Telemetry: agent.Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}},
+		Inputs:    plan.RolloutInputs{Fixture: pc.FixtureDigest, Skills: plan.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
+	staged, err := r.store.Stage()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(staged) // gone once committed
+	invalid := func(err error) (*store.Rollout, error) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		ro.Status, ro.Error = store.StatusInvalid, r.redact.String(err.Error())
+		ro.Durations.Total = time.Since(start).Seconds()
+		return ro, r.store.Commit(staged, ro)
+	}
+	ref, cellID, err := r.images.cellImage(ctx, pc, arm)
+	if err != nil {
+		return invalid(err)
+	}
+	_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.agentImage(ctx)
+	ro.Inputs.AgentImage, ro.Inputs.CellImage = ro.ImageID, cellID
+	ro.Durations.Image = time.Since(start).Seconds()
+	col, err := r.collector(pc, arm, filepath.Join(staged, store.DirFiles))
+	if err != nil {
+		return invalid(err)
+	}
+	spec, err := r.spec(c, pc, arm, ref, col)
+	if err != nil {
+		return invalid(err)
+	}
+	oc, err := r.engine.RunContainer(ctx, spec)
+	if err != nil {
+		return invalid(err)
+	}
+	ro.ExitCode = oc.ExitCode
+	switch {
+	case oc.TimedOut:
+		ro.Status = store.StatusTimeout
+	case oc.OOMKilled:
+		ro.Status = store.StatusOOM
+	case oc.ExitCode != 0:
+		ro.Status = store.StatusFailed
+	default:
+		ro.Status = store.StatusCompleted
+	}
+	stdout, stderr := r.redact.Bytes(oc.Stdout), r.redact.Bytes(oc.Stderr)
+	ro.Answer, ro.Telemetry = agent.ParseTranscript(r.plan.Agent.Kind, stdout, stderr)
+	if r.gateway != nil {
+		u := r.gateway.Usage(c.ID)
+		for i := range u.Faults {
+			u.Faults[i].Message = r.redact.String(u.Faults[i].Message)
+		}
+		if u.Unrecovered != "" {
+			// The provider's doing, not the agent's: invalid, so it reruns.
+			u.Unrecovered = r.redact.String(u.Unrecovered)
+			ro.Status, ro.Error = store.StatusInvalid, u.Unrecovered
+		}
+		ro.Gateway = &u
+		if ro.Telemetry.Model == "" {
+			ro.Telemetry.Model = u.ModelAnswered
+		}
+		if ro.Telemetry.Tokens == nil {
+			ro.Telemetry.Tokens = u.Tokens
+		}
+	}
+	ro.Transcript = store.Transcript{StdoutBytes: oc.StdoutBytes, StderrBytes: oc.StderrBytes, Cap: spec.OutputCap, Truncated: oc.Truncated}
+	ro.Collection = store.Collection(oc.Collection)
+	ro.Changes = col.changes(oc.Collection.Method == "api" && oc.Collection.Cut == "")
+	ro.Durations.Create = oc.Durations.Create.Seconds()
+	ro.Durations.Start = oc.Durations.Start.Seconds()
+	ro.Durations.Agent = oc.Durations.Agent.Seconds()
+	ro.Durations.Collect = oc.Durations.Collect.Seconds()
+	for name, data := range map[string][]byte{store.FileStdout: stdout, store.FileStderr: stderr, store.FileAnswer: []byte(ro.Answer)} {
+		if err := os.WriteFile(filepath.Join(staged, name), data, 0o644); err != nil {
+			return nil, fmt.Errorf("store rollout %s: %w", c.ID, err)
+		}
+	}
+	ro.Durations.Total = time.Since(start).Seconds()
+	return ro, r.store.Commit(staged, ro)
+}
+
+// collector reads back a cell's workspace into blobs, within the plan's limits.
+func (r *cellRunner) collector(pc plan.PlanCase, arm plan.PlanArm, blobs string) (*workspaceCollector, error) {
+	lim := r.plan.Limits.Collect
+	file, err := suite.ParseBytes(lim.FileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read limits.collect.fileBytes: %w", err)
+	}
+	total, err := suite.ParseBytes(lim.TotalBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read limits.collect.totalBytes: %w", err)
+	}
+	return newWorkspaceCollector(initialWorkspace(r.plan, pc, arm), blobs, r.redact, workspaceLimits{FileBytes: file, TotalBytes: total}), nil
+}
+
+// spec is the hardened container of a cell.
+func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image string, col *workspaceCollector) (docker.ContainerSpec, error) {
+	lim := r.plan.Limits
+	timeout, err := time.ParseDuration(lim.Timeout)
+	if err != nil {
+		return docker.ContainerSpec{}, fmt.Errorf("parse limits.timeout %q: %w", lim.Timeout, err)
+	}
+	collectTimeout, err := time.ParseDuration(lim.Collect.Timeout)
+	if err != nil {
+		return docker.ContainerSpec{}, fmt.Errorf("parse limits.collect.timeout %q: %w", lim.Collect.Timeout, err)
+	}
+	mem, err := suite.ParseBytes(lim.Memory)
+	if err != nil {
+		return docker.ContainerSpec{}, fmt.Errorf("read limits.memory: %w", err)
+	}
+	output, err := suite.ParseBytes(lim.Output)
+	if err != nil {
+		return docker.ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
+	}
+	in, err := newCellInput(r.plan, pc, arm)
+	if err != nil {
+		return docker.ContainerSpec{}, err
+	}
+	cmd, stdin, err := cellCommand(r.plan, in)
+	if err != nil {
+		return docker.ContainerSpec{}, err
+	}
+	env := cellEnv(r.plan, arm, in)
+	var binds []string
+	if r.gateway != nil {
+		cmd = append([]string{gateway.ForwarderPath, "-exec"}, cmd...)
+		env = append(env, agent.Of(r.plan.Agent.Kind).Env(r.plan.Agent.Model, r.gateway.NewCellToken(c.ID))...)
+		binds = []string{filepath.Dir(r.gateway.Socket()) + ":" + cellGatewayMount + ":ro"}
+	}
+	return docker.ContainerSpec{
+		Image:      image,
+		Cmd:        cmd,
+		Env:        env,
+		Binds:      binds,
+		User:       r.plan.Agent.User,
+		WorkingDir: docker.Workspace,
+		Labels: map[string]string{
+			docker.LabelRun: r.runID, docker.LabelOut: r.outLabel, docker.LabelCell: c.ID,
+			docker.LabelPlan: r.plan.Digest.Encoded()[:16], docker.LabelSuite: r.plan.Suite.Name,
+		},
+		Memory:        mem,
+		NanoCPUs:      int64(lim.CPUs * 1e9),
+		PidsLimit:     lim.Pids,
+		Timeout:       timeout,
+		OutputCap:     output,
+		CollectPrefix: docker.Workspace,
+		Collect:       col.visit,
+		CollectLimits: docker.CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
+		Files:         in.files(),
+		Stdin:         stdin,
+	}, nil
+}
+
+func newRunID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

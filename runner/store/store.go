@@ -1,0 +1,270 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/skillgate/skillgate/runner/gateway"
+
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// Change is one changed workspace path of a rollout.
+type Change = grade.FileChange
+
+// Kinds of Change.
+const (
+	ChangeAdded    = grade.ChangeAdded
+	ChangeModified = grade.ChangeModified
+	ChangeDeleted  = grade.ChangeDeleted
+)
+
+// Statuses of a rollout (see pipeline/grade for their meaning).
+const (
+	StatusCompleted = grade.StatusCompleted
+	StatusFailed    = grade.StatusFailed
+	StatusTimeout   = grade.StatusTimeout
+	StatusOOM       = grade.StatusOOM
+	StatusInvalid   = grade.StatusInvalid
+)
+
+// Rollout is the stored record of one agent session: everything the
+// container left, normalized. It is stored under its rollout key, so every
+// plan whose cell has that key reuses it.
+type Rollout struct {
+	Key  digest.Digest `json:"key"`
+	Plan digest.Digest `json:"plan"`
+	// Cell is the cell that produced the rollout.
+	Cell  string `json:"cell"`
+	Case  string `json:"case"`
+	Arm   string `json:"arm"`
+	Trial int    `json:"trial"`
+
+	Status   string `json:"status"`
+	ExitCode int    `json:"exitCode"`
+	Error    string `json:"error,omitempty"`
+
+	Image   string `json:"image"`
+	ImageID string `json:"imageID,omitempty"`
+	// Inputs are what the cell ran: its fixture and skill trees (verified
+	// against the plan as its image was built), the images, the suite's git
+	// revision and skillgate's version.
+	Inputs plan.RolloutInputs `json:"inputs"`
+	// InputsChanged names the skill or fixture files that changed while
+	// the invocation that ran the cell was running: the rollout is then
+	// invalid, and the next run reruns it.
+	InputsChanged []string `json:"inputsChanged,omitempty"`
+
+	// Answer is the agent's final answer (also stored as answer.txt).
+	Answer     string              `json:"answer"`
+	Transcript Transcript          `json:"transcript"`
+	Telemetry  grade.CellTelemetry `json:"telemetry"`
+	// Changes lists every workspace path whose final state differs from the initial
+	// workspace (the fixture and the installed skills), the skills folder included.
+	Changes []grade.FileChange `json:"changes"`
+	// Collection says how the workspace was read back, and what its limits cut.
+	Collection Collection `json:"collection"`
+
+	// Gateway is what the cell asked of its model, as the gateway saw it.
+	Gateway *gateway.CellUsage `json:"gateway,omitempty"`
+
+	Durations Durations `json:"durations"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// Transcript describes the stored stdout and stderr.
+type Transcript struct {
+	StdoutBytes int64 `json:"stdoutBytes"`
+	StderrBytes int64 `json:"stderrBytes"`
+	// Cap is the stored bytes per stream; Truncated says some were dropped.
+	Cap       int64 `json:"cap"`
+	Truncated bool  `json:"truncated"`
+}
+
+// Collection says how a cell's workspace was read back, as the backend
+// reported it (docker.Collection).
+type Collection struct {
+	// Method is "upper" (the container's own overlay layer) or "api" (the
+	// engine's change list and an archive of the workspace).
+	Method string `json:"method"`
+	// Entries counts the paths visited.
+	Entries int `json:"entries"`
+	// Cut says why the collection stopped before the end; empty when complete.
+	Cut string `json:"cut,omitempty"`
+}
+
+// Durations of a cell's phases, in seconds.
+type Durations struct {
+	Image   float64 `json:"image"`
+	Create  float64 `json:"create"`
+	Start   float64 `json:"start"`
+	Agent   float64 `json:"agent"`
+	Collect float64 `json:"collect"`
+	Total   float64 `json:"total"`
+}
+
+// Folders of the store, in the run folder (see the package's doc).
+const (
+	DirRollouts      = "store/rollouts"
+	DirTrees         = "store/trees"
+	DirGrades        = "store/grades"
+	DirPackets       = "store/packets"
+	DirJudgements    = "store/judgements"
+	DirJudgeFailures = "store/judge-failures"
+	DirTmp           = "store/tmp"
+)
+
+// Files of a stored rollout, inside its folder.
+const (
+	FileRollout = "rollout.json"
+	FileAnswer  = "answer.txt"
+	FileStdout  = "stdout.txt"
+	FileStderr  = "stderr.txt"
+	// DirFiles holds the contents of the changed files, one file per digest (its hex).
+	DirFiles = "files"
+)
+
+// Store keeps rollouts by key under a run folder. A rollout is written
+// into a temporary folder and renamed into place, so a crash never leaves a
+// partial one where a later run would trust it.
+type Store struct {
+	Dir string
+}
+
+// OpenStore opens (making it if needed) the store under dir and clears what
+// an interrupted run left half-written.
+func OpenStore(dir string) (*Store, error) {
+	// Absolute: store folders are bind-mounted into check containers.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	for _, d := range []string{DirRollouts, DirTmp} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	tmps, _ := os.ReadDir(filepath.Join(dir, DirTmp))
+	for _, t := range tmps {
+		os.RemoveAll(filepath.Join(dir, DirTmp, t.Name()))
+	}
+	return &Store{Dir: dir}, nil
+}
+
+// RolloutDir is the folder of the rollout stored under key.
+func (s *Store) RolloutDir(key digest.Digest) string {
+	return filepath.Join(s.Dir, DirRollouts, key.Encoded())
+}
+
+// Rollout reads the rollout stored under key; ok is false when there is none.
+func (s *Store) Rollout(key digest.Digest) (r *Rollout, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(s.RolloutDir(key), FileRollout))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read rollout %s: %w", key, err)
+	}
+	r = &Rollout{}
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, false, fmt.Errorf("read rollout %s: %w", key, err)
+	}
+	return r, true, nil
+}
+
+// TreeDir is the folder holding the snapshot of the skill or fixture tree
+// with that digest: its files, verified against the plan when they were
+// copied (see PinTree). Cells are built, graded and judged from it, never
+// from the live suite folder.
+func (s *Store) TreeDir(tree digest.Digest) string {
+	return filepath.Join(s.Dir, DirTrees, tree.Encoded())
+}
+
+// Invalidate re-stores the valid rollout under key as invalid, for the
+// reason given, naming the changed input files; the next run reruns it.
+func (s *Store) Invalidate(key digest.Digest, reason string, changed []string) error {
+	r, ok, err := s.Rollout(key)
+	if err != nil || !ok {
+		return err
+	}
+	r.Status, r.Error, r.InputsChanged = StatusInvalid, reason, changed
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err == nil {
+		err = s.PutFile(filepath.Join(s.RolloutDir(key), FileRollout), append(b, '\n'))
+	}
+	if err != nil {
+		return fmt.Errorf("invalidate rollout %s: %w", r.Cell, err)
+	}
+	return nil
+}
+
+// Stage makes a temporary folder for a rollout being collected.
+func (s *Store) Stage() (string, error) {
+	d, err := os.MkdirTemp(filepath.Join(s.Dir, DirTmp), "cell-")
+	if err != nil {
+		return "", fmt.Errorf("stage rollout: %w", err)
+	}
+	return d, nil
+}
+
+// Commit writes r into the staged folder and moves it into place,
+// replacing an invalid rollout stored under the same key.
+func (s *Store) Commit(staged string, r *Rollout) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("store rollout %s: %w", r.Cell, err)
+	}
+	if err := os.WriteFile(filepath.Join(staged, FileRollout), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("store rollout %s: %w", r.Cell, err)
+	}
+	dst := s.RolloutDir(r.Key)
+	if old, ok, _ := s.Rollout(r.Key); ok {
+		if old.Status != StatusInvalid {
+			os.RemoveAll(staged)
+			return nil // stored meanwhile by another cell with the same key
+		}
+		if err := os.RemoveAll(dst); err != nil {
+			return fmt.Errorf("replace invalid rollout %s: %w", r.Cell, err)
+		}
+	}
+	if err := os.Rename(staged, dst); err != nil {
+		return fmt.Errorf("store rollout %s: %w", r.Cell, err)
+	}
+	return nil
+}
+
+// PutFile writes a store file atomically: a crash leaves at most a
+// temporary file in store/tmp, which the next OpenStore clears.
+func (s *Store) PutFile(file string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(s.Dir, DirTmp), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Join(s.Dir, DirTmp), "put-")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// FilePlan is the plan a run folder's reports describe.
+const FilePlan = "plan.json"
