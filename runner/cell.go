@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -162,6 +163,37 @@ func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.Plan
 		b.id, b.err = im.build(ctx, b.ref, kd, agentRef, pc, arm)
 	})
 	return b.ref, b.id, b.err
+}
+
+// withCellImage calls run with the cell image of pc and arm. When the engine lost the
+// image between its check and the container's create (removed by gc, by hand, or by
+// another process that built the same content), it forgets the image, builds it again
+// from the verified snapshots, and calls run once more.
+func (im *images) withCellImage(ctx context.Context, pc plan.PlanCase, arm plan.PlanArm, run func(ref, id string) error) error {
+	for attempt := 0; ; attempt++ {
+		ref, id, err := im.cellImage(ctx, pc, arm)
+		if err != nil {
+			return err
+		}
+		err = run(ref, id)
+		if attempt > 0 || !errors.Is(err, docker.ErrImageMissing) {
+			return err
+		}
+		fmt.Fprintf(im.log, "image %s was removed while in use; building it again\n", ref)
+		im.forget(ref)
+	}
+}
+
+// forget drops what the images know of the cell image ref, so the next cellImage
+// inspects the engine again.
+func (im *images) forget(ref string) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	for k, b := range im.cells {
+		if b.ref == ref {
+			delete(im.cells, k)
+		}
+	}
 }
 
 // snapshot is the store's verified copy of a tree the plan digested.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -169,7 +170,8 @@ func TestClaudeCodeRateLimited(t *testing.T) {
 	if n := up.Count("POST /v1/messages"); n != 3 || ro.Gateway.Requests != 1 || ro.Gateway.Retries != 2 || len(ro.Gateway.Faults) != 0 {
 		t.Errorf("the stand-in served %d model calls (want 2 refused, 1 answered); gateway %+v", n, ro.Gateway)
 	}
-	if strings.Contains(stdout, "API Error") || strings.Contains(stdout, "429") || strings.Contains(stdout, "rate_limit") {
+	// "429" as a status, never inside an ID or a hash the transcript holds.
+	if strings.Contains(stdout, "API Error") || regexp.MustCompile(`\b429\b`).MatchString(stdout) || strings.Contains(stdout, "rate_limit") {
 		t.Errorf("the CLI saw the rate limit:\n%s", stdout)
 	}
 	if took := time.Since(start); took < 2*time.Second {

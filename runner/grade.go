@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -258,7 +259,15 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 			return nil, fmt.Errorf("read timeout of run assertion %d of %s: %w", i, pc.ID, err)
 		}
 		if s == nil {
-			if s, err = startCheckSession(ctx, g.engine, spec, world); err != nil {
+			s, err = startCheckSession(ctx, g.engine, spec, world)
+			if errors.Is(err, docker.ErrImageMissing) {
+				// Removed since it was found: built again, as a cell would.
+				g.images.forget(spec.Image)
+				if spec.Image, _, err = g.images.cellImage(ctx, pc, arm); err == nil {
+					s, err = startCheckSession(ctx, g.engine, spec, world)
+				}
+			}
+			if err != nil {
 				return nil, err
 			}
 		}

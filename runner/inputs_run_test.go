@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -303,4 +304,59 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 	if sandboxID, _, _ := e.ImageExists(context.Background(), sandbox); again == sandboxID {
 		t.Error("the cell ran the image tagged by hand")
 	}
+}
+
+// TestCellImageRemovedInUseIsRebuilt: a cell image removed after the run found it (by
+// skillgate gc, docker rmi, or another process that built the same content and cleaned
+// up) is built again from the snapshots when the container's create finds it gone, and
+// the container runs.
+func TestCellImageRemovedInUseIsRebuilt(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copySuite(t, e, "pinned")
+	st, err := store.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, arm := s.Plan.Cases[0], s.Plan.Arms[0]
+	in := newInputs(s.Plan, s.Dir, st)
+	if err := in.add(pc, arm); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.pin(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	im := &images{engine: e, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+	ref, _, err := im.cellImage(ctx, pc, arm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := mustLabel(t, e, ref)
+	calls := 0
+	err = im.withCellImage(ctx, pc, arm, func(ref, id string) error {
+		calls++
+		if calls == 1 {
+			// Gone between the check and the create.
+			if n, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+key); err != nil || n != 1 {
+				t.Fatalf("remove %s: %d, %v", ref, n, err)
+			}
+		}
+		_, err := e.RunContainer(ctx, docker.ContainerSpec{Image: ref, Cmd: []string{"true"}, User: s.Plan.Agent.User, OutputCap: 1 << 20, Timeout: time.Minute, Labels: map[string]string{dockertest.Label: "removed-in-use"}})
+		return err
+	})
+	if err != nil || calls != 2 {
+		t.Fatalf("withCellImage: %v after %d calls, want a rebuild and success on the second", err, calls)
+	}
+	if again := mustLabel(t, e, ref); again != key {
+		t.Errorf("after the rebuild %s has the cell key %s, want %s", ref, again, key)
+	}
+}
+
+func mustLabel(t *testing.T, e *docker.Engine, ref string) string {
+	t.Helper()
+	_, labels, ok, err := e.ImageLabels(context.Background(), ref)
+	if err != nil || !ok {
+		t.Fatalf("inspect %s: %v %v", ref, ok, err)
+	}
+	return labels[docker.LabelCellKey]
 }

@@ -146,22 +146,23 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, erro
 		ro.Durations.Total = time.Since(start).Seconds()
 		return ro, r.store.Commit(staged, ro)
 	}
-	ref, cellID, err := r.images.cellImage(ctx, pc, arm)
-	if err != nil {
-		return invalid(err)
-	}
-	_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.agentImage(ctx)
-	ro.Inputs.AgentImage, ro.Inputs.CellImage = ro.ImageID, cellID
-	ro.Durations.Image = time.Since(start).Seconds()
-	col, err := r.collector(pc, arm, filepath.Join(staged, store.DirFiles))
-	if err != nil {
-		return invalid(err)
-	}
-	spec, err := r.spec(c, pc, arm, ref, col)
-	if err != nil {
-		return invalid(err)
-	}
-	oc, err := r.engine.RunContainer(ctx, spec)
+	var spec docker.ContainerSpec
+	var oc *docker.ContainerOutcome
+	var col *workspaceCollector
+	err = r.images.withCellImage(ctx, pc, arm, func(ref, cellID string) error {
+		_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.agentImage(ctx)
+		ro.Inputs.AgentImage, ro.Inputs.CellImage = ro.ImageID, cellID
+		ro.Durations.Image = time.Since(start).Seconds()
+		var err error
+		if col, err = r.collector(pc, arm, filepath.Join(staged, store.DirFiles)); err != nil {
+			return err
+		}
+		if spec, err = r.spec(c, pc, arm, ref, col); err != nil {
+			return err
+		}
+		oc, err = r.engine.RunContainer(ctx, spec)
+		return err
+	})
 	if err != nil {
 		return invalid(err)
 	}
