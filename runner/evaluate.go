@@ -92,10 +92,20 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 	if err != nil {
 		return sum, nil, err
 	}
+	// Interrupted, the rollouts already stored are still graded, so the report counts
+	// them as what they are, not as cells never run.
+	gctx := ctx
+	if ctx.Err() != nil {
+		gctx = opts.Finish
+		if gctx == nil {
+			gctx = context.WithoutCancel(ctx)
+		}
+		fmt.Fprintln(opts.Log, "interrupted: grading the stored rollouts and writing the reports (interrupt again to stop now)")
+	}
 	ph := startPhase(opts, phaseGrading)
-	n, err := Grade(ctx, p, cells, ph.logTo(opts))
+	n, err := Grade(gctx, p, cells, ph.logTo(opts))
 	ph.end(n, "graded %d cells")
-	if err != nil && ctx.Err() == nil {
+	if err != nil && gctx.Err() == nil {
 		return sum, nil, err
 	}
 	if p.Policy.RerunRed > 0 && ctx.Err() == nil {

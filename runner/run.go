@@ -44,6 +44,10 @@ type Options struct {
 	// Log receives progress; Terminal draws a bar instead of lines.
 	Log      io.Writer
 	Terminal bool
+	// Finish is the context of what an interrupted Evaluate still does before it returns:
+	// grade the rollouts already stored and write the reports (no cell starts, no judge
+	// call). Cancelling it too (a second Ctrl-C) stops that; nil means it is not bounded.
+	Finish context.Context
 }
 
 // Summary is what a run did with the selected cells.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -510,6 +511,7 @@ func TestInterruptStopsCleanly(t *testing.T) {
 	if len(kept) == 0 || len(kept) >= n {
 		t.Fatalf("%d of %d cells stored after SIGINT", len(kept), n)
 	}
+	st := &store.Store{Dir: out}
 	for id, r := range kept {
 		if c := s.cell(t, id); r.Key != c.Rollout || r.Status != store.StatusCompleted {
 			t.Errorf("cell %s stored as %s under %s, want completed under %s", id, r.Status, r.Key, c.Rollout)
@@ -517,6 +519,17 @@ func TestInterruptStopsCleanly(t *testing.T) {
 		if got := readStored(t, out, s.cell(t, id), store.FileStdout); got != "done\n" {
 			t.Errorf("cell %s stored stdout %q", id, got)
 		}
+		// Graded before the exit: the report counts it as run.
+		if _, ok, err := st.Grade(s.cell(t, id).Grade); err != nil || !ok {
+			t.Errorf("cell %s stored but not graded before the exit (%v)", id, err)
+		}
+	}
+	v, err := os.ReadFile(filepath.Join(out, "verdict.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("INCOMPLETE %d cells not run", n-len(kept)); !strings.Contains(string(v), want) {
+		t.Errorf("verdict.json after SIGINT lacks %q:\n%s", want, v)
 	}
 
 	sum := s.run(t, out, Options{Jobs: 4})

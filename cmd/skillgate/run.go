@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -76,13 +77,14 @@ failed), 3 calibration failed.`,
 			if out == "" {
 				out = filepath.Join(".skillgate", t.Plan.Suite.Name)
 			}
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			ctx, finish, stop := interruptible(c.Context)
 			defer stop()
 			fi, _ := os.Stderr.Stat()
 			sum, report, err := runner.Evaluate(ctx, t.Plan, runner.Options{
 				Out: out, SuiteDir: t.SuiteDir, Jobs: c.Int("jobs"),
 				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"),
 				DryRun: c.Bool("dry-run"), Calibrate: c.Bool("calibrate"), SpendCapUSD: c.Float64("spend-cap"), Log: os.Stderr, Terminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
+				Finish: finish,
 			})
 			if err != nil {
 				return exit(2, err)
@@ -97,5 +99,32 @@ failed), 3 calibration failed.`,
 			fmt.Fprint(os.Stderr, describeVerdict(report, out))
 			return exitVerdict(report)
 		},
+	}
+}
+
+// interruptible is a run's two contexts: the first interrupt (Ctrl-C, SIGTERM) cancels
+// run, so no cell starts and running ones are removed; the second cancels finish too, so
+// the grading of what is stored stops as well.
+func interruptible(parent context.Context) (run, finish context.Context, stop func()) {
+	run, cancelRun := context.WithCancel(parent)
+	finish, cancelFinish := context.WithCancel(context.WithoutCancel(parent))
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for _, cancel := range []context.CancelFunc{cancelRun, cancelFinish} {
+			select {
+			case <-sigs:
+				cancel()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return run, finish, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancelRun()
+		cancelFinish()
 	}
 }
