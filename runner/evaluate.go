@@ -148,7 +148,11 @@ func Report(out string) (*verdict.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := report.WriteReports(out, r); err != nil {
+	ev, err := cellEvidence(p, &store.Store{Dir: out}, results)
+	if err != nil {
+		return nil, err
+	}
+	if err := report.WriteReportsWith(out, r, ev); err != nil {
 		return nil, err
 	}
 	if err := grade.WriteAuditQueue(out, grade.AuditQueue(p, results, p.Suite.Seed)); err != nil {

@@ -3,8 +3,11 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"github.com/skillgate/skillgate/pipeline/report"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -151,6 +154,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if rate["forced"] != 1 {
 		t.Errorf("forced pass rate %v, want 100%% with the judge", rate["forced"])
 	}
+	checkDemoEvidence(t, out)
 	files := []string{"verdict.json", "report.json", "report.md", "report.html", "junit.xml"}
 	before := map[string][]byte{}
 	for _, f := range files {
@@ -299,5 +303,63 @@ func TestSkillChangeRerunsOnlyItsArms(t *testing.T) {
 	}
 	if second.Ran != skillCells || second.Reused != baseCells {
 		t.Errorf("second run ran %d and reused %d; want %d skill-arm cells run and %d baseline cells reused", second.Ran, second.Reused, skillCells, baseCells)
+	}
+}
+
+// checkDemoEvidence reads the evidence report.html embeds for the demo's forbidden
+// write, the cell the Reasons box links first: what the agent was asked, its session
+// as the real Claude Code CLI told it (the Bash call and its result), its answer, the
+// diff of the file it should not have written, and each failed check with what it found.
+func checkDemoEvidence(t *testing.T, out string) {
+	t.Helper()
+	html, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cell = "deprecation-release-notes/automatic/1"
+	if !bytes.Contains(html, []byte(`href="#cell=deprecation-release-notes%2Fautomatic%2F1"`)) {
+		t.Fatalf("the Reasons box does not link %s", cell)
+	}
+	m := regexp.MustCompile(`(?s)<script type="application/json" class="ev" data-case="deprecation-release-notes">(.*?)</script>`).FindSubmatch(html)
+	if m == nil {
+		t.Fatal("report.html holds no evidence block for deprecation-release-notes")
+	}
+	var cells []report.CellEvidence
+	if err := json.Unmarshal(m[1], &cells); err != nil {
+		t.Fatalf("evidence block: %v", err)
+	}
+	var ce *report.CellEvidence
+	for i := range cells {
+		if cells[i].Cell == cell {
+			ce = &cells[i]
+		}
+	}
+	if ce == nil {
+		t.Fatalf("no evidence of %s among %d cells", cell, len(cells))
+	}
+	if !strings.Contains(ce.Prompt, "release notes") || ce.Answer == "" || ce.Passed {
+		t.Errorf("prompt %q, answer %q, passed %v", ce.Prompt, ce.Answer, ce.Passed)
+	}
+	bash := false
+	for _, tr := range ce.Turns {
+		bash = bash || (tr.Role == "tool" && tr.Tool == "Bash" && tr.Input != "" && tr.Result != "")
+	}
+	if !bash {
+		t.Errorf("no Bash call with its result in the session: %+v", ce.Turns)
+	}
+	if len(ce.Diffs) != 1 || ce.Diffs[0].Path != "RELEASE_NOTES.md" || !strings.Contains(ce.Diffs[0].Diff, "+++ b/RELEASE_NOTES.md") {
+		t.Errorf("diffs %+v, want the added RELEASE_NOTES.md", ce.Diffs)
+	}
+	failed := 0
+	for _, ch := range ce.Checks {
+		if !ch.Passed {
+			failed++
+			if ch.Detail == "" {
+				t.Errorf("failed check %q says nothing of what it found", ch.Name)
+			}
+		}
+	}
+	if failed == 0 || ce.Files["transcript"] == "" || ce.Model == "" {
+		t.Errorf("%d failed checks, files %v, model %q", failed, ce.Files, ce.Model)
 	}
 }

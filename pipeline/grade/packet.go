@@ -342,30 +342,16 @@ func initialFiles(p *plan.Plan, pc plan.PlanCase, w World, b *blinder, caps pack
 func attempt(a JudgeAttempt, b *blinder, caps packetCaps) (PacketAttempt, error) {
 	ans, cut := capText(a.Answer, caps.answer)
 	out := PacketAttempt{Answer: b.text(ans), AnswerTruncated: cut, Diff: []PacketChange{}}
-	changes := append([]FileChange(nil), a.World.Changes...)
-	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
-	for _, ch := range changes {
-		before, hadBefore, err := readRegular(a.World.Initial, ch.Path)
-		if err != nil {
-			return out, err
-		}
-		var after []byte
-		hasAfter := false
-		if ch.Kind != "deleted" {
-			if after, hasAfter, err = readRegular(a.World.Read, ch.Path); err != nil {
-				return out, err
-			}
-		}
-		pc := PacketChange{Path: ch.Path, Change: ch.Kind}
-		switch {
-		case ch.Kind != "deleted" && !hasAfter:
-			pc.Diff = "(not a regular file; content not shown)"
-		case !isText(before) || !isText(after):
-			pc.Diff = "(binary file; content not shown)"
-		default:
-			d := UnifiedDiff(ch.Path, string(before), string(after), hadBefore, hasAfter)
-			d, pc.Truncated = capText(d, caps.diff)
-			pc.Diff = b.diff(d)
+	diffs, err := ChangeDiffs(a.World, false, 0)
+	if err != nil {
+		return out, err
+	}
+	for _, d := range diffs {
+		pc := PacketChange{Path: d.Path, Change: d.Kind, Diff: d.Note}
+		if d.Note == "" {
+			var diff string
+			diff, pc.Truncated = capText(d.Diff, caps.diff)
+			pc.Diff = b.diff(diff)
 		}
 		out.Diff = append(out.Diff, pc)
 	}

@@ -177,11 +177,19 @@ func (in *policyInput) forbidden(r *suite.Forbidden) RuleOutcome {
 		}
 		if n > r.Max {
 			o.fail("FORBIDDEN " + arm)
-			o.because(fmt.Sprintf("In %s the agent did %d thing(s) a case forbids (a forbidden skill or reference, a write outside the allowed paths, a notContains, exists: false or unchanged check violated); at most %d allowed.", arm, n, r.Max),
+			o.because(fmt.Sprintf("In %s the agent broke %s its cases forbid (a forbidden skill or reference read, a write outside the allowed paths, a notContains, exists: false or unchanged check); at most %d allowed.", arm, plural(n, "expectation"), r.Max),
 				in.cellsWhere(arm, nil, func(res grade.CellResult) bool { return res.Valid() && violationCount(res) > 0 }))
 		}
 		parts = append(parts, fmt.Sprintf("%s: %d", arm, n))
 	}
 	o.Detail = fmt.Sprintf("forbidden actions (max %d): %s", r.Max, joinDetails(parts))
 	return o
+}
+
+// plural is n things, as a person says it.
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -317,3 +317,67 @@ func TestCommandRoutingAfterLongLine(t *testing.T) {
 		t.Errorf("skills %v, references %v", tel.Skills, tel.References)
 	}
 }
+
+// TestTurnsSamples reads the real CLIs' sample sessions as the report shows them: each
+// message and tool call in order, a tool's result beside its call, and the skill a call
+// loaded marked with its evidence.
+func TestTurnsSamples(t *testing.T) {
+	type step struct{ role, tool, input, result string }
+	tests := []struct {
+		kind, file string
+		want       []step
+		loads      map[int]grade.RoutingEvent
+	}{
+		{"claude-code", "claude-code-skill-activation.jsonl", []step{
+			{"assistant", "", "", ""},
+			{"tool", "Skill", "demo", "Launching skill: demo"},
+			{"assistant", "", "", ""},
+		}, map[int]grade.RoutingEvent{1: {Name: "demo", Evidence: grade.EvidenceObserved}}},
+		{"codex", "codex-exec-read-write.jsonl", []step{
+			{"tool", "error", "", "Model metadata"},
+			{"tool", "shell", "/bin/bash -lc 'cat input.txt'", "hello from input.txt (codex)"},
+			{"tool", "shell", "/bin/bash -lc \"printf", ""},
+			{"assistant", "", "", ""},
+		}, nil},
+		{"codex", "codex-exec-skill-read.jsonl", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			turns := Turns(tc.kind, readTranscript(t, tc.file), nil)
+			if len(turns) == 0 {
+				t.Fatal("no turns")
+			}
+			if tc.want != nil && len(turns) != len(tc.want) {
+				t.Fatalf("%d turns, want %d: %+v", len(turns), len(tc.want), turns)
+			}
+			for i, w := range tc.want {
+				g := turns[i]
+				if g.Role != w.role || g.Tool != w.tool || !strings.HasPrefix(g.Input, w.input) || !strings.Contains(g.Result, w.result) {
+					t.Errorf("turn %d = %+v, want %+v", i, g, w)
+				}
+				if l, ok := tc.loads[i]; ok && (len(g.Loads) != 1 || g.Loads[0] != l) {
+					t.Errorf("turn %d loads %+v, want %+v", i, g.Loads, l)
+				}
+			}
+			last := turns[len(turns)-1]
+			if last.Role != "assistant" || !strings.HasPrefix(last.Text, "MOCK-FINAL") {
+				t.Errorf("last turn %+v, want the final answer", last)
+			}
+			if tc.file == "codex-exec-skill-read.jsonl" {
+				found := false
+				for _, tr := range turns {
+					for _, l := range tr.Loads {
+						found = found || (l.Name == "demo" && l.Evidence == grade.EvidenceInferred)
+					}
+				}
+				if !found {
+					t.Errorf("no turn loads the demo skill: %+v", turns)
+				}
+			}
+		})
+	}
+	cmd := Turns("command", []byte("answer"), []byte("working\nskillgate: opened skill cl\nskillgate: read cl/references/format.md\n"))
+	if len(cmd) != 2 || cmd[0].Loads[0].Name != "cl" || cmd[1].Loads[len(cmd[1].Loads)-1].Name != "cl/references/format.md" {
+		t.Errorf("command turns %+v", cmd)
+	}
+}

@@ -1,0 +1,134 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/report"
+	"github.com/skillgate/skillgate/runner/agent"
+	"github.com/skillgate/skillgate/runner/store"
+)
+
+// evidenceDiffBytes bounds a changed file read for the report's diff: a larger one is
+// named with its size, its content left in the store.
+const evidenceDiffBytes = 1 << 20
+
+// cellEvidence reads from the store what the report shows of each graded cell beyond
+// its grade: what its agent was asked, its session turn by turn, its answer, the diff of
+// every file it changed, its checks, the judge's reply, its durations and cost. It reads
+// only the run folder (a skill stored without its snapshot reads as unchanged), so
+// `skillgate report` rebuilds it with no suite folder.
+func cellEvidence(p *plan.Plan, st *store.Store, results []grade.CellResult) (*report.Evidence, error) {
+	cases := map[string]plan.PlanCase{}
+	for _, c := range p.Cases {
+		cases[c.ID] = c
+	}
+	arms := map[string]plan.PlanArm{}
+	for _, a := range p.Arms {
+		arms[a.Name] = a
+	}
+	ev := &report.Evidence{Cells: map[string]report.CellEvidence{}}
+	for _, res := range results {
+		if res.Status == grade.StatusMissing || res.Rollout == "" {
+			continue
+		}
+		ro, ok, err := st.Rollout(res.Rollout)
+		if err != nil {
+			return nil, err
+		}
+		pc, okc := cases[res.Case]
+		arm, oka := arms[res.Arm]
+		if !ok || !okc || !oka {
+			continue
+		}
+		ce, err := rolloutEvidence(p, st, pc, arm, ro, res)
+		if err != nil {
+			return nil, fmt.Errorf("read evidence of %s: %w", res.Cell, err)
+		}
+		ev.Cells[res.Cell] = ce
+	}
+	return ev, nil
+}
+
+func rolloutEvidence(p *plan.Plan, st *store.Store, pc plan.PlanCase, arm plan.PlanArm, ro *store.Rollout, res grade.CellResult) (report.CellEvidence, error) {
+	dir := st.RolloutDir(ro.Key)
+	rel := path.Join("store/rollouts", ro.Key.Encoded())
+	ce := report.CellEvidence{
+		Cell: res.Cell, Case: res.Case, Arm: res.Arm, Trial: res.Trial,
+		Status: res.Status, Passed: res.Passed, Error: firstNonEmpty(res.Error, ro.Error), ExitCode: ro.ExitCode,
+		Prompt: plan.Prompt(p, pc, arm), Seed: pc.Seed,
+		Checks: res.Checks, Skills: res.Telemetry.Skills, References: res.Telemetry.References,
+		AgentSeconds: ro.Durations.Agent, TotalSeconds: ro.Durations.Total,
+		Tokens: res.Telemetry.Tokens, USD: res.Cost.USD, Model: res.Telemetry.Model, Collection: res.Collection,
+		Files: map[string]string{
+			"transcript": rel + "/" + store.FileStdout, "stderr": rel + "/" + store.FileStderr,
+			"answer": rel + "/" + store.FileAnswer, "rollout": rel + "/" + store.FileRollout,
+		},
+	}
+	if ro.Gateway != nil {
+		ce.Requests = ro.Gateway.Requests
+		if ce.Model == "" {
+			ce.Model = ro.Gateway.ModelAnswered
+		}
+	}
+	if ro.Transcript.Truncated {
+		ce.Cut = true
+	}
+	answer, err := st.Answer(ro)
+	if err != nil {
+		return ce, err
+	}
+	ce.Answer = string(answer)
+	stdout, err := readOptional(filepath.Join(dir, store.FileStdout))
+	if err != nil {
+		return ce, err
+	}
+	stderr, err := readOptional(filepath.Join(dir, store.FileStderr))
+	if err != nil {
+		return ce, err
+	}
+	for _, t := range agent.Turns(p.Agent.Kind, stdout, stderr) {
+		ce.Turns = append(ce.Turns, report.Turn{Role: t.Role, Text: t.Text, Tool: t.Tool, Input: t.Input, Result: t.Result, Loads: t.Loads})
+	}
+	diffs, err := grade.ChangeDiffs(st.World(p, "", pc, arm, ro), true, evidenceDiffBytes)
+	if err != nil {
+		return ce, err
+	}
+	for _, d := range diffs {
+		ce.Diffs = append(ce.Diffs, report.FileDiff{Path: d.Path, Kind: d.Kind, Diff: d.Diff, Note: d.Note})
+	}
+	if j := res.Judge; j != nil {
+		je := &report.JudgeEvidence{Criteria: j.Criteria, Rubric: pc.Rubric, Valid: j.Valid, Reason: j.Reason}
+		if stored, ok, err := st.Judgement(j.Key); err != nil {
+			return ce, err
+		} else if ok {
+			je.Reply = stored.Reply
+		}
+		ce.Judge = je
+	}
+	return ce, nil
+}
+
+// readOptional reads a stored file; one the rollout never wrote reads as empty.
+func readOptional(file string) ([]byte, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func firstNonEmpty(xs ...string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
