@@ -32,7 +32,7 @@ func calibrationCells(p *plan.Plan, suiteDir string, only []string) ([]calCell, 
 	var arms []plan.PlanArm
 	for _, a := range p.Arms {
 		if len(only) == 0 || slices.Contains(only, a.Name) {
-			arms = append(arms, a)
+			arms = append(arms, plan.UnionArm(p, a))
 		}
 	}
 	for _, name := range only {
@@ -163,7 +163,7 @@ func readSkillCopy(p *plan.Plan, suiteDir, arm, key string) (skillCopy, error) {
 func skillCheck(p *plan.Plan, suiteDir string, arm plan.PlanArm) (calCell, error) {
 	var others []skillCopy
 	for _, a := range p.Arms {
-		for _, k := range a.Skills {
+		for _, k := range plan.ArmSkills(p, a) {
 			c, err := readSkillCopy(p, suiteDir, a.Name, k)
 			if err != nil {
 				return calCell{}, err

@@ -134,7 +134,7 @@ func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.Plan
 		Fixture   digest.Digest     `json:"fixture"`
 		Skills    []skill           `json:"skills"`
 		Files     map[string][]byte `json:"files,omitempty"`
-	}{agentID, a.User, a.SkillsDir, pc.FixtureDigest, []skill{}, agentFiles(im.plan)}
+	}{agentID, a.User, a.SkillsDir, plan.WorkspaceDigest(pc), []skill{}, agentFiles(im.plan)}
 	for _, k := range arm.Skills {
 		key.Skills = append(key.Skills, skill{im.plan.Skills[k].Name, im.plan.Skills[k].Digest})
 	}
@@ -212,12 +212,11 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 	}
 	bc := docker.NewBuildContext("FROM " + agentRef + "\nADD " + docker.LayerTar + " /\n")
 	bc.AddDir(docker.Workspace, 0o755, uid, gid)
-	if pc.Fixture != "" {
-		fx := path.Clean(pc.Fixture)
-		t := im.plan.Fixtures[fx]
-		dir, err := im.snapshot("fixture "+fx, t)
+	// The overlay's files, added after the fixture's, replace them.
+	for _, layer := range im.plan.FixtureLayers(pc) {
+		dir, err := im.snapshot(layer.What, layer.Tree)
 		if err == nil {
-			err = bc.AddTree(docker.Workspace, dir, treeFiles(t), uid, gid)
+			err = bc.AddTree(docker.Workspace, dir, treeFiles(layer.Tree), uid, gid)
 		}
 		if err != nil {
 			return "", fmt.Errorf("build cell image for %s: %w", pc.ID, err)
@@ -259,22 +258,33 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 }
 
 // Where a cell finds its prompt and seed conversation: root-owned files it can read and
-// never change.
+// never change. A session of several turns (a case with replies) is run by SessionFile,
+// each reply that is too large for the command line read from its own file; a report's
+// JSON Schema is in ReportSchemaFile.
 const (
-	PromptFile = "/skillgate-input/prompt.txt"
-	SeedFile   = "/skillgate-input/seed.json"
+	PromptFile       = "/skillgate-input/prompt.txt"
+	SeedFile         = "/skillgate-input/seed.json"
+	SessionFile      = "/skillgate-input/session.sh"
+	ReportSchemaFile = "/skillgate-input/report-schema.json"
 )
 
+// replyFile is where the reply of turn n (from 1: the first reply) is, when it is too
+// large for the command line.
+func replyFile(n int) string { return fmt.Sprintf("/skillgate-input/reply-%d.txt", n) }
+
 // cellInput is what a cell's agent is asked: the prompt, the seed conversation as JSON,
-// and whether they are small enough for its environment and command line.
+// the user's replies, and whether they are small enough for its environment and command
+// line.
 type cellInput struct {
-	prompt string
-	seed   []byte
-	inline bool
+	prompt  string
+	seed    []byte
+	replies []string
+	inline  bool
+	max     int64 // limits.promptArg
 }
 
 func newCellInput(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) (cellInput, error) {
-	in := cellInput{prompt: plan.Prompt(p, pc, arm)}
+	in := cellInput{prompt: plan.Prompt(p, pc, arm), replies: pc.Replies}
 	if len(pc.Seed) > 0 {
 		in.seed, _ = json.Marshal(pc.Seed)
 	}
@@ -282,6 +292,7 @@ func newCellInput(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) (cellInput, 
 	if err != nil {
 		return in, fmt.Errorf("read limits.promptArg: %w", err)
 	}
+	in.max = max
 	in.inline = int64(len(in.prompt)) <= max && int64(len(in.seed)) <= max
 	return in, nil
 }
@@ -319,25 +330,100 @@ func cellEnv(p *plan.Plan, arm plan.PlanArm, in cellInput) []string {
 // PromptArg is the argument that stands for the prompt in an agent's command.
 const PromptArg = "{{prompt}}"
 
-// cellCommand substitutes the prompt into the agent's command. A prompt too large for the
-// command line goes to the agent's standard input instead, when its kind's CLI reads it
-// there (Claude Code when no prompt argument is given, Codex when the argument is "-").
-// It returns the standard input to give, or nil.
-func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, error) {
+// The arguments of agent.reportArgs that stand for the report's JSON Schema: as JSON
+// text, and as the path of a file holding it.
+const (
+	SchemaArg     = "{{schema}}"
+	SchemaFileArg = "{{schemaFile}}"
+)
+
+// cellCommand is what the cell runs: the agent's command with the prompt in it, and the
+// report's flags when a report is asked for. A prompt too large for the command line
+// goes to the agent's standard input instead, when its kind's CLI reads it there (Claude
+// Code when no prompt argument is given, Codex when the argument is "-"). It returns the
+// standard input to give, or nil, and the files the command reads.
+//
+// A case with replies is a session of several turns: the cell runs a script
+// (SessionFile) that starts the command, and after it ends sends each reply with the
+// agent's resume command, in the same container, through the same gateway, stopping at
+// the first turn that fails, with its exit code. Between turns it writes
+// agent.TurnMarker on a line of its own to stdout (after a newline, so a last line
+// without one stays whole), so a plain transcript tells the turns apart.
+func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, []docker.SpecFile, error) {
+	var files []docker.SpecFile
+	var extra []string
+	if r := p.Agent.Report; r != nil {
+		schema, err := json.Marshal(r.Schema)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("build the agent's command: encode agent.report.schema: %w", err)
+		}
+		files = append(files, docker.SpecFile{Path: ReportSchemaFile, Mode: 0o444, Data: schema})
+		rep := strings.NewReplacer(SchemaArg, string(schema), SchemaFileArg, ReportSchemaFile)
+		for _, a := range p.Agent.ReportArgs {
+			extra = append(extra, rep.Replace(a))
+		}
+	}
+	first, stdin, err := turnCommand(p, p.Agent.Command, in.prompt, in.inline)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	first = append(first, extra...)
+	if len(in.replies) == 0 {
+		return first, stdin, files, nil
+	}
+	var b strings.Builder
+	b.WriteString("# The session of a case with replies: each turn starts when the one before it ends.\n")
+	fmt.Fprintf(&b, "%s || exit $?\n", shellCommand(first))
+	for i, reply := range in.replies {
+		inline := int64(len(reply)) <= in.max
+		cmd, replyIn, err := turnCommand(p, p.Agent.Resume, reply, inline)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("reply %d: %w", i+1, err)
+		}
+		cmd = append(cmd, extra...)
+		from := "/dev/null"
+		if replyIn != nil {
+			from = replyFile(i + 1)
+			files = append(files, docker.SpecFile{Path: from, Mode: 0o444, Data: replyIn})
+		}
+		fmt.Fprintf(&b, "printf '\\n%%s\\n' %s\n", shellQuote(agent.TurnMarker))
+		fmt.Fprintf(&b, "%s <%s || exit $?\n", shellCommand(cmd), from)
+	}
+	files = append(files, docker.SpecFile{Path: SessionFile, Mode: 0o444, Data: []byte(b.String())})
+	return []string{"/bin/sh", SessionFile}, stdin, files, nil
+}
+
+// turnCommand is command with text as its {{prompt}}, or, when text is not inline,
+// the command that reads it on its standard input, and that input.
+func turnCommand(p *plan.Plan, command []string, text string, inline bool) ([]string, []byte, error) {
 	kind := agent.Of(p.Agent.Kind)
-	out := make([]string, 0, len(p.Agent.Command))
+	out := make([]string, 0, len(command))
 	var stdin []byte
-	for _, a := range p.Agent.Command {
-		if in.inline || !strings.Contains(a, PromptArg) {
-			out = append(out, strings.ReplaceAll(a, PromptArg, in.prompt))
+	for _, a := range command {
+		if inline || !strings.Contains(a, PromptArg) {
+			out = append(out, strings.ReplaceAll(a, PromptArg, text))
 			continue
 		}
 		if a != PromptArg || !kind.Stdin {
-			return nil, nil, fmt.Errorf("build the agent's command: its prompt (%d bytes) is over limits.promptArg (%s) for the command line; read it from $SKILLGATE_PROMPT_FILE instead of {{prompt}}", len(in.prompt), p.Limits.PromptArg)
+			return nil, nil, fmt.Errorf("build the agent's command: its prompt (%d bytes) is over limits.promptArg (%s) for the command line; read it from $SKILLGATE_PROMPT_FILE instead of {{prompt}}", len(text), p.Limits.PromptArg)
 		}
-		out, stdin = append(out, kind.StdinArgs...), []byte(in.prompt)
+		out, stdin = append(out, kind.StdinArgs...), []byte(text)
 	}
 	return out, stdin, nil
+}
+
+// shellCommand quotes args for sh, each as one word.
+func shellCommand(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// shellQuote is s as one sh word, byte for byte.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // agentFiles are the files the plan's agent kind needs in its cell images.

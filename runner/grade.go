@@ -147,7 +147,8 @@ func (g *grader) sweep(ctx context.Context) {
 }
 
 func (g *grader) grade(ctx context.Context, c plan.Cell) error {
-	pc, arm := g.cases[c.Case], g.arms[c.Arm]
+	pc := g.cases[c.Case]
+	arm := plan.CaseArm(g.plan, pc, g.arms[c.Arm])
 	ro, ok, err := g.store.Rollout(c.Rollout)
 	if err != nil {
 		return err
@@ -160,7 +161,7 @@ func (g *grader) grade(ctx context.Context, c plan.Cell) error {
 		return err
 	}
 	in := grade.GradeInput{
-		Status: ro.Status, Error: ro.Error, Answer: string(answer),
+		Status: ro.Status, Error: ro.Error, Answer: string(answer), Messages: ro.Messages,
 		World:        g.store.World(g.plan, g.opts.SuiteDir, pc, arm, ro),
 		Telemetry:    ro.Telemetry,
 		AgentSeconds: ro.Durations.Agent, TotalSeconds: ro.Durations.Total,

@@ -46,11 +46,14 @@ func newInputs(p *plan.Plan, suiteDir string, st *store.Store) *inputs {
 	return &inputs{plan: p, suiteDir: suiteDir, store: st, trees: map[string]*inputTree{}}
 }
 
-// treesOf names the trees a cell of case pc in arm reads.
+// treesOf names the trees a cell of case pc in arm (as it applies to pc)
+// reads: its fixture and overlay, its skills.
 func treesOf(pc plan.PlanCase, arm plan.PlanArm) []string {
 	var out []string
-	if pc.Fixture != "" {
-		out = append(out, "fixture "+path.Clean(pc.Fixture))
+	for _, rel := range []string{pc.Fixture, pc.Overlay} {
+		if rel != "" {
+			out = append(out, "fixture "+path.Clean(rel))
+		}
 	}
 	for _, k := range arm.Skills {
 		out = append(out, "skill "+k)

@@ -483,7 +483,8 @@ func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs 
 	seen := map[imageKey]bool{}
 	var first []plan.Cell
 	for _, c := range cells {
-		k := imageKey{r.cases[c.Case].FixtureDigest, strings.Join(r.arms[c.Arm].Skills, "\x00")}
+		pc := r.cases[c.Case]
+		k := imageKey{plan.WorkspaceDigest(pc), strings.Join(plan.CaseArm(r.plan, pc, r.arms[c.Arm]).Skills, "\x00")}
 		if !seen[k] {
 			seen[k] = true
 			first = append(first, c)
@@ -493,7 +494,8 @@ func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs 
 	r.images.log = prog // the agent image's build notes go above the live line
 	prog.begin(phaseImages, len(first))
 	forEach(ctx, jobs, first, func(c plan.Cell) {
-		r.images.cellImage(ctx, r.cases[c.Case], r.arms[c.Arm])
+		pc := r.cases[c.Case]
+		r.images.cellImage(ctx, pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
 		prog.step()
 	})
 	prog.begin(phaseCells, cellsTotal)

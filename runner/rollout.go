@@ -128,11 +128,12 @@ type cellRunner struct {
 // run retries the cell; only a failure to store is returned.
 func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, error) {
 	start := time.Now()
-	pc, arm := r.cases[c.Case], r.arms[c.Arm]
+	pc := r.cases[c.Case]
+	arm := plan.CaseArm(r.plan, pc, r.arms[c.Arm])
 	ro := &store.Rollout{Key: c.Rollout, Plan: r.plan.Digest, Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial,
 		Image: r.plan.Agent.Image, Changes: []grade.FileChange{}, StartedAt: start.UTC().Round(time.Millisecond),
 		Telemetry: agent.Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}},
-		Inputs:    plan.RolloutInputs{Fixture: pc.FixtureDigest, Skills: plan.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
+		Inputs:    plan.RolloutInputs{Fixture: pc.FixtureDigest, Overlay: pc.OverlayDigest, Skills: plan.InstalledSkills(r.plan, arm), Git: r.git, Harness: pipeline.Version()}}
 	staged, err := r.store.Stage()
 	if err != nil {
 		return nil, err
@@ -178,7 +179,14 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, erro
 		ro.Status = store.StatusCompleted
 	}
 	stdout, stderr := r.redact.Bytes(oc.Stdout), r.redact.Bytes(oc.Stderr)
-	ro.Answer, ro.Telemetry = agent.ParseTranscript(r.plan.Agent.Kind, stdout, stderr)
+	sess := agent.ParseSession(r.plan.Agent.Kind, stdout, stderr)
+	if rep := r.plan.Agent.Report; rep != nil {
+		sess = agent.ApplyReport(sess, rep.Answer, rep.Skills)
+	}
+	ro.Answer, ro.Telemetry = sess.Answer, sess.Telemetry
+	if len(sess.Messages) > 1 || len(sess.Messages) == 1 && sess.Messages[0] != sess.Answer {
+		ro.Messages = sess.Messages
+	}
 	if r.gateway != nil {
 		u := r.gateway.Usage(c.ID)
 		for i := range u.Faults {
@@ -250,7 +258,7 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 	if err != nil {
 		return docker.ContainerSpec{}, err
 	}
-	cmd, stdin, err := cellCommand(r.plan, in)
+	cmd, stdin, files, err := cellCommand(r.plan, in)
 	if err != nil {
 		return docker.ContainerSpec{}, err
 	}
@@ -280,7 +288,7 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 		CollectPrefix: docker.Workspace,
 		Collect:       col.visit,
 		CollectLimits: docker.CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
-		Files:         in.files(),
+		Files:         append(in.files(), files...),
 		Stdin:         stdin,
 	}, nil
 }

@@ -170,7 +170,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	// The cells run the trees pinned here, verified against the plan.
 	in := newInputs(p, opts.SuiteDir, st)
 	for _, c := range todo {
-		if err := in.add(cases[c.Case], arms[c.Arm]); err != nil {
+		if err := in.add(cases[c.Case], plan.CaseArm(p, cases[c.Case], arms[c.Arm])); err != nil {
 			return nil, err
 		}
 	}
@@ -206,7 +206,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		default:
 			sum.Ran++
 			sum.Statuses[ro.Status]++
-			done = append(done, ranCell{c, cases[c.Case], arms[c.Arm], ro.Status})
+			done = append(done, ranCell{c, cases[c.Case], plan.CaseArm(p, cases[c.Case], arms[c.Arm]), ro.Status})
 		}
 		mu.Unlock()
 		if ro != nil && ctx.Err() == nil {

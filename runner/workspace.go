@@ -22,13 +22,13 @@ import (
 )
 
 // initialWorkspace is a cell's workspace before its agent runs, by workspace path: the
-// case's fixture files and the arm's installed skills, as the plan digested them.
+// case's fixture files (with its overlay's) and the arm's installed skills, as the plan
+// digested them.
 func initialWorkspace(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) map[string]plan.TreeEntry {
 	files := map[string]plan.TreeEntry{}
-	if pc.Fixture != "" {
-		for rel, e := range p.Fixtures[path.Clean(pc.Fixture)].Files {
-			files[rel] = e
-		}
+	t, _ := p.CaseTree(pc) // merged when the plan was compiled
+	for rel, e := range t.Files {
+		files[rel] = e
 	}
 	for _, k := range arm.Skills {
 		sk := p.Skills[k]

@@ -19,10 +19,14 @@ every cell (case × arm × trial) with its rollout key and grade key, every
 input by digest, the agent, judge and policy, and one plan digest over it all.
 The same suite gives a byte-identical plan in every checkout.
 
+Calibration-only cases (calibration: true) are vetted but planned only when
+named with --case.
+
 The plan goes to stdout, or to the file given with -o; a summary of cells,
 model calls and estimated cost goes to stderr.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the plan to `FILE` instead of stdout"},
+			&cli.StringSliceFlag{Name: "case", Usage: "also plan the calibration-only case `ID` (repeatable); a default plan has none"},
 		},
 		Before: shortLived,
 		Action: func(c *cli.Context) error {
@@ -33,8 +37,11 @@ model calls and estimated cost goes to stderr.`,
 			if dir == "" {
 				dir = "."
 			}
-			p, err := plan.CompileDir(dir)
+			p, err := plan.CompileDirCases(dir, c.StringSlice("case"))
 			if err != nil {
+				return err
+			}
+			if err := p.CheckCases(c.StringSlice("case")); err != nil {
 				return err
 			}
 			if err := writeOutput(c.String("output"), p.Encode()); err != nil {

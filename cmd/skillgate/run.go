@@ -48,7 +48,7 @@ failed), 3 calibration failed.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "run folder `DIR` (default: .skillgate/SUITE)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 4, Usage: "cells to run at once (agents mostly wait on the model, so this may exceed the cores)"},
-			&cli.StringSliceFlag{Name: "case", Usage: "run only case `ID` (repeatable)"},
+			&cli.StringSliceFlag{Name: "case", Usage: "run only case `ID` (repeatable); a calibration-only case runs only when named here"},
 			&cli.StringSliceFlag{Name: "arm", Usage: "run only arm `NAME` (repeatable)"},
 			&cli.StringFlag{Name: "split", Usage: "run only cases of split `S`"},
 			&cli.StringFlag{Name: "suite", Usage: "with a plan file: the suite folder `DIR` it was compiled from"},
@@ -64,7 +64,7 @@ failed), 3 calibration failed.`,
 			if target == "" {
 				target = "."
 			}
-			t, err := plan.ResolveTarget(target, c.String("suite"))
+			t, err := plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case"))
 			if err != nil {
 				return exit(2, err)
 			}

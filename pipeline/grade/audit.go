@@ -214,6 +214,11 @@ func disagreement(r CellResult) (string, bool) {
 		return "", false
 	}
 	objPassed, judgePassed := allPassed(objective), allPassed(judge)
+	if objPassed && r.Status == StatusCompleted {
+		// The rubric may pass with a criterion failed (rubricPass below 1):
+		// the cell's outcome says whether it did.
+		judgePassed = r.Passed
+	}
 	switch {
 	case objPassed && !judgePassed:
 		return "deterministic checks passed, the judge failed " + strings.Join(failedNames(judge), ", "), true

@@ -67,7 +67,7 @@ func newBlinder(p *plan.Plan) *blinder {
 	entries := map[string][]string{}
 	forced := false
 	for _, arm := range p.Arms {
-		for _, key := range arm.Skills {
+		for _, key := range plan.ArmSkills(p, arm) {
 			sk, ok := p.Skills[key]
 			if !ok {
 				continue

@@ -22,7 +22,10 @@ type GradeInput struct {
 	Status string
 	Error  string
 	Answer string
-	World  World
+	// Messages are every assistant message of the session, in order, when
+	// the transcript told them apart; nil reads as the answer alone.
+	Messages []string
+	World    World
 	// RunChecks are the results of the case's run: assertions, in order,
 	// computed in a container by the runner.
 	RunChecks    []CheckResult
@@ -62,10 +65,26 @@ func GradeCell(p *plan.Plan, pc plan.PlanCase, c plan.Cell, in GradeInput) (Cell
 			}
 			r.Checks = append(r.Checks, checks...)
 		case a.Answer != nil:
-			r.Checks = append(r.Checks, textChecks(CheckAnswer, "answer", a.Name, *a.Answer, []string{in.Answer})...)
+			subject, texts := "answer", []string{in.Answer}
+			if a.Messages == MessagesAll {
+				subject, texts = "assistant messages", in.sessionMessages()
+			}
+			r.Checks = append(r.Checks, textChecks(CheckAnswer, subject, a.Name, *a.Answer, texts)...)
 		case a.Code != nil:
-			r.Checks = append(r.Checks, textChecks(CheckCode, "code blocks", a.Name, *a.Code, CodeBlocks(in.Answer))...)
+			subject, blocks := "code blocks", CodeBlocks(in.Answer)
+			if a.Messages == MessagesAll {
+				subject, blocks = "code blocks of the assistant messages", nil
+				for _, m := range in.sessionMessages() {
+					blocks = append(blocks, CodeBlocks(m)...)
+				}
+			}
+			r.Checks = append(r.Checks, textChecks(CheckCode, subject, a.Name, *a.Code, blocks)...)
 		}
+	}
+	if p.Agent.Report != nil {
+		ch := CheckResult{Name: "the final answer is the report asked for", Kind: CheckReport, Passed: in.Telemetry.ReportError == ""}
+		ch.Detail = in.Telemetry.ReportError
+		r.Checks = append(r.Checks, ch)
 	}
 	if pc.Writes != nil {
 		r.Checks = append(r.Checks, writesCheck(*pc.Writes, in.World.Changes))
@@ -86,13 +105,8 @@ func GradeCell(p *plan.Plan, pc plan.PlanCase, c plan.Cell, in GradeInput) (Cell
 	default:
 		r.Score = float64(passed) / float64(len(r.Checks))
 	}
-	names := installedNames(p)
-	r.Routing.Skills = tally(pc.Routing.Skills, in.Telemetry.Skills, func(n string) bool { return names[n] })
-	r.Routing.References = tally(pc.Routing.References, in.Telemetry.References, func(n string) bool {
-		skill, _, _ := strings.Cut(n, "/")
-		return names[skill]
-	})
-	r.Telemetry.OpenedSkill = len(r.Routing.Skills.Observed) > 0
+	r.Routing = TallyRouting(p, pc, in.Telemetry.Skills, in.Telemetry.References)
+	r.Telemetry.OpenedSkill = len(r.Routing.Skills.Observed) > 0 || r.Routing.Skills.Router
 	cost, err := changeCost(in.World)
 	if err != nil {
 		return r, fmt.Errorf("grade cell %s: %w", c.ID, err)
@@ -101,6 +115,49 @@ func GradeCell(p *plan.Plan, pc plan.PlanCase, c plan.Cell, in GradeInput) (Cell
 	cost.USD = in.USD
 	r.Cost = cost
 	return r, nil
+}
+
+// MessagesAll is an assertion's messages value that reads every assistant
+// message of the session.
+const MessagesAll = "all"
+
+// sessionMessages are the texts a messages: "all" check reads: every
+// assistant message, and the final answer when it is not the last of them
+// (a structured answer, a transcript that did not tell messages apart).
+func (in GradeInput) sessionMessages() []string {
+	out := append([]string{}, in.Messages...)
+	if len(out) == 0 || out[len(out)-1] != in.Answer {
+		out = append(out, in.Answer)
+	}
+	return out
+}
+
+// TallyRouting counts a cell's skill and reference events against case
+// pc's expectations. Only the suite's own skills count; the suite's router
+// counts neither way (RoutingTally.Router says it was seen).
+func TallyRouting(p *plan.Plan, pc plan.PlanCase, skills, refs []RoutingEvent) Routing2 {
+	names := installedNames(p)
+	router := ""
+	if sk, ok := p.Skills[p.Suite.Router]; ok && p.Suite.Router != "" {
+		router = sk.Name
+	}
+	var out Routing2
+	var routerSeen bool
+	var own []RoutingEvent
+	for _, e := range skills {
+		if router != "" && e.Name == router {
+			routerSeen = true
+			continue
+		}
+		own = append(own, e)
+	}
+	out.Skills = tally(pc.Routing.Skills, own, func(n string) bool { return names[n] })
+	out.Skills.Router = routerSeen
+	out.References = tally(pc.Routing.References, refs, func(n string) bool {
+		skill, _, _ := strings.Cut(n, "/")
+		return names[skill] && skill != router
+	})
+	return out
 }
 
 // installedNames are the names the suite's skills are installed as.

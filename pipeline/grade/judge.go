@@ -15,7 +15,8 @@ import (
 //
 // A valid judgement adds one check of kind "judge" per criterion, so
 // reports list them; the cell passes only when it passed deterministically
-// and every criterion passes: a judge never passes a failed cell. Score
+// and the rubric passes, at least the case's rubricPass fraction of its
+// criteria met (every one by default): a judge never passes a failed cell. Score
 // stays the deterministic checks' fraction; the criteria's is j.Score.
 // When j.Dispute holds an adjudication, the adjudicator's criteria are the
 // checks and the score: the adjudicator decides, under the same rule.
@@ -52,7 +53,6 @@ func ApplyRubric(r CellResult, pc plan.PlanCase, j CellJudgement) CellResult {
 		deciding = d.Criteria
 	}
 	passed := 0
-	all := true
 	for i, text := range pc.Rubric {
 		var c CriterionResult
 		if i < len(deciding) {
@@ -61,17 +61,35 @@ func ApplyRubric(r CellResult, pc plan.PlanCase, j CellJudgement) CellResult {
 		ch := CheckResult{Name: criterionName(i, text), Kind: CheckJudge, Passed: c.Pass, Detail: c.Evidence}
 		if c.Pass {
 			passed++
-		} else {
-			all = false
 		}
 		r.Checks = append(r.Checks, ch)
 	}
 	if len(pc.Rubric) > 0 {
 		j.Score = float64(passed) / float64(len(pc.Rubric))
 	}
-	r.Passed = r.Passed && all
+	r.Passed = r.Passed && RubricPasses(passed, len(pc.Rubric), RubricNeed(pc))
 	r.Judge = &j
 	return r
+}
+
+// RubricNeed is the fraction of its rubric's criteria case pc needs met:
+// its rubricPass, or every criterion for a plan written before cases had
+// one (which reads as 0).
+func RubricNeed(pc plan.PlanCase) float64 {
+	if pc.RubricPass <= 0 {
+		return 1
+	}
+	return pc.RubricPass
+}
+
+// RubricPasses reports whether passed of n criteria meet the fraction
+// need: 4 of 5 meet 0.8 and not 1. The ratio is compared, not passed with
+// need×n, whose rounding could miss an exact fraction.
+func RubricPasses(passed, n int, need float64) bool {
+	if n == 0 {
+		return true
+	}
+	return float64(passed)/float64(n) >= need
 }
 
 // criterionName is the check name of a rubric criterion.
@@ -126,6 +144,9 @@ type Dispute struct {
 	Adjudicated bool `json:"adjudicated"`
 	// Key names the adjudicator's judgement in store/judgements.
 	Key string `json:"key,omitempty"`
+	// Need is the fraction of the criteria the case needs met when it is
+	// not every one (0).
+	Need float64 `json:"need,omitempty"`
 	// Valid, Reason and Criteria are read from the adjudicator's reply as a
 	// rubric judgement's are.
 	Valid    bool              `json:"valid,omitempty"`
@@ -135,35 +156,43 @@ type Dispute struct {
 	Tokens   *Tokens           `json:"tokens,omitempty"`
 }
 
-// Decision is what the adjudicator decided: pass (every criterion met),
-// fail, invalid (its reply could not be read), or not adjudicated.
+// Decision is what the adjudicator decided: pass (the criteria the case
+// needs met, every one by default), fail, invalid (its reply could not be
+// read), or not adjudicated.
 func (d *Dispute) Decision() string {
 	switch {
 	case !d.Adjudicated:
 		return DecisionNotAdjudicated
 	case !d.Valid:
 		return DecisionInvalid
-	case allCriteria(d.Criteria):
+	}
+	need := d.Need
+	if need == 0 {
+		need = 1
+	}
+	if RubricPasses(countPassed(d.Criteria), len(d.Criteria), need) {
 		return DecisionPass
 	}
 	return DecisionFail
 }
 
-func allCriteria(cs []CriterionResult) bool {
+// countPassed counts the criteria met.
+func countPassed(cs []CriterionResult) int {
+	n := 0
 	for _, c := range cs {
-		if !c.Pass {
-			return false
+		if c.Pass {
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // DisputeOf says whether a valid rubric judgement (its criteria) disputes
-// a cell's deterministic result r: every deterministic check passed and a
-// criterion failed, or a check failed and every criterion passed; or the
-// suite names the case for adjudication. It returns nil when nothing is
-// disputed. A cell with no deterministic check has nothing to disagree
-// with.
+// a cell's deterministic result r: every deterministic check passed and the
+// rubric failed (fewer criteria met than the case needs: with the default,
+// one failed), or a check failed and the rubric passed; or the suite names
+// the case for adjudication. It returns nil when nothing is disputed. A
+// cell with no deterministic check has nothing to disagree with.
 func DisputeOf(p *plan.Plan, pc plan.PlanCase, r CellResult, criteria []CriterionResult) *Dispute {
 	r = DeterministicResult(r)
 	var failedChecks []string
@@ -178,15 +207,23 @@ func DisputeOf(p *plan.Plan, pc plan.PlanCase, r CellResult, criteria []Criterio
 			failedCriteria = append(failedCriteria, criterionName(c.Criterion, pc.Rubric[c.Criterion]))
 		}
 	}
+	need := RubricNeed(pc)
+	rubricPassed := RubricPasses(len(pc.Rubric)-len(failedCriteria), len(pc.Rubric), need)
+	var d *Dispute
 	switch {
-	case len(r.Checks) > 0 && len(failedChecks) == 0 && len(failedCriteria) > 0:
-		return &Dispute{Kind: DisputeDisagreement, Disagreed: "every deterministic check passed; the judge failed " + strings.Join(failedCriteria, ", ")}
-	case len(failedChecks) > 0 && len(failedCriteria) == 0:
-		return &Dispute{Kind: DisputeDisagreement, Disagreed: "the judge passed every criterion; deterministic checks failed: " + strings.Join(failedChecks, ", ")}
+	case len(r.Checks) > 0 && len(failedChecks) == 0 && !rubricPassed:
+		d = &Dispute{Kind: DisputeDisagreement, Disagreed: "every deterministic check passed; the judge failed " + strings.Join(failedCriteria, ", ")}
+	case len(failedChecks) > 0 && rubricPassed && len(failedCriteria) == 0:
+		d = &Dispute{Kind: DisputeDisagreement, Disagreed: "the judge passed every criterion; deterministic checks failed: " + strings.Join(failedChecks, ", ")}
+	case len(failedChecks) > 0 && rubricPassed:
+		d = &Dispute{Kind: DisputeDisagreement, Disagreed: fmt.Sprintf("the judge passed the rubric (%d of %d criteria, %g needed); deterministic checks failed: %s", len(pc.Rubric)-len(failedCriteria), len(pc.Rubric), need, strings.Join(failedChecks, ", "))}
 	case p.Judge != nil && slices.Contains(p.Judge.Adjudication.Cases, pc.ID):
-		return &Dispute{Kind: DisputeNamed, Disagreed: "the suite names case " + pc.ID + " for adjudication"}
+		d = &Dispute{Kind: DisputeNamed, Disagreed: "the suite names case " + pc.ID + " for adjudication"}
 	}
-	return nil
+	if d != nil && need != 1 {
+		d.Need = need
+	}
+	return d
 }
 
 // AdjudicationKey names the adjudicator's judgement of the cell with

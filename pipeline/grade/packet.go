@@ -300,7 +300,10 @@ func initialFiles(p *plan.Plan, pc plan.PlanCase, w World, b *blinder, caps pack
 	if pc.Fixture == "" {
 		return out, nil
 	}
-	tree := p.Fixtures[plan.CleanKey(pc.Fixture)]
+	tree, err := p.CaseTree(pc) // the fixture with the overlay copied over it
+	if err != nil {
+		return out, fmt.Errorf("read initial files: %w", err)
+	}
 	paths := make([]string, 0, len(tree.Files))
 	for f := range tree.Files {
 		paths = append(paths, f)

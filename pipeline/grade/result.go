@@ -126,6 +126,9 @@ const (
 	CheckCode   = "code"
 	CheckRun    = "run"
 	CheckWrites = "writes"
+	// CheckReport: the final answer is the structured report the agent
+	// was asked for (agent.report).
+	CheckReport = "report"
 )
 
 // CheckResult is one deterministic check of a cell.
@@ -164,6 +167,9 @@ type RoutingTally struct {
 	// Evidence is the weakest evidence among the observed events, or
 	// "unobservable" when the agent's adapter cannot tell.
 	Evidence string `json:"evidence"`
+	// Router: the suite's router skill was among the events, counted
+	// neither in TP nor FP.
+	Router bool `json:"router,omitempty"`
 }
 
 // CellTelemetry is what the agent's transcript told.
@@ -179,6 +185,9 @@ type CellTelemetry struct {
 	AgentVersion string `json:"agentVersion,omitempty"`
 	// OpenedSkill: the agent opened one of the suite's skills.
 	OpenedSkill bool `json:"openedSkill"`
+	// ReportError says why the final answer is not the structured report
+	// the agent was asked for (agent.report); "" when it is or none was.
+	ReportError string `json:"reportError,omitempty"`
 }
 
 // CellCost are a cell's cost measurements; they never gate unless a rule

@@ -118,6 +118,10 @@ type World struct {
 	// files (nil: read what the folder holds).
 	Fixture     string
 	FixtureTree *plan.Tree
+	// Overlay and OverlayTree are the case's overlay, copied over the
+	// fixture: a path it holds is read from it.
+	Overlay     string
+	OverlayTree *plan.Tree
 	Skills      []WorldSkill
 	// Changed is the folder holding the stored contents of changed files:
 	// by digest (HEX of a change's Digest), or by path for a change
@@ -154,6 +158,11 @@ func (w *World) initialEntry(rel string) (plan.TreeEntry, string, bool) {
 		}
 		if rel == s.At {
 			return plan.TreeEntry{}, "", false
+		}
+	}
+	if w.Overlay != "" {
+		if e, host, ok := treeLookup(w.OverlayTree, w.Overlay, rel); ok {
+			return e, host, true
 		}
 	}
 	if w.Fixture == "" {

@@ -30,6 +30,7 @@ type GitRevision struct {
 // images, and where the suite and skillgate stood.
 type RolloutInputs struct {
 	Fixture digest.Digest    `json:"fixture,omitempty"`
+	Overlay digest.Digest    `json:"overlay,omitempty"`
 	Skills  []InstalledSkill `json:"skills"`
 	// AgentImage and CellImage are image IDs; AgentVersion is the agent
 	// image's dev.skillgate.agent-version label.
@@ -73,8 +74,8 @@ func CaseSetDigest(cases []PlanCase) digest.Digest {
 
 // CaseChanges names the fields of a case that differ between two plans'
 // versions of it, in the order the case digest takes them: prompt, seed,
-// fixture, kind, safety, routing, writes, assert, rubric, split, tags,
-// weight.
+// fixture, overlay, replies, kind, safety, routing, writes, assert,
+// rubric, rubricPass, split, tags, weight.
 func CaseChanges(a, b PlanCase) []string {
 	fields := []struct {
 		name string
@@ -83,12 +84,15 @@ func CaseChanges(a, b PlanCase) []string {
 		{"prompt", a.Prompt, b.Prompt},
 		{"seed", a.Seed, b.Seed},
 		{"fixture", a.FixtureDigest, b.FixtureDigest},
+		{"overlay", a.OverlayDigest, b.OverlayDigest},
+		{"replies", a.Replies, b.Replies},
 		{"kind", a.Kind, b.Kind},
 		{"safety", a.Safety, b.Safety},
 		{"routing", a.Routing, b.Routing},
 		{"writes", a.Writes, b.Writes},
 		{"assert", a.Assert, b.Assert},
 		{"rubric", a.Rubric, b.Rubric},
+		{"rubricPass", a.RubricPass, b.RubricPass},
 		{"split", a.Split, b.Split},
 		{"tags", a.Tags, b.Tags},
 		{"weight", a.Weight, b.Weight},

@@ -112,9 +112,7 @@ func newReasoner(a, b *Plan) *reasoner {
 		r.bArm[x.Name] = x
 	}
 	if a.Agent.Digest != b.Agent.Digest {
-		ag, bg := a.Agent.Agent, b.Agent.Agent
-		ag.ForcedPrompt, bg.ForcedPrompt = "", ""
-		r.common = append(r.common, fieldDiffs("agent", ag, bg)...)
+		r.common = append(r.common, fieldDiffs("agent", AgentIdentity(a.Agent.Agent), AgentIdentity(b.Agent.Agent))...)
 	}
 	if a.Limits.Digest != b.Limits.Digest {
 		r.common = append(r.common, fieldDiffs("limits", a.Limits.Limits, b.Limits.Limits)...)
@@ -138,7 +136,7 @@ func newReasoner(a, b *Plan) *reasoner {
 
 func (r *reasoner) rollout(caseID, arm string) []string {
 	out := append([]string{}, r.common...)
-	out = append(out, r.arm(arm)...)
+	out = append(out, r.arm(arm, caseID)...)
 	out = append(out, r.caseRollout(caseID)...)
 	if len(out) == 0 {
 		out = []string{"trial key changed"}
@@ -146,11 +144,18 @@ func (r *reasoner) rollout(caseID, arm string) []string {
 	return out
 }
 
-func (r *reasoner) arm(name string) []string {
-	if rs, ok := r.memoArm[name]; ok {
+// arm explains an arm's change as it applies to case caseID: an arm with
+// targets installs the case's.
+func (r *reasoner) arm(name, caseID string) []string {
+	memo := name
+	a, b := r.aArm[name], r.bArm[name]
+	if a.Targets || b.Targets {
+		memo += "\x00" + caseID
+		a, b = CaseArm(r.a, r.aCase[caseID], a), CaseArm(r.b, r.bCase[caseID], b)
+	}
+	if rs, ok := r.memoArm[memo]; ok {
 		return rs
 	}
-	a, b := r.aArm[name], r.bArm[name]
 	var out []string
 	if a.Digest != b.Digest {
 		if a.Activation != b.Activation && len(b.Skills) > 0 {
@@ -179,7 +184,7 @@ func (r *reasoner) arm(name string) []string {
 			out = append(out, fmt.Sprintf("arm %s changed", name))
 		}
 	}
-	r.memoArm[name] = out
+	r.memoArm[memo] = out
 	return out
 }
 
@@ -196,14 +201,25 @@ func (r *reasoner) caseRollout(id string) []string {
 		if !reflect.DeepEqual(a.Seed, b.Seed) {
 			out = append(out, fmt.Sprintf("case %s: seed conversation changed", id))
 		}
-		if a.FixtureDigest != b.FixtureDigest {
-			if a.Fixture != b.Fixture {
-				out = append(out, fmt.Sprintf("case %s: fixture %q → %q", id, a.Fixture, b.Fixture))
+		for _, fx := range []struct {
+			field, a, b string
+			ad, bd      digest.Digest
+		}{{"fixture", a.Fixture, b.Fixture, a.FixtureDigest, b.FixtureDigest}, {"overlay", a.Overlay, b.Overlay, a.OverlayDigest, b.OverlayDigest}} {
+			if fx.ad == fx.bd {
+				continue
 			}
-			at, bt := r.a.Fixtures[CleanKey(a.Fixture)], r.b.Fixtures[CleanKey(b.Fixture)]
+			if fx.a != fx.b {
+				out = append(out, fmt.Sprintf("case %s: %s %q → %q", id, fx.field, fx.a, fx.b))
+			}
+			at, bt := r.a.Fixtures[CleanKey(fx.a)], r.b.Fixtures[CleanKey(fx.b)]
 			for _, ch := range DiffTrees(at, bt) {
-				out = append(out, fmt.Sprintf("fixture %s: %s %s", b.Fixture, ch.Path, ch.Change))
+				out = append(out, fmt.Sprintf("%s %s: %s %s", fx.field, fx.b, ch.Path, ch.Change))
 			}
+		}
+		if !reflect.DeepEqual(a.Replies, b.Replies) {
+			out = append(out, fmt.Sprintf("case %s: replies changed", id))
+		} else if len(b.Replies) > 0 && !reflect.DeepEqual(r.a.Agent.Resume, r.b.Agent.Resume) {
+			out = append(out, "agent.resume changed")
 		}
 	}
 	r.memoCase[id] = out

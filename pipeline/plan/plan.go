@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -49,6 +50,8 @@ type PlanSuite struct {
 	Audit suite.Audit `json:"audit"`
 	// RedactEnv names host variables whose values are never stored.
 	RedactEnv []string `json:"redactEnv"`
+	// Router is the suite's router skill, by key.
+	Router string `json:"router,omitempty"`
 }
 
 // PlanAgent is the agent and the digest of every field that decides what
@@ -77,18 +80,25 @@ type PlanSkill struct {
 	Tree
 }
 
-// PlanArm is an arm and the digest of what it installs and how.
+// PlanArm is an arm and the digest of what it installs and how. The arms
+// of a plan are as the suite wrote them; CaseArm gives an arm as it
+// applies to one case's cells.
 type PlanArm struct {
 	Name string `json:"name"`
 	suite.Arm
+	// Forced, in an arm applied to a case (CaseArm) that installs the
+	// case's targets, are the skills its prompt names: the targets.
+	Forced []string      `json:"forced,omitempty"`
 	Digest digest.Digest `json:"digest"`
 }
 
 // PlanCase is a case and the digests of its rollout inputs (prompt, seed,
-// fixture) and of its grading inputs (assertions, rubric, writes, routing).
+// fixture, overlay, replies) and of its grading inputs (assertions,
+// rubric, writes, routing).
 type PlanCase struct {
 	suite.Case
 	FixtureDigest digest.Digest `json:"fixtureDigest,omitempty"`
+	OverlayDigest digest.Digest `json:"overlayDigest,omitempty"`
 	RolloutDigest digest.Digest `json:"rolloutDigest"`
 	GradeDigest   digest.Digest `json:"gradeDigest"`
 }
@@ -122,23 +132,25 @@ func DigestJSON(v any) digest.Digest {
 	return digest.FromBytes(b)
 }
 
-// Compile turns a loaded suite into its plan.
-func Compile(s *suite.Suite) (*Plan, error) {
+// Compile turns a loaded suite into its plan: every case but the
+// calibration-only ones.
+func Compile(s *suite.Suite) (*Plan, error) { return CompileCases(s, nil) }
+
+// CompileCases is Compile that also plans the calibration-only cases whose
+// IDs selected names; other IDs in it change nothing.
+func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 	rel, err := filepath.Rel(s.Root, s.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("compile plan: %w", err)
 	}
 	p := &Plan{
 		Format:   PlanFormat,
-		Suite:    PlanSuite{Name: s.Name, Description: s.Description, Dir: filepath.ToSlash(rel), Trials: s.Trials, Seed: s.Seed, Audit: s.Audit, RedactEnv: s.RedactEnv},
+		Suite:    PlanSuite{Name: s.Name, Description: s.Description, Dir: filepath.ToSlash(rel), Trials: s.Trials, Seed: s.Seed, Audit: s.Audit, RedactEnv: s.RedactEnv, Router: s.Router},
 		Policy:   s.Policy,
 		Skills:   map[string]PlanSkill{},
 		Fixtures: map[string]Tree{},
 	}
-	agent := s.Agent
-	forced := agent.ForcedPrompt
-	agent.ForcedPrompt = ""
-	p.Agent = PlanAgent{Agent: s.Agent, Digest: DigestJSON(agent)}
+	p.Agent = PlanAgent{Agent: s.Agent, Digest: DigestJSON(AgentIdentity(s.Agent))}
 	p.Limits = PlanLimits{Limits: s.Limits, Digest: DigestJSON(s.Limits)}
 	if s.Judge != nil {
 		// The judge's identity: its fields (templates included), the seed
@@ -161,35 +173,31 @@ func Compile(s *suite.Suite) (*Plan, error) {
 		p.Skills[key] = PlanSkill{Skill: sk, Tree: t}
 	}
 	for _, name := range s.ArmOrder {
-		arm := s.Arms[name]
-		type installed struct {
-			Name   string        `json:"name"`
-			Digest digest.Digest `json:"digest"`
-		}
-		in := struct {
-			Skills       []installed `json:"skills"`
-			Activation   string      `json:"activation,omitempty"`
-			ForcedPrompt string      `json:"forcedPrompt,omitempty"`
-		}{Skills: []installed{}}
-		for _, key := range arm.Skills {
-			in.Skills = append(in.Skills, installed{p.Skills[key].Name, p.Skills[key].Digest})
-		}
-		if len(arm.Skills) > 0 {
-			in.Activation = arm.Activation
-			if arm.Activation == "forced" {
-				in.ForcedPrompt = forced
-			}
-		}
-		p.Arms = append(p.Arms, PlanArm{Name: name, Arm: arm, Digest: DigestJSON(in)})
+		arm := PlanArm{Name: name, Arm: s.Arms[name]}
+		arm.Digest = armDigest(p, arm, nil)
+		p.Arms = append(p.Arms, arm)
+	}
+	router := ""
+	if s.Router != "" {
+		router = p.Skills[s.Router].Name
 	}
 	for _, id := range s.CaseOrder {
 		c := s.Cases[id]
+		if c.Calibration && !slices.Contains(selected, id) {
+			continue
+		}
 		pc := PlanCase{Case: c}
-		if c.Fixture != "" {
-			key := path.Clean(c.Fixture)
+		for _, layer := range []struct {
+			rel string
+			dg  *digest.Digest
+		}{{c.Fixture, &pc.FixtureDigest}, {c.Overlay, &pc.OverlayDigest}} {
+			if layer.rel == "" {
+				continue
+			}
+			key := path.Clean(layer.rel)
 			t, ok := p.Fixtures[key]
 			if !ok {
-				dir, err := s.Resolve(c.Fixture)
+				dir, err := s.Resolve(layer.rel)
 				if err != nil {
 					return nil, fmt.Errorf("compile plan: case %s: %w", id, err)
 				}
@@ -198,26 +206,45 @@ func Compile(s *suite.Suite) (*Plan, error) {
 				}
 				p.Fixtures[key] = t
 			}
-			pc.FixtureDigest = t.Digest
+			*layer.dg = t.Digest
+		}
+		if _, err := p.CaseTree(pc); err != nil {
+			return nil, fmt.Errorf("compile plan: case %s: %w", id, err)
+		}
+		// Fields a case gained after results were stored enter its keys
+		// only when set, so the keys of a case without them stand.
+		var resume []string
+		if len(c.Replies) > 0 {
+			resume = s.Agent.Resume
 		}
 		pc.RolloutDigest = DigestJSON(struct {
 			Prompt  string        `json:"prompt"`
 			Seed    []suite.Turn  `json:"seed"`
 			Fixture digest.Digest `json:"fixture"`
-		}{c.Prompt, c.Seed, pc.FixtureDigest})
+			Overlay digest.Digest `json:"overlay,omitempty"`
+			Replies []string      `json:"replies,omitempty"`
+			Resume  []string      `json:"resume,omitempty"`
+		}{c.Prompt, c.Seed, pc.FixtureDigest, pc.OverlayDigest, c.Replies, resume})
+		var rubricPass *float64
+		if c.RubricPass != 1 {
+			rubricPass = &c.RubricPass
+		}
 		pc.GradeDigest = DigestJSON(struct {
-			Kind    string            `json:"kind"`
-			Safety  bool              `json:"safety"`
-			Routing suite.Routing     `json:"routing"`
-			Writes  *[]string         `json:"writes"`
-			Assert  []suite.Assertion `json:"assert"`
-			Rubric  []string          `json:"rubric"`
-		}{c.Kind, c.Safety, c.Routing, c.Writes, c.Assert, c.Rubric})
+			Kind       string            `json:"kind"`
+			Safety     bool              `json:"safety"`
+			Routing    suite.Routing     `json:"routing"`
+			Writes     *[]string         `json:"writes"`
+			Assert     []suite.Assertion `json:"assert"`
+			Rubric     []string          `json:"rubric"`
+			RubricPass *float64          `json:"rubricPass,omitempty"`
+			Router     string            `json:"router,omitempty"`
+		}{c.Kind, c.Safety, c.Routing, c.Writes, c.Assert, c.Rubric, rubricPass, router})
 		p.Cases = append(p.Cases, pc)
 	}
 	for _, pc := range p.Cases {
 		judged := p.Judge != nil && (len(pc.Rubric) > 0 || p.Judge.Mode == "pairwise")
 		for _, arm := range p.Arms {
+			arm := CaseArm(p, pc, arm)
 			for trial := 1; trial <= s.Trials; trial++ {
 				rollout := DigestJSON(struct {
 					Agent  digest.Digest `json:"agent"`
@@ -241,6 +268,97 @@ func Compile(s *suite.Suite) (*Plan, error) {
 	}
 	p.Digest = p.ComputeDigest()
 	return p, nil
+}
+
+// AgentIdentity is the part of an agent that decides what it does in
+// every cell, which the agent digest covers. The forced-prompt template is
+// in the forced arms' digests, the resume command in the digests of cases
+// with replies; the report flags count only when a report is asked for.
+func AgentIdentity(a suite.Agent) suite.Agent {
+	a.ForcedPrompt, a.Resume = "", nil
+	if a.Report == nil {
+		a.ReportArgs = nil
+	}
+	return a
+}
+
+// armDigest digests what an arm installs and how: for an arm applied to a
+// case that installs its targets, forced names them.
+func armDigest(p *Plan, arm PlanArm, forced []string) digest.Digest {
+	type installed struct {
+		Name   string        `json:"name"`
+		Digest digest.Digest `json:"digest"`
+	}
+	in := struct {
+		Skills       []installed `json:"skills"`
+		Activation   string      `json:"activation,omitempty"`
+		ForcedPrompt string      `json:"forcedPrompt,omitempty"`
+		Targets      bool        `json:"targets,omitempty"`
+		Forced       []string    `json:"forced,omitempty"`
+	}{Skills: []installed{}, Targets: arm.Targets}
+	for _, key := range arm.Skills {
+		in.Skills = append(in.Skills, installed{p.Skills[key].Name, p.Skills[key].Digest})
+	}
+	if len(arm.Skills) > 0 || arm.Targets {
+		in.Activation = arm.Activation
+		if arm.Activation == "forced" {
+			in.ForcedPrompt = p.Agent.ForcedPrompt
+		}
+	}
+	for _, key := range forced {
+		in.Forced = append(in.Forced, p.Skills[key].Name)
+	}
+	return DigestJSON(in)
+}
+
+// CaseArm is arm as it applies to the cells of case pc. An arm with
+// targets installs its own skills and then the case's targets (each skill
+// once), and forces only the targets; its digest is that of this
+// installation. Any other arm is returned as it is.
+func CaseArm(p *Plan, pc PlanCase, arm PlanArm) PlanArm {
+	if !arm.Targets {
+		return arm
+	}
+	out := arm
+	out.Skills = slices.Clone(arm.Skills)
+	for _, key := range pc.Targets {
+		if !slices.Contains(out.Skills, key) {
+			out.Skills = append(out.Skills, key)
+		}
+	}
+	out.Forced = slices.Clone(pc.Targets)
+	out.Digest = armDigest(p, out, out.Forced)
+	return out
+}
+
+// ArmSkills are the skills an arm installs in any of the plan's cases, in
+// order: its own, then each case's targets.
+func ArmSkills(p *Plan, arm PlanArm) []string {
+	out := slices.Clone(arm.Skills)
+	if !arm.Targets {
+		return out
+	}
+	for _, pc := range p.Cases {
+		for _, key := range pc.Targets {
+			if !slices.Contains(out, key) {
+				out = append(out, key)
+			}
+		}
+	}
+	return out
+}
+
+// UnionArm is an arm with targets made one that installs, in every cell,
+// every skill it installs in any case (ArmSkills): what a check of the arm
+// as a whole, such as calibration, runs. Any other arm is returned as it is.
+func UnionArm(p *Plan, arm PlanArm) PlanArm {
+	if !arm.Targets {
+		return arm
+	}
+	out := arm
+	out.Skills, out.Targets, out.Forced = ArmSkills(p, arm), false, nil
+	out.Digest = armDigest(p, out, nil)
+	return out
 }
 
 // computeDigest digests the plan's file, as Encode writes it, with its
@@ -291,12 +409,39 @@ func ReadPlan(file string) (*Plan, error) {
 }
 
 // CompileDir loads and compiles the suite in dir.
-func CompileDir(dir string) (*Plan, error) {
+func CompileDir(dir string) (*Plan, error) { return CompileDirCases(dir, nil) }
+
+// CompileDirCases loads and compiles the suite in dir, planning the
+// calibration-only cases selected names too (see CompileCases).
+func CompileDirCases(dir string, selected []string) (*Plan, error) {
 	s, err := suite.LoadSuite(dir)
 	if err != nil {
 		return nil, err
 	}
-	return Compile(s)
+	return CompileCases(s, selected)
+}
+
+// CheckCases refuses a case ID the plan does not hold, so a typo in a
+// selection never plans nothing.
+func (p *Plan) CheckCases(ids []string) error {
+	for _, id := range ids {
+		if !slices.ContainsFunc(p.Cases, func(pc PlanCase) bool { return pc.ID == id }) {
+			return fmt.Errorf("select cases: the suite has no case %q", id)
+		}
+	}
+	return nil
+}
+
+// CalibrationCases are the IDs of the calibration-only cases a plan holds:
+// those it was compiled to run.
+func (p *Plan) CalibrationCases() []string {
+	var out []string
+	for _, pc := range p.Cases {
+		if pc.Calibration {
+			out = append(out, pc.ID)
+		}
+	}
+	return out
 }
 
 // PacketFormat versions the packets' layout and caps; it is part of the

@@ -16,17 +16,19 @@ type Target struct {
 	SuiteDir string
 }
 
-// ResolveTarget reads a run target. A suite folder is compiled. A plan file
-// is executed exactly: its suite (suiteDir, else the plan's suite folder in
-// the repository holding the current folder) is compiled again and must give
-// the same plan, else the error says which inputs changed.
-func ResolveTarget(target, suiteDir string) (*Target, error) {
+// ResolveTarget reads a run target. A suite folder is compiled, with the
+// calibration-only cases among cases (the cases the run selects). A plan
+// file is executed exactly: its suite (suiteDir, else the plan's suite
+// folder in the repository holding the current folder) is compiled again,
+// with the calibration-only cases the plan holds, and must give the same
+// plan, else the error says which inputs changed.
+func ResolveTarget(target, suiteDir string, cases []string) (*Target, error) {
 	st, err := os.Stat(target)
 	if err != nil {
 		return nil, fmt.Errorf("read target: %w", err)
 	}
 	if st.IsDir() {
-		p, err := CompileDir(target)
+		p, err := CompileDirCases(target, cases)
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +46,7 @@ func ResolveTarget(target, suiteDir string) (*Target, error) {
 		}
 		suiteDir = filepath.Join(suite.RepositoryRoot(cwd), filepath.FromSlash(p.Suite.Dir))
 	}
-	now, err := CompileDir(suiteDir)
+	now, err := CompileDirCases(suiteDir, p.CalibrationCases())
 	if err != nil {
 		return nil, fmt.Errorf("check plan %s against suite %s: %w", target, suiteDir, err)
 	}

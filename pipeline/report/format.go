@@ -227,6 +227,7 @@ func passCount(ts []verdict.TrialOutcome) string {
 var metricLabels = map[string]string{
 	"taskSuccess":        "task success",
 	"openedSkill":        "opened skill",
+	"routerDeclared":     "router declared",
 	"skillPrecision":     "skill precision",
 	"skillRecall":        "skill recall",
 	"referencePrecision": "reference precision",
@@ -245,7 +246,7 @@ func metricLabel(name string) string {
 
 // rateMetricOrder fixes the order of the rate metrics shown first.
 var rateMetricOrder = []string{
-	"taskSuccess", "openedSkill", "skillPrecision", "skillRecall",
+	"taskSuccess", "openedSkill", "routerDeclared", "skillPrecision", "skillRecall",
 	"referencePrecision", "referenceRecall", "prohibitedOutcome", "invalidRun",
 }
 

@@ -95,6 +95,7 @@ var metricTexts = map[string]string{
 	"referencePrecision":   "of the skill references read, the share a case required",
 	"referenceRecall":      "of the references cases required, the share read",
 	"openedSkill":          "share of a skill arm's runs that opened one of the suite's skills",
+	"routerDeclared":       "share of the runs of an arm installing the router skill whose routing shows the router (declared or loaded); a diagnostic",
 }
 
 // glossary lists every metric the report shows with what it measures and which way is
@@ -126,6 +127,8 @@ func glossary(r *verdict.Report) []htmlTerm {
 		dir := "higher is better"
 		if d, ok := verdict.MetricDirection(m); ok && d == verdict.DirectionLower {
 			dir = "lower is better"
+		} else if m == verdict.MetricRouterDeclared {
+			dir = "neither: a diagnostic"
 		}
 		out = append(out, htmlTerm{Name: m, Label: metricLabel(m), Direction: dir, Text: text})
 	}

@@ -3,9 +3,12 @@ package suite
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -146,9 +149,16 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 	if len(undecoded) > 0 {
 		names = nil // every name passes: the set is not known
 	}
-	for _, id := range sortedKeys(s.Cases) {
-		checkCase(c, s, id, names)
+	if s.Router != "" {
+		if _, ok := s.Skills[s.Router]; !ok && !undecoded[s.Router] {
+			c.add([]cue.Selector{str("router")}, "router names skill %q, which the suite does not define", s.Router)
+		}
 	}
+	for _, id := range sortedKeys(s.Cases) {
+		checkCase(c, s, id, names, undecoded)
+	}
+	checkArmTargets(c, s, undecoded)
+	checkAgentTurns(c, s)
 	if s.Judge != nil {
 		for i, id := range s.Judge.Adjudication.Cases {
 			if _, ok := s.Cases[id]; !ok {
@@ -241,7 +251,84 @@ func cleanGlob(g string) string {
 	return c
 }
 
-func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
+// checkArmTargets checks every arm that installs its cases' targets: each
+// case must name them, and no two skills of a cell may install under one
+// name.
+func checkArmTargets(c *checker, s *Suite, undecoded map[string]bool) {
+	for _, name := range sortedKeys(s.Arms) {
+		arm := s.Arms[name]
+		if !arm.Targets {
+			continue
+		}
+		for _, id := range sortedKeys(s.Cases) {
+			cs := s.Cases[id]
+			if len(cs.Targets) == 0 {
+				c.add([]cue.Selector{str("cases"), str(id)}, "case %s names no targets, and arm %s installs each case's targets (targets: true)", id, name)
+				continue
+			}
+			seen := map[string]string{}
+			for _, key := range append(slices.Clone(arm.Skills), cs.Targets...) {
+				sk, ok := s.Skills[key]
+				if !ok || undecoded[key] {
+					continue // reported where it is named
+				}
+				if other, dup := seen[sk.Name]; dup && other != key {
+					c.add([]cue.Selector{str("cases"), str(id), str("targets")}, "arm %s would install two skills as %q in case %s (%s and %s)", name, sk.Name, id, other, key)
+				}
+				seen[sk.Name] = key
+			}
+		}
+	}
+}
+
+// checkAgentTurns refuses what the agent cannot do: replies without a
+// resume command, a report without the flags that ask for it.
+func checkAgentTurns(c *checker, s *Suite) {
+	if len(s.Agent.Resume) == 0 {
+		for _, id := range sortedKeys(s.Cases) {
+			if len(s.Cases[id].Replies) > 0 {
+				c.add([]cue.Selector{str("cases"), str(id), str("replies")}, "case %s has replies, but the agent has no resume command to send them in the same session (agent.resume)", id)
+			}
+		}
+	}
+	if r := s.Agent.Report; r != nil {
+		if len(s.Agent.ReportArgs) == 0 {
+			c.add([]cue.Selector{str("agent"), str("report")}, "agent.report asks for a structured answer, but the agent has no reportArgs to ask its CLI with")
+		}
+		if props, ok := r.Schema["properties"].(map[string]any); ok {
+			for _, f := range []string{r.Answer, r.Skills} {
+				if _, ok := props[f]; !ok {
+					c.add([]cue.Selector{str("agent"), str("report"), str("schema")}, "agent.report.schema has no property %q, which the report reads", f)
+				}
+			}
+		}
+	}
+}
+
+// checkOverlay refuses an overlay path that is a folder in one tree and
+// something else in the other: copying one over the other cannot make it.
+func checkOverlay(fixture, overlay string) error {
+	return filepath.WalkDir(overlay, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == overlay {
+			return err
+		}
+		rel, err := filepath.Rel(overlay, p)
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(filepath.Join(fixture, rel))
+		if err != nil {
+			return nil // a new path
+		}
+		if d.IsDir() != fi.IsDir() {
+			what := map[bool]string{true: "a folder", false: "a file"}
+			return fmt.Errorf("overlay path %s is %s, and %s in the fixture", filepath.ToSlash(rel), what[d.IsDir()], what[fi.IsDir()])
+		}
+		return nil
+	})
+}
+
+func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, undecoded map[string]bool) {
 	cs := s.Cases[id]
 	base := []cue.Selector{str("cases"), str(id)}
 	at := func(more ...cue.Selector) []cue.Selector {
@@ -260,6 +347,36 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool) {
 		}
 		if err != nil {
 			c.add(at(str("fixture")), "%v", err)
+		}
+	}
+	if cs.Overlay != "" {
+		if cs.Fixture == "" {
+			c.add(at(str("overlay")), "an overlay is copied over the fixture: set the case's fixture too")
+		} else if dir, err := s.Resolve(cs.Overlay); err != nil {
+			c.add(at(str("overlay")), "%v", err)
+		} else if err := checkTree(dir, s.Root); err != nil {
+			c.add(at(str("overlay")), "%v", err)
+		} else if fx, ferr := s.Resolve(cs.Fixture); ferr == nil {
+			if err := checkOverlay(fx, dir); err != nil {
+				c.add(at(str("overlay")), "%v", err)
+			}
+		}
+	}
+	for i, key := range cs.Targets {
+		if _, ok := s.Skills[key]; !ok && !undecoded[key] {
+			c.add(at(str("targets"), cue.Index(i)), "case %s targets skill %q, which the suite does not define", id, key)
+		}
+	}
+	if len(cs.Rubric) == 0 && cs.RubricPass != 1 {
+		c.add(at(str("rubricPass")), "rubricPass applies to a rubric, and case %s has none", id)
+	}
+	if r, ok := s.Skills[s.Router]; ok && s.Router != "" {
+		for field, list := range map[string][]string{"required": cs.Routing.Skills.Required, "forbidden": cs.Routing.Skills.Forbidden} {
+			for i, n := range list {
+				if n == r.Name {
+					c.add(at(str("routing"), str("skills"), str(field), cue.Index(i)), "routing names the router %q, whose events never count in routing", n)
+				}
+			}
 		}
 	}
 	for field, list := range map[string][]string{"required": cs.Routing.Skills.Required, "forbidden": cs.Routing.Skills.Forbidden} {
@@ -306,8 +423,13 @@ func checkPromptSize(c *checker, s *Suite, cs Case, sel []cue.Selector) {
 		c.add(sel, "the prompt and its seed are %d bytes, over limits.prompt (%s)", size, s.Limits.Prompt)
 		return
 	}
+	for i, r := range cs.Replies {
+		if err == nil && int64(len(r)) > max {
+			c.add(append(sel[:len(sel)-1:len(sel)-1], str("replies"), cue.Index(i)), "the reply is %d bytes, over limits.prompt (%s)", len(r), s.Limits.Prompt)
+		}
+	}
 	for _, a := range s.Arms {
-		if a.Activation == "forced" && len(a.Skills) > 0 {
+		if a.Activation == "forced" && (len(a.Skills) > 0 || a.Targets) {
 			size += len(s.Agent.ForcedPrompt)
 			break
 		}
@@ -342,6 +464,9 @@ func checkAssertion(a Assertion) error {
 	}
 	if a.Timeout != "" && a.Run == nil {
 		return fmt.Errorf("timeout applies to run assertions only")
+	}
+	if a.Messages != "" && a.Answer == nil && a.Code == nil {
+		return fmt.Errorf("messages applies to answer and code assertions only")
 	}
 	if a.File != nil && !fileOnly {
 		return fmt.Errorf("file assertion %q checks nothing: add exists, unchanged, contains, notContains, matches or notMatches", *a.File)

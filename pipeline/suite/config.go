@@ -21,6 +21,8 @@ type Arm struct {
 	Description string   `json:"description,omitempty"`
 	Skills      []string `json:"skills"`
 	Activation  string   `json:"activation"`
+	// Targets: the arm also installs each case's target skills.
+	Targets bool `json:"targets,omitempty"`
 }
 
 // Turn is one message of a case's seed conversation.
@@ -61,6 +63,9 @@ type Assertion struct {
 
 	Answer *TextCheck `json:"answer,omitempty"`
 	Code   *TextCheck `json:"code,omitempty"`
+	// Messages is "all" for an answer or code check over every assistant
+	// message; "" or "last" for the final answer.
+	Messages string `json:"messages,omitempty"`
 
 	Run     *string `json:"run,omitempty"`
 	Timeout string  `json:"timeout,omitempty"`
@@ -73,6 +78,10 @@ type Case struct {
 	Prompt      string      `json:"prompt"`
 	Seed        []Turn      `json:"seed,omitempty"`
 	Fixture     string      `json:"fixture,omitempty"`
+	Overlay     string      `json:"overlay,omitempty"`
+	Targets     []string    `json:"targets,omitempty"`
+	Calibration bool        `json:"calibration,omitempty"`
+	Replies     []string    `json:"replies,omitempty"`
 	Split       string      `json:"split"`
 	Kind        string      `json:"kind"`
 	Tags        []string    `json:"tags"`
@@ -82,6 +91,8 @@ type Case struct {
 	Writes      *[]string   `json:"writes,omitempty"`
 	Assert      []Assertion `json:"assert"`
 	Rubric      []string    `json:"rubric"`
+	// RubricPass is the fraction of criteria the rubric needs met.
+	RubricPass float64 `json:"rubricPass"`
 }
 
 // Prices are the suite author's USD prices.
@@ -107,9 +118,24 @@ type Agent struct {
 	User          string            `json:"user"`
 	Env           map[string]string `json:"env"`
 	ForcedPrompt  string            `json:"forcedPrompt"`
-	SeedPrompt    string            `json:"seedPrompt"`
-	StandIn       string            `json:"standIn,omitempty"`
-	Prices        *Prices           `json:"prices,omitempty"`
+	// Resume sends a case's next reply in the same session ({{prompt}}).
+	Resume []string `json:"resume,omitempty"`
+	// Report, when set, asks for a structured final answer declaring the
+	// skills used; ReportArgs are the CLI's flags for it.
+	Report     *Report  `json:"report,omitempty"`
+	ReportArgs []string `json:"reportArgs,omitempty"`
+	SeedPrompt string   `json:"seedPrompt"`
+	StandIn    string   `json:"standIn,omitempty"`
+	Prices     *Prices  `json:"prices,omitempty"`
+}
+
+// Report is the structured final answer an agent is asked for (schema
+// #Report): Schema is the JSON Schema, Answer and Skills the fields that
+// hold the final answer and the skills used.
+type Report struct {
+	Schema map[string]any `json:"schema"`
+	Answer string         `json:"answer"`
+	Skills string         `json:"skills"`
 }
 
 // Script is the scripted model's replies (schema #Script).
@@ -247,6 +273,7 @@ type Suite struct {
 	Description string           `json:"description,omitempty"`
 	Skills      map[string]Skill `json:"skills"`
 	Agent       Agent            `json:"agent"`
+	Router      string           `json:"router,omitempty"`
 	Judge       *Judge           `json:"judge,omitempty"`
 	Trials      int              `json:"trials"`
 	Arms        map[string]Arm   `json:"arms"`

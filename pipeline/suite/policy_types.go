@@ -114,6 +114,9 @@ type RoutingGate struct {
 	Level        string  `json:"level"`
 	MinPrecision float64 `json:"minPrecision"`
 	MinRecall    float64 `json:"minRecall"`
+	// MinEvidence is the weakest evidence counted: reported, inferred or
+	// observed.
+	MinEvidence string `json:"minEvidence"`
 }
 
 // Restraint keeps no-change controls at or above the baseline.

@@ -5,12 +5,14 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
-// armSkillNames lists the installed names of an arm's skills.
+// armSkillNames lists the installed names of an arm's skills (every
+// skill it installs in any case).
 func armSkillNames(p *plan.Plan, arm plan.PlanArm) []string {
 	names := []string{}
-	for _, key := range arm.Skills {
+	for _, key := range plan.ArmSkills(p, arm) {
 		names = append(names, p.Skills[key].Name)
 	}
 	return names
@@ -36,25 +38,35 @@ func buildArmReports(p *plan.Plan, cells []grade.CellResult) []ArmReport {
 	arms := make([]ArmReport, 0, len(p.Arms))
 	for _, a := range p.Arms {
 		rs := byArm[a.Name]
+		skills := plan.ArmSkills(p, a)
 		ar := ArmReport{
 			Name:        a.Name,
 			Skills:      armSkillNames(p, a),
-			Installed:   plan.InstalledSkills(p, a),
+			Installed:   plan.InstalledSkills(p, plan.PlanArm{Arm: suite.Arm{Skills: skills}}),
 			Observed:    emptyObserved(),
 			Cells:       len(rs),
 			Statuses:    map[string]int{},
 			FilesLoaded: map[string]int{},
 		}
-		if len(a.Skills) > 0 {
+		if len(skills) > 0 {
 			ar.Activation = a.Activation
 		}
-		for _, key := range a.Skills {
+		for _, key := range skills {
 			ar.SkillBytes += p.Skills[key].Bytes
 		}
 		for _, r := range rs {
 			ar.Statuses[r.Status]++
 		}
-		ar.Metrics = armMetrics(p, cases, len(a.Skills) > 0, rs, k)
+		ar.Metrics = armMetrics(p, cases, len(skills) > 0, rs, k)
+		if p.Suite.Router != "" && slices.Contains(skills, p.Suite.Router) {
+			var declared passCounter
+			for _, r := range rs {
+				if r.Valid() && cases[r.Case] != nil {
+					declared.add(r.Routing.Skills.Router)
+				}
+			}
+			declared.set(ar.Metrics, MetricRouterDeclared)
+		}
 		ar.Cost = armCost(rs)
 		ar.FilesLoaded, ar.Evidence = armRouting(rs)
 		arms = append(arms, ar)

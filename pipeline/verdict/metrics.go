@@ -25,6 +25,11 @@ const (
 	MetricReferencePrecision   = "referencePrecision"
 	MetricReferenceRecall      = "referenceRecall"
 	MetricOpenedSkill          = "openedSkill"
+	// MetricRouterDeclared is the share of an arm's valid cells whose
+	// routing shows the suite's router skill, in an arm that installs it:
+	// how often the router itself was declared (or seen). A diagnostic
+	// without a direction, never compared by a gate.
+	MetricRouterDeclared = "routerDeclared"
 	// MetricPassAtK and MetricPassHatK prefix a split name, as in
 	// "passAtK.validation".
 	MetricPassAtK  = "passAtK."

@@ -83,16 +83,46 @@ func (in *policyInput) routing(r *suite.RoutingGate) RuleOutcome {
 	if in.missing(&o, "ROUTING", r.Arm) {
 		return o
 	}
+	// Below minEvidence an event counts as not seen: the cell's routing
+	// is counted again without it.
+	weaker := 0
+	routingOf := func(res grade.CellResult) grade.Routing2 {
+		if r.MinEvidence == "" || r.MinEvidence == grade.EvidenceReported {
+			return res.Routing
+		}
+		pc := in.cases[res.Case]
+		if pc == nil {
+			return res.Routing
+		}
+		keep := func(evs []grade.RoutingEvent) []grade.RoutingEvent {
+			var out []grade.RoutingEvent
+			for _, e := range evs {
+				if rank, ok := evidenceRank[e.Evidence]; ok && rank <= evidenceRank[r.MinEvidence] {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		return grade.TallyRouting(in.p, *pc, keep(res.Telemetry.Skills), keep(res.Telemetry.References))
+	}
+	tallyOf := func(res grade.CellResult) grade.RoutingTally {
+		if r.Level == "references" {
+			return routingOf(res).References
+		}
+		return routingOf(res).Skills
+	}
 	var tp, fp, fn int
 	for _, res := range in.cells {
 		if res.Arm != r.Arm || !res.Valid() {
 			continue
 		}
-		t := res.Routing.Skills
-		if r.Level == "references" {
-			t = res.Routing.References
-		}
+		t := tallyOf(res)
 		tp, fp, fn = tp+t.TP, fp+t.FP, fn+t.FN
+		if r.Level == "references" {
+			weaker += len(res.Routing.References.Observed) - len(t.Observed)
+		} else {
+			weaker += len(res.Routing.Skills.Observed) - len(t.Observed)
+		}
 	}
 	prec, rec := 1.0, 1.0
 	if tp+fp > 0 {
@@ -100,12 +130,6 @@ func (in *policyInput) routing(r *suite.RoutingGate) RuleOutcome {
 	}
 	if tp+fn > 0 {
 		rec = float64(tp) / float64(tp+fn)
-	}
-	tallyOf := func(res grade.CellResult) grade.RoutingTally {
-		if r.Level == "references" {
-			return res.Routing.References
-		}
-		return res.Routing.Skills
 	}
 	if !atLeast(prec, r.MinPrecision) {
 		o.fail("ROUTING-PRECISION " + r.Arm)
@@ -119,6 +143,9 @@ func (in *policyInput) routing(r *suite.RoutingGate) RuleOutcome {
 	}
 	o.Detail = fmt.Sprintf("%s %s routing: precision %s (TP %d, FP %d; min %s), recall %s (FN %d; min %s)",
 		r.Arm, r.Level, percent(prec), tp, fp, percent(r.MinPrecision), percent(rec), fn, percent(r.MinRecall))
+	if r.MinEvidence != "" && r.MinEvidence != grade.EvidenceReported {
+		o.Detail += fmt.Sprintf("; counting %s evidence or stronger (%d loads below it not counted)", r.MinEvidence, weaker)
+	}
 	return o
 }
 

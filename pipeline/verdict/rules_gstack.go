@@ -166,7 +166,7 @@ func (in *policyInput) openedSkill(r *suite.OpenedSkill) RuleOutcome {
 	o := ruleOutcome("openedSkill", r.RuleBase)
 	var parts []string
 	for _, a := range in.p.Arms {
-		if len(a.Skills) == 0 {
+		if len(plan.ArmSkills(in.p, a)) == 0 {
 			continue
 		}
 		var c passCounter

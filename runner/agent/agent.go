@@ -2,6 +2,7 @@ package agent
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 )
@@ -40,9 +41,10 @@ type Kind struct {
 	// the prompt is too large for the command line.
 	Stdin     bool
 	StdinArgs []string
-	// Parse reads the final answer and the telemetry of a finished
-	// session from its output.
-	Parse func(stdout, stderr []byte) (string, Telemetry)
+	// Parse reads the final answer, the telemetry and the assistant
+	// messages of a finished session from its output: every turn's, when
+	// the session had several (see TurnMarker).
+	Parse func(stdout, stderr []byte) Session
 }
 
 // kinds are the agents skillgate has an adapter for, by kind.
@@ -92,10 +94,40 @@ func ImageRepo(kind string) string { return "skillgate/" + kind }
 // ParseTranscript reads an agent's final answer and telemetry from its
 // output, by agent kind.
 func ParseTranscript(kind string, stdout, stderr []byte) (string, Telemetry) {
+	s := ParseSession(kind, stdout, stderr)
+	return s.Answer, s.Telemetry
+}
+
+// ParseSession reads all an agent's output tells of its session, by agent
+// kind.
+func ParseSession(kind string, stdout, stderr []byte) Session {
 	return Of(kind).Parse(stdout, stderr)
 }
 
-// plainTranscript takes stdout as the answer and tells nothing of routing.
-func plainTranscript(stdout, _ []byte) (string, Telemetry) {
-	return string(stdout), Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}}
+// Session is what a finished session's transcript tells.
+type Session struct {
+	Answer    string
+	Telemetry Telemetry
+	// Messages are the text of every assistant message, in order, over
+	// every turn.
+	Messages []string
+}
+
+// TurnMarker is the line the cell writes to the agent's stdout between
+// two turns of a session (a case with replies), after a newline of its
+// own. JSON transcripts skip it; a plain one is split at it, each turn's
+// stdout one message.
+const TurnMarker = "\x1eskillgate: next turn\x1e"
+
+// plainTranscript takes stdout as the answer (the last turn's, when the
+// session had several) and tells nothing of routing.
+func plainTranscript(stdout, _ []byte) Session {
+	msgs := plainTurns(stdout)
+	return Session{Answer: msgs[len(msgs)-1], Messages: msgs, Telemetry: Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}}}
+}
+
+// plainTurns splits a plain stdout into its turns' outputs at the marker
+// lines: one message per turn, at least one.
+func plainTurns(stdout []byte) []string {
+	return strings.Split(string(stdout), "\n"+TurnMarker+"\n")
 }

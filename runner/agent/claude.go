@@ -93,23 +93,32 @@ type claudeToolInput struct {
 	Command  string `json:"command"`   // Bash
 }
 
-// parseClaude reads Claude Code's stream-json output. The answer, turns and tokens come
-// from the final result event; without one (a crash), the answer is the text of the last
-// assistant message and turns and tokens are unknown. Skill events: a Skill tool call is
-// observed; a Read of .claude/skills/NAME/SKILL.md, or a Bash command naming it, is
-// inferred. Built-in skills listed in the init event are not routing.
-func parseClaude(stdout, _ []byte) (string, Telemetry) {
+// parseClaude reads Claude Code's stream-json output: one invocation's, or every turn's
+// of a session with replies, each ending in its result event. The answer comes from the
+// final result event, turns and tokens from all of them; without one after the last
+// turn's messages (a crash), the answer is the text of the last assistant message and
+// turns and tokens are unknown. Skill events: a Skill tool call is observed; a Read of
+// .claude/skills/NAME/SKILL.md, or a Bash command naming it, is inferred. Built-in skills
+// listed in the init event are not routing.
+func parseClaude(stdout, _ []byte) Session {
 	r := newRouting()
 	var (
-		result    *claudeEvent
+		result    *claudeEvent   // the last turn's result, if it has one
+		results   []*claudeEvent // every turn's
 		model     string
 		version   string   // the CLI's, as its init event says
 		lastMsg   string   // id of the last assistant message with text
 		lastText  []string // its text blocks
+		messages  []string // every assistant message's text
 		toolCalls int
 		seenTool  = map[string]bool{}
 		events    int
 	)
+	flush := func() {
+		if len(lastText) > 0 {
+			messages = append(messages, strings.Join(lastText, "\n"))
+		}
+	}
 	jsonLines(stdout, func(line []byte) {
 		var ev claudeEvent
 		if json.Unmarshal(line, &ev) != nil {
@@ -126,6 +135,7 @@ func parseClaude(stdout, _ []byte) (string, Telemetry) {
 			}
 		case "result":
 			result = &ev
+			results = append(results, &ev)
 		case "assistant":
 			if ev.Message == nil {
 				return
@@ -137,8 +147,10 @@ func parseClaude(stdout, _ []byte) (string, Telemetry) {
 						continue
 					}
 					if ev.Message.ID != lastMsg || ev.Message.ID == "" {
+						flush()
 						lastMsg, lastText = ev.Message.ID, nil
 					}
+					result = nil // a turn began after the last result
 					lastText = append(lastText, b.Text)
 				case "tool_use":
 					// One event per block; an id seen twice is the same call.
@@ -154,9 +166,10 @@ func parseClaude(stdout, _ []byte) (string, Telemetry) {
 			}
 		}
 	})
+	flush()
 	t := r.telemetry()
 	if events == 0 {
-		return "", t
+		return Session{Telemetry: t}
 	}
 	t.ToolCalls = &toolCalls
 	answer := strings.Join(lastText, "\n")
@@ -164,16 +177,32 @@ func parseClaude(stdout, _ []byte) (string, Telemetry) {
 		if result.Result != nil {
 			answer = *result.Result
 		}
-		t.Turns = result.NumTurns
-		if u := result.Usage; u != nil {
-			t.Tokens = &grade.Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
+		// Turns and tokens add up over the session's invocations, each of
+		// which reports its own; one that reports none leaves them unknown.
+		turns, tokens := 0, &grade.Tokens{}
+		for _, res := range results {
+			if res.NumTurns == nil {
+				turns = -1
+			} else if turns >= 0 {
+				turns += *res.NumTurns
+			}
+			if u := res.Usage; u != nil && tokens != nil {
+				tokens.Input, tokens.Output = tokens.Input+u.Input, tokens.Output+u.Output
+				tokens.CacheRead, tokens.CacheWrite = tokens.CacheRead+u.CacheRead, tokens.CacheWrite+u.CacheWrite
+			} else {
+				tokens = nil
+			}
 		}
+		if turns >= 0 {
+			t.Turns = &turns
+		}
+		t.Tokens = tokens
 		if model == "" && len(result.ModelUsage) > 0 {
 			model = slices.Sorted(maps.Keys(result.ModelUsage))[0]
 		}
 	}
 	t.Model, t.AgentVersion = model, version
-	return answer, t
+	return Session{Answer: answer, Telemetry: t, Messages: messages}
 }
 
 // claudeToolRouting records the routing evidence of one tool call.

@@ -69,7 +69,9 @@ enabled = false
 type codexEvent struct {
 	Type  string `json:"type"`
 	Model string `json:"model"`
-	Item  *struct {
+	// Thread is the session's id (thread.started).
+	Thread string `json:"thread_id"`
+	Item   *struct {
 		Type    string `json:"type"`
 		Text    string `json:"text"`    // agent_message
 		Command string `json:"command"` // command_execution
@@ -94,20 +96,27 @@ var codexToolItems = map[string]bool{
 	"command_execution": true, "file_change": true, "mcp_tool_call": true, "web_search": true,
 }
 
-// parseCodex reads `codex exec --json` output. The answer is the last agent message;
+// parseCodex reads `codex exec --json` output (every turn's, for a session with replies:
+// `codex exec resume` prints the same events). The answer is the last agent message;
 // tokens are the sum of every turn's usage (input_tokens includes the cached ones, as the
-// Responses API reports them); turns count turn.completed events; tool calls count
+// Responses API reports them), except that a resumed session (a thread.started naming a
+// thread seen before) reports its thread's usage so far, which replaces what that thread
+// counted; turns count turn.completed events; tool calls count
 // completed command executions, file changes, MCP tool calls and web searches. Codex has
 // no skill tool: a command that reads a skill's SKILL.md is inferred evidence, and one
 // that reads another file of a skill folder an inferred reference.
-func parseCodex(stdout, _ []byte) (string, Telemetry) {
+func parseCodex(stdout, _ []byte) Session {
 	r := newRouting()
 	var (
 		answer           string
 		model            string
 		turns, toolCalls int
-		tokens           *grade.Tokens
 		events           int
+		messages         []string
+		// Usage by thread: a resumed thread reports its total so far.
+		usage   = map[string]*grade.Tokens{}
+		threads []string
+		thread  string
 	)
 	jsonLines(stdout, func(line []byte) {
 		var ev codexEvent
@@ -122,11 +131,24 @@ func parseCodex(stdout, _ []byte) (string, Telemetry) {
 			}
 		}
 		switch ev.Type {
+		case "thread.started":
+			thread = ev.Thread
+			if _, seen := usage[thread]; seen {
+				usage[thread] = nil // resumed: its reports start over from the total
+			} else {
+				threads = append(threads, thread)
+				usage[thread] = nil
+			}
 		case "turn.completed":
 			turns++
 			if u := ev.Usage; u != nil {
+				if _, ok := usage[thread]; !ok {
+					threads = append(threads, thread)
+				}
+				tokens := usage[thread]
 				if tokens == nil {
 					tokens = &grade.Tokens{}
+					usage[thread] = tokens
 				}
 				tokens.Input += u.Input
 				tokens.CacheRead += u.CacheRead
@@ -143,6 +165,7 @@ func parseCodex(stdout, _ []byte) (string, Telemetry) {
 			switch ev.Item.Type {
 			case "agent_message":
 				answer = ev.Item.Text
+				messages = append(messages, ev.Item.Text)
 			case "command_execution":
 				for _, p := range skillPathsInCommand(ev.Item.Command, codexSkillRoots) {
 					r.file(p[0], p[1])
@@ -152,8 +175,18 @@ func parseCodex(stdout, _ []byte) (string, Telemetry) {
 	})
 	t := r.telemetry()
 	if events == 0 {
-		return "", t
+		return Session{Telemetry: t}
+	}
+	var tokens *grade.Tokens
+	for _, th := range threads {
+		if u := usage[th]; u != nil {
+			if tokens == nil {
+				tokens = &grade.Tokens{}
+			}
+			tokens.Input, tokens.Output = tokens.Input+u.Input, tokens.Output+u.Output
+			tokens.CacheRead, tokens.CacheWrite = tokens.CacheRead+u.CacheRead, tokens.CacheWrite+u.CacheWrite
+		}
 	}
 	t.ToolCalls, t.Turns, t.Tokens, t.Model = &toolCalls, &turns, tokens, model
-	return answer, t
+	return Session{Answer: answer, Telemetry: t, Messages: messages}
 }

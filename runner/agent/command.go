@@ -20,11 +20,12 @@ func commandEnv(_, token string) []string {
 	return []string{"SKILLGATE_MODEL_URL=" + ModelURL, "SKILLGATE_MODEL_KEY=" + token}
 }
 
-// parseCommand: a command agent's stdout is its answer; its stderr lines
+// parseCommand: a command agent's stdout is its answer (each turn's stdout
+// a message, the last turn's the answer); its stderr lines
 // "skillgate: opened skill NAME" and "skillgate: read NAME/PATH" report
 // routing. A read of NAME/SKILL.md is the skill itself, as opening it is,
 // not a reference: each file read counts once.
-func parseCommand(stdout, stderr []byte) (string, Telemetry) {
+func parseCommand(stdout, stderr []byte) Session {
 	t := Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}}
 	skills, refs := map[string]bool{}, map[string]bool{}
 	// Every line counts, however long the ones around it: the transcript is already in
@@ -51,5 +52,6 @@ func parseCommand(stdout, stderr []byte) (string, Telemetry) {
 	for _, n := range slices.Sorted(maps.Keys(refs)) {
 		t.References = append(t.References, grade.RoutingEvent{Name: n, Evidence: grade.EvidenceReported})
 	}
-	return string(stdout), t
+	msgs := plainTurns(stdout)
+	return Session{Answer: msgs[len(msgs)-1], Telemetry: t, Messages: msgs}
 }

@@ -167,7 +167,7 @@ func TestClaudeRouting(t *testing.T) {
 		`{"type":"assistant","message":{"id":"f","content":[{"type":"tool_use","id":"t6","name":"Read","input":{"file_path":"/workspace/notclaude/skills/x/SKILL.md"}},{"type":"tool_use","id":"t7","name":"Skill","input":{"skill":"verify"}}]}}`,
 		`{"type":"assistant","message":{"id":"g","content":[{"type":"text","text":"part one"},{"type":"text","text":"part two"}]}}`,
 	}
-	answer, tel := parseClaude([]byte(strings.Join(lines, "\n")), nil)
+	answer, tel := ParseTranscript(ClaudeCode, []byte(strings.Join(lines, "\n")), nil)
 	checkTelemetry(t, answer, tel, transcriptWant{
 		answer: "part one\npart two", toolCalls: intp(7), model: "m1",
 		skills: []grade.RoutingEvent{
@@ -193,7 +193,7 @@ func TestClaudePermissionDenials(t *testing.T) {
 		t.Errorf("denials = %q, want %q", got, want)
 	}
 	// The model comes from modelUsage when there is no init event.
-	if _, tel := parseClaude([]byte(`{"type":"result","result":"x","modelUsage":{"m2":{}}}`), nil); tel.Model != "m2" {
+	if _, tel := ParseTranscript(ClaudeCode, []byte(`{"type":"result","result":"x","modelUsage":{"m2":{}}}`), nil); tel.Model != "m2" {
 		t.Errorf("model = %q, want m2", tel.Model)
 	}
 }
@@ -215,7 +215,7 @@ func TestCodexRouting(t *testing.T) {
 		`{"type":"item.completed","item":{"id":"l","type":"agent_message","text":"second"}}`,
 		`{"type":"turn.completed","usage":{"input_tokens":20,"cached_input_tokens":8,"output_tokens":3}}`,
 	}
-	answer, tel := parseCodex([]byte(strings.Join(lines, "\n")), nil)
+	answer, tel := ParseTranscript(Codex, []byte(strings.Join(lines, "\n")), nil)
 	checkTelemetry(t, answer, tel, transcriptWant{
 		answer: "second", turns: intp(2), toolCalls: intp(5), model: "gpt-x",
 		tokens: &grade.Tokens{Input: 30, Output: 5, CacheRead: 12, CacheWrite: 1},
@@ -312,7 +312,7 @@ schema.#Suite & {
 // A command agent's routing lines count after a stderr line longer than any buffer.
 func TestCommandRoutingAfterLongLine(t *testing.T) {
 	stderr := strings.Repeat("x", 3<<20) + "\nskillgate: opened skill s\nskillgate: read s/references/a.md\n"
-	_, tel := parseCommand(nil, []byte(stderr))
+	_, tel := ParseTranscript(Command, nil, []byte(stderr))
 	if len(tel.Skills) != 1 || tel.Skills[0].Name != "s" || len(tel.References) != 1 || tel.References[0].Name != "s/references/a.md" {
 		t.Errorf("skills %v, references %v", tel.Skills, tel.References)
 	}

@@ -195,7 +195,7 @@ func commandTurns(stderr []byte) []Turn {
 		if !strings.HasPrefix(line, "skillgate: opened skill ") && !strings.HasPrefix(line, "skillgate: read ") {
 			continue
 		}
-		_, t := parseCommand(nil, []byte(line))
+		t := parseCommand(nil, []byte(line)).Telemetry
 		turns = append(turns, Turn{Role: "tool", Tool: "skillgate", Input: strings.TrimPrefix(line, "skillgate: "),
 			Loads: append(append([]grade.RoutingEvent{}, t.Skills...), t.References...)})
 	}

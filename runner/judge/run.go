@@ -216,7 +216,8 @@ func (jr *judgeRun) attempt(c plan.Cell, r grade.CellResult) (grade.JudgeAttempt
 	if err != nil {
 		return grade.JudgeAttempt{}, err
 	}
-	return grade.JudgeAttempt{Cell: c, Answer: string(answer), World: jr.store.World(jr.plan, jr.opts.SuiteDir, jr.cases[c.Case], arm, ro), Checks: r.Checks}, nil
+	pc := jr.cases[c.Case]
+	return grade.JudgeAttempt{Cell: c, Answer: string(answer), World: jr.store.World(jr.plan, jr.opts.SuiteDir, pc, plan.CaseArm(jr.plan, pc, arm), ro), Checks: r.Checks}, nil
 }
 
 func (jr *judgeRun) rubricTasks(results []grade.CellResult) []func(context.Context) (string, error) {

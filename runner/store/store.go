@@ -63,7 +63,10 @@ type Rollout struct {
 	InputsChanged []string `json:"inputsChanged,omitempty"`
 
 	// Answer is the agent's final answer (also stored as answer.txt).
-	Answer     string              `json:"answer"`
+	Answer string `json:"answer"`
+	// Messages are every assistant message of the session, in order, when
+	// they are more than the answer alone.
+	Messages   []string            `json:"messages,omitempty"`
 	Transcript Transcript          `json:"transcript"`
 	Telemetry  grade.CellTelemetry `json:"telemetry"`
 	// Changes lists every workspace path whose final state differs from the initial

@@ -246,27 +246,33 @@ func (s *Store) PinFixtures(p *plan.Plan, suiteDir string, cells []plan.Cell) er
 	seen := map[string]bool{}
 	for _, c := range cells {
 		pc := cases[c.Case]
-		if pc.Fixture == "" || checked[pc.FixtureDigest] {
-			continue
+		// The fixture, then the overlay copied over it.
+		for _, layer := range []struct {
+			rel string
+			dg  digest.Digest
+		}{{pc.Fixture, pc.FixtureDigest}, {pc.Overlay, pc.OverlayDigest}} {
+			if layer.rel == "" || checked[layer.dg] {
+				continue
+			}
+			checked[layer.dg] = true
+			if _, err := os.Stat(s.TreeDir(layer.dg)); err == nil {
+				continue
+			}
+			fx := path.Clean(layer.rel)
+			what := "fixture " + fx
+			if seen[what] {
+				continue
+			}
+			t, ok := p.Fixtures[fx]
+			if !ok {
+				return fmt.Errorf("pin inputs: case %s: the plan has no fixture %s", pc.ID, fx)
+			}
+			if suiteDir == "" {
+				return fmt.Errorf("pin inputs: %s: no suite folder to read it from", what)
+			}
+			seen[what] = true
+			pins = append(pins, pin{what, filepath.Join(suiteDir, filepath.FromSlash(fx)), t})
 		}
-		checked[pc.FixtureDigest] = true
-		if _, err := os.Stat(s.TreeDir(pc.FixtureDigest)); err == nil {
-			continue
-		}
-		fx := path.Clean(pc.Fixture)
-		what := "fixture " + fx
-		if seen[what] {
-			continue
-		}
-		t, ok := p.Fixtures[fx]
-		if !ok {
-			return fmt.Errorf("pin inputs: case %s: the plan has no fixture %s", pc.ID, fx)
-		}
-		if suiteDir == "" {
-			return fmt.Errorf("pin inputs: %s: no suite folder to read it from", what)
-		}
-		seen[what] = true
-		pins = append(pins, pin{what, filepath.Join(suiteDir, filepath.FromSlash(fx)), t})
 	}
 	for _, pn := range pins {
 		if _, err := s.PinTree(pn.what, pn.src, pn.tree); err != nil {

@@ -33,6 +33,10 @@ func (s *Store) World(p *plan.Plan, suiteDir string, pc plan.PlanCase, arm plan.
 		t := p.Fixtures[path.Clean(pc.Fixture)]
 		w.Fixture, w.FixtureTree = s.TreeDir(pc.FixtureDigest), &t // the verified snapshot, not the live folder
 	}
+	if pc.Overlay != "" {
+		t := p.Fixtures[path.Clean(pc.Overlay)]
+		w.Overlay, w.OverlayTree = s.TreeDir(pc.OverlayDigest), &t
+	}
 	for _, k := range arm.Skills {
 		sk := p.Skills[k]
 		t := sk.Tree
