@@ -423,9 +423,14 @@ func checkPromptSize(c *checker, s *Suite, cs Case, sel []cue.Selector) {
 		c.add(sel, "the prompt and its seed are %d bytes, over limits.prompt (%s)", size, s.Limits.Prompt)
 		return
 	}
+	arg, argErr := ParseBytes(s.Limits.PromptArg)
 	for i, r := range cs.Replies {
-		if err == nil && int64(len(r)) > max {
-			c.add(append(sel[:len(sel)-1:len(sel)-1], str("replies"), cue.Index(i)), "the reply is %d bytes, over limits.prompt (%s)", len(r), s.Limits.Prompt)
+		at := append(sel[:len(sel)-1:len(sel)-1], str("replies"), cue.Index(i))
+		switch {
+		case err == nil && int64(len(r)) > max:
+			c.add(at, "the reply is %d bytes, over limits.prompt (%s)", len(r), s.Limits.Prompt)
+		case argErr == nil && int64(len(r)) > arg && s.Agent.Kind == "command" && slices.Contains(s.Agent.Resume, "{{prompt}}"):
+			c.add(at, "the reply is %d bytes, over limits.promptArg (%s) for the command line of agent.resume, and a command agent has no standard input to take it from", len(r), s.Limits.PromptArg)
 		}
 	}
 	for _, a := range s.Arms {
@@ -434,8 +439,7 @@ func checkPromptSize(c *checker, s *Suite, cs Case, sel []cue.Selector) {
 			break
 		}
 	}
-	arg, err := ParseBytes(s.Limits.PromptArg)
-	if err != nil || s.Agent.Kind != "command" || int64(size) <= arg {
+	if argErr != nil || s.Agent.Kind != "command" || int64(size) <= arg {
 		return
 	}
 	for _, a := range s.Agent.Command {

@@ -109,7 +109,8 @@ func parseClaude(stdout, _ []byte) Session {
 		version   string   // the CLI's, as its init event says
 		lastMsg   string   // id of the last assistant message with text
 		lastText  []string // its text blocks
-		messages  []string // every assistant message's text
+		messages  []string // every assistant message's text, and each turn's result
+		fresh     int      // messages since the last result
 		toolCalls int
 		seenTool  = map[string]bool{}
 		events    int
@@ -117,6 +118,7 @@ func parseClaude(stdout, _ []byte) Session {
 	flush := func() {
 		if len(lastText) > 0 {
 			messages = append(messages, strings.Join(lastText, "\n"))
+			fresh++
 		}
 	}
 	jsonLines(stdout, func(line []byte) {
@@ -136,6 +138,13 @@ func parseClaude(stdout, _ []byte) Session {
 		case "result":
 			result = &ev
 			results = append(results, &ev)
+			// A turn's result is its last message, unless it came from a tool
+			// (a structured answer): then it is a message of its own.
+			flush()
+			if r := ev.Result; r != nil && *r != "" && (fresh == 0 || messages[len(messages)-1] != *r) {
+				messages = append(messages, *r)
+			}
+			lastMsg, lastText, fresh = "", nil, 0
 		case "assistant":
 			if ev.Message == nil {
 				return

@@ -31,6 +31,14 @@ func ApplyReport(s Session, answerField, skillsField string) Session {
 		return s
 	}
 	s.Answer = answer
+	// Each turn's structured answer reads as its text, as the final one does.
+	for i, m := range s.Messages {
+		var turn map[string]json.RawMessage
+		var text string
+		if json.Unmarshal([]byte(strings.TrimSpace(m)), &turn) == nil && json.Unmarshal(turn[answerField], &text) == nil && turn[answerField] != nil {
+			s.Messages[i] = text
+		}
+	}
 	r := newRouting()
 	for _, e := range s.Telemetry.Skills {
 		r.skill(e.Name, e.Evidence)

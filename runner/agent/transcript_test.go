@@ -381,3 +381,70 @@ func TestTurnsSamples(t *testing.T) {
 		t.Errorf("command turns %+v", cmd)
 	}
 }
+
+// TestSessionOfTwoTurns reads the output of real two-turn sessions (the cell's driver ran
+// the CLI, then its resume command with the user's reply; the scripted model answered,
+// asked for the report): the answer is the last turn's report answer, the messages are
+// every turn's, the declared skill is reported evidence (plugin-qualified in the report),
+// and tokens are the session's as the gateway counted them: Claude Code reports each
+// invocation's own, Codex a resumed thread's total so far.
+func TestSessionOfTwoTurns(t *testing.T) {
+	for _, tc := range []struct {
+		kind, file string
+		messages   []string
+		tokens     grade.Tokens
+		turns      int
+	}{
+		// Claude Code asked the model again for its structured output after the
+		// question came as text: the question is two messages.
+		{ClaudeCode, "claude-code-two-turns-report.jsonl", []string{"Which colour do you want?", "Which colour do you want?", "Painted it blue."}, grade.Tokens{Input: 300, Output: 60}, 4},
+		{Codex, "codex-exec-two-turns-report.jsonl", []string{"Which colour do you want?", "Painted it blue."}, grade.Tokens{Input: 200, Output: 40}, 2},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			s := ApplyReport(ParseSession(tc.kind, readTranscript(t, tc.file), nil), "summary", "skills_used")
+			if s.Answer != "Painted it blue." || s.Telemetry.ReportError != "" {
+				t.Errorf("answer %q, report error %q", s.Answer, s.Telemetry.ReportError)
+			}
+			if strings.Join(s.Messages, "|") != strings.Join(tc.messages, "|") {
+				t.Errorf("messages %q\nwant %q", s.Messages, tc.messages)
+			}
+			if want := []grade.RoutingEvent{{Name: "s", Evidence: grade.EvidenceReported}}; !reflect.DeepEqual(s.Telemetry.Skills, want) {
+				t.Errorf("skills %v, want %v", s.Telemetry.Skills, want)
+			}
+			if s.Telemetry.Tokens == nil || *s.Telemetry.Tokens != tc.tokens || s.Telemetry.Turns == nil || *s.Telemetry.Turns != tc.turns {
+				t.Errorf("tokens %v turns %v, want %v and %d", s.Telemetry.Tokens, s.Telemetry.Turns, tc.tokens, tc.turns)
+			}
+		})
+	}
+}
+
+// TestPlainTurnsAndReports: a plain transcript splits at the cell's turn marker, the last
+// turn's stdout the answer; a final answer that is not the report asked for says why and
+// stays as it was; reported names are canonicalized.
+func TestPlainTurnsAndReports(t *testing.T) {
+	s := ParseSession(Command, []byte("Which colour?\n\n"+TurnMarker+"\nGreen it is.\n"), nil)
+	if s.Answer != "Green it is.\n" || len(s.Messages) != 2 || s.Messages[0] != "Which colour?\n" {
+		t.Errorf("answer %q, messages %q", s.Answer, s.Messages)
+	}
+	for answer, why := range map[string]string{
+		"Done.":               "the final answer is not a JSON object",
+		`{"skills_used": []}`: `the final answer has no text field "summary"`,
+		`{"summary": "Done.", "skills_used": "a"}`: `the final answer has no list of skill names "skills_used"`,
+	} {
+		got := ApplyReport(Session{Answer: answer}, "summary", "skills_used")
+		if got.Answer != answer || got.Telemetry.ReportError != why {
+			t.Errorf("%s: answer %q, error %q, want %q", answer, got.Answer, got.Telemetry.ReportError, why)
+		}
+	}
+	for id, want := range map[string]string{"chrisbanes-skills:compose": "compose", " compose ": "compose", "$compose": "compose", "/compose": "compose", "a:b:compose": "compose"} {
+		if got := CanonicalSkill(id); got != want {
+			t.Errorf("CanonicalSkill(%q) = %q, want %q", id, got, want)
+		}
+	}
+	// A skill the transcript shows with stronger evidence keeps it.
+	s = Session{Answer: `{"summary": "x", "skills_used": ["p:a", "b"]}`, Telemetry: Telemetry{Skills: []grade.RoutingEvent{{Name: "a", Evidence: grade.EvidenceObserved}}}}
+	got := ApplyReport(s, "summary", "skills_used").Telemetry.Skills
+	if want := []grade.RoutingEvent{{Name: "a", Evidence: grade.EvidenceObserved}, {Name: "b", Evidence: grade.EvidenceReported}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("skills %v, want %v", got, want)
+	}
+}
