@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -279,6 +280,7 @@ type cellInput struct {
 	prompt  string
 	seed    []byte
 	replies []string
+	session string // the session's ID, for a case with replies
 	inline  bool
 	max     int64 // limits.promptArg
 }
@@ -345,7 +347,8 @@ const (
 //
 // A case with replies is a session of several turns: the cell runs a script
 // (SessionFile) that starts the command, and after it ends sends each reply with the
-// agent's resume command, in the same container, through the same gateway, stopping at
+// agent's resume command (the first turn given agent.sessionArgs, {{session}} in both
+// the cell's SessionID), in the same container, through the same gateway, stopping at
 // the first turn that fails, with its exit code. Between turns it writes
 // agent.TurnMarker on a line of its own to stdout (after a newline, so a last line
 // without one stays whole), so a plain transcript tells the turns apart.
@@ -371,6 +374,10 @@ func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, []docker.SpecFil
 	if len(in.replies) == 0 {
 		return first, stdin, files, nil
 	}
+	session := strings.NewReplacer(suite.SessionArg, in.session)
+	for _, a := range p.Agent.SessionArgs {
+		first = append(first, session.Replace(a))
+	}
 	var b strings.Builder
 	b.WriteString("# The session of a case with replies: each turn starts when the one before it ends.\n")
 	fmt.Fprintf(&b, "%s || exit $?\n", shellCommand(first))
@@ -379,6 +386,9 @@ func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, []docker.SpecFil
 		cmd, replyIn, err := turnCommand(p, p.Agent.Resume, reply, inline)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("reply %d: %w", i+1, err)
+		}
+		for j, a := range cmd {
+			cmd[j] = session.Replace(a)
 		}
 		cmd = append(cmd, extra...)
 		from := "/dev/null"
@@ -410,6 +420,16 @@ func turnCommand(p *plan.Plan, command []string, text string, inline bool) ([]st
 		out, stdin = append(out, kind.StdinArgs...), []byte(text)
 	}
 	return out, stdin, nil
+}
+
+// SessionID is the ID of the session of the cell with rollout key k, for a case with
+// replies: a UUID (version 4 in form, its bits from the key), the same in every run of
+// the cell, so a session resumed by ID never depends on what the first turn printed.
+func SessionID(k digest.Digest) string {
+	u := sha256.Sum256([]byte(k.String()))
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
 // shellCommand quotes args for sh, each as one word.

@@ -258,6 +258,7 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 	if err != nil {
 		return docker.ContainerSpec{}, err
 	}
+	in.session = SessionID(c.Rollout)
 	cmd, stdin, files, err := cellCommand(r.plan, in)
 	if err != nil {
 		return docker.ContainerSpec{}, err

@@ -220,6 +220,8 @@ func (r *reasoner) caseRollout(id string) []string {
 			out = append(out, fmt.Sprintf("case %s: replies changed", id))
 		} else if len(b.Replies) > 0 && !reflect.DeepEqual(r.a.Agent.Resume, r.b.Agent.Resume) {
 			out = append(out, "agent.resume changed")
+		} else if len(b.Replies) > 0 && !reflect.DeepEqual(r.a.Agent.SessionArgs, r.b.Agent.SessionArgs) {
+			out = append(out, "agent.sessionArgs changed")
 		}
 	}
 	r.memoCase[id] = out

@@ -213,9 +213,9 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 		}
 		// Fields a case gained after results were stored enter its keys
 		// only when set, so the keys of a case without them stand.
-		var resume []string
+		var resume, session []string
 		if len(c.Replies) > 0 {
-			resume = s.Agent.Resume
+			resume, session = s.Agent.Resume, s.Agent.SessionArgs
 		}
 		pc.RolloutDigest = DigestJSON(struct {
 			Prompt  string        `json:"prompt"`
@@ -224,7 +224,8 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 			Overlay digest.Digest `json:"overlay,omitempty"`
 			Replies []string      `json:"replies,omitempty"`
 			Resume  []string      `json:"resume,omitempty"`
-		}{c.Prompt, c.Seed, pc.FixtureDigest, pc.OverlayDigest, c.Replies, resume})
+			Session []string      `json:"session,omitempty"`
+		}{c.Prompt, c.Seed, pc.FixtureDigest, pc.OverlayDigest, c.Replies, resume, session})
 		var rubricPass *float64
 		if c.RubricPass != 1 {
 			rubricPass = &c.RubricPass
@@ -272,10 +273,11 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 
 // AgentIdentity is the part of an agent that decides what it does in
 // every cell, which the agent digest covers. The forced-prompt template is
-// in the forced arms' digests, the resume command in the digests of cases
-// with replies; the report flags count only when a report is asked for.
+// in the forced arms' digests, the resume command and session flags in the
+// digests of cases with replies; the report flags count only when a report
+// is asked for.
 func AgentIdentity(a suite.Agent) suite.Agent {
-	a.ForcedPrompt, a.Resume = "", nil
+	a.ForcedPrompt, a.Resume, a.SessionArgs = "", nil, nil
 	if a.Report == nil {
 		a.ReportArgs = nil
 	}

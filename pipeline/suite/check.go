@@ -281,13 +281,26 @@ func checkArmTargets(c *checker, s *Suite, undecoded map[string]bool) {
 	}
 }
 
+// SessionArg stands for a session's ID in agent.resume and agent.sessionArgs.
+const SessionArg = "{{session}}"
+
 // checkAgentTurns refuses what the agent cannot do: replies without a
-// resume command, a report without the flags that ask for it.
+// resume command, or with one naming a session ID the first turn was not
+// given, a report without the flags that ask for it.
 func checkAgentTurns(c *checker, s *Suite) {
 	if len(s.Agent.Resume) == 0 {
 		for _, id := range sortedKeys(s.Cases) {
 			if len(s.Cases[id].Replies) > 0 {
 				c.add([]cue.Selector{str("cases"), str(id), str("replies")}, "case %s has replies, but the agent has no resume command to send them in the same session (agent.resume)", id)
+			}
+		}
+	}
+	if slices.ContainsFunc(s.Agent.Resume, func(a string) bool { return strings.Contains(a, SessionArg) }) &&
+		!slices.ContainsFunc(s.Agent.SessionArgs, func(a string) bool { return strings.Contains(a, SessionArg) }) {
+		for _, id := range sortedKeys(s.Cases) {
+			if len(s.Cases[id].Replies) > 0 {
+				c.add([]cue.Selector{str("agent"), str("resume")}, "agent.resume names the session by %s, but agent.sessionArgs do not give the first turn that ID", SessionArg)
+				break
 			}
 		}
 	}

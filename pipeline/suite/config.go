@@ -118,8 +118,12 @@ type Agent struct {
 	User          string            `json:"user"`
 	Env           map[string]string `json:"env"`
 	ForcedPrompt  string            `json:"forcedPrompt"`
-	// Resume sends a case's next reply in the same session ({{prompt}}).
+	// Resume sends a case's next reply in the same session ({{prompt}},
+	// {{session}}).
 	Resume []string `json:"resume,omitempty"`
+	// SessionArgs give the first turn of a case with replies its session's
+	// ID ({{session}}).
+	SessionArgs []string `json:"sessionArgs,omitempty"`
 	// Report, when set, asks for a structured final answer declaring the
 	// skills used; ReportArgs are the CLI's flags for it.
 	Report     *Report  `json:"report,omitempty"`
