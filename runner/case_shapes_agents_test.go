@@ -123,3 +123,142 @@ func TestClaudeCodeRepliesAndReport(t *testing.T) {
 		}
 	}
 }
+
+// TestCaseTargetsOverlayCalibration runs testdata/run/shapes in real cells: the forced
+// arm, installing each case's targets, holds only that case's skill, the one its prompt
+// names; the none arm holds none; case a's overlay replaces the fixture's README.md and
+// adds a file, which the checks (typed and run:) read as its initial workspace, not as
+// the agent's changes, while case b sees the fixture alone. The calibration-only case is
+// out of the default plan and runs when selected.
+func TestCaseTargetsOverlayCalibration(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copySuite(t, e, "shapes")
+	for _, c := range s.Plan.Cells {
+		if c.Case == "cal" {
+			t.Fatalf("the default plan holds calibration-only cell %s", c.ID)
+		}
+	}
+	out := t.TempDir()
+	var log bytes.Buffer
+	sum, _, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 4, Log: &log})
+	if err != nil {
+		t.Fatalf("evaluate: %v\n%s", err, log.String())
+	}
+	if len(s.Plan.Cells) != 4 || !sum.Complete() || sum.Statuses[store.StatusCompleted] != 4 {
+		t.Fatalf("%d cells, summary %+v\n%s", len(s.Plan.Cells), sum, log.String())
+	}
+	st := &store.Store{Dir: out}
+	for _, tc := range []struct {
+		cell, skills, readme, prompt string
+		extra                        bool
+	}{
+		{"a/forced/1", "/workspace/.agents/skills/a/SKILL.md\n", "# overlaid for a\n", "Use the a skill for this task.", true},
+		{"b/forced/1", "/workspace/.agents/skills/b/SKILL.md\n", "# fixture\n", "Use the b skill for this task.", false},
+		{"a/none/1", "", "# overlaid for a\n", "Do a.", true},
+		{"b/none/1", "", "# fixture\n", "Do b.", false},
+	} {
+		c := s.cell(t, tc.cell)
+		got := sections(readStored(t, out, c, store.FileStdout))
+		if len(got) != 4 {
+			t.Fatalf("%s: stdout %q", tc.cell, got)
+		}
+		if got[0] != tc.skills {
+			t.Errorf("%s: skill files %q, want %q", tc.cell, got[0], tc.skills)
+		}
+		if got[1] != tc.readme {
+			t.Errorf("%s: README.md %q, want %q", tc.cell, got[1], tc.readme)
+		}
+		if has := strings.Contains(got[2], "./src/Extra.kt\n"); has != tc.extra || !strings.Contains(got[2], "./keep.txt\n") || !strings.Contains(got[2], "./src/Main.kt\n") {
+			t.Errorf("%s: files %q, want the fixture's (and the overlay's: %v)", tc.cell, got[2], tc.extra)
+		}
+		if !strings.HasPrefix(got[3], tc.prompt) {
+			t.Errorf("%s: prompt %q, want it to start %q", tc.cell, got[3], tc.prompt)
+		}
+		ro := stored(t, out)[tc.cell]
+		if len(ro.Changes) != 0 {
+			t.Errorf("%s: changes %+v: the overlay is the initial workspace", tc.cell, ro.Changes)
+		}
+		if ro.Inputs.Overlay != s.Plan.Cases[0].OverlayDigest && tc.extra {
+			t.Errorf("%s: rollout inputs name overlay %s, want %s", tc.cell, ro.Inputs.Overlay, s.Plan.Cases[0].OverlayDigest)
+		}
+		r, ok, err := st.Grade(c.Grade)
+		if err != nil || !ok || !r.Passed {
+			t.Errorf("%s: grade %+v, %v", tc.cell, r, err)
+		}
+	}
+
+	// Selected, the calibration-only case is planned, with the targets it names.
+	p, err := plan.CompileDirCases(s.Dir, []string{"cal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.CalibrationCases(); !reflect.DeepEqual(got, []string{"cal"}) || len(p.Cells) != 6 {
+		t.Fatalf("selected plan: calibration cases %v, %d cells", got, len(p.Cells))
+	}
+	sel, err := Select(p, []string{"cal"}, []string{"forced"}, "")
+	if err != nil || len(sel) != 1 {
+		t.Fatalf("select cal: %v, %v", sel, err)
+	}
+	out = t.TempDir()
+	log.Reset()
+	if sum, err := Run(context.Background(), p, Options{Out: out, SuiteDir: s.Dir, Cases: []string{"cal"}, Arms: []string{"forced"}, Log: &log}); err != nil || sum.Ran != 1 || !sum.Complete() {
+		t.Fatalf("run cal: %+v, %v\n%s", sum, err, log.String())
+	}
+	got := sections(readStored(t, out, sel[0], store.FileStdout))
+	if want := "/workspace/.agents/skills/a/SKILL.md\n/workspace/.agents/skills/b/SKILL.md\n"; got[0] != want || !strings.HasPrefix(got[3], "Use the a, b skill") {
+		t.Errorf("cal/forced/1: skill files %q, prompt %q", got[0], got[3])
+	}
+}
+
+// TestRubricPassThreshold grades real cells of testdata/run/rubric with the scripted
+// judge: at rubricPass 0.8, four criteria of five met pass the cell and three do not;
+// at the default (every criterion) four do not; and a judge meeting all five never
+// passes a cell whose deterministic check failed, nor does its adjudication.
+func TestRubricPassThreshold(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copySuite(t, e, "rubric")
+	out := t.TempDir()
+	var log bytes.Buffer
+	sum, rep, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 4, Log: &log})
+	if err != nil {
+		t.Fatalf("evaluate: %v\n%s", err, log.String())
+	}
+	if !sum.Complete() || sum.Statuses[store.StatusCompleted] != 4 {
+		t.Fatalf("summary %+v\n%s", sum, log.String())
+	}
+	st := &store.Store{Dir: out}
+	for _, tc := range []struct {
+		cell   string
+		passed bool
+		score  float64
+	}{
+		{"four/none/1", true, 0.8},
+		{"three/none/1", false, 0.6},
+		{"strict/none/1", false, 0.8},
+		{"broken/none/1", false, 1},
+	} {
+		c := s.cell(t, tc.cell)
+		r, ok, err := st.Grade(c.Grade)
+		if err != nil || !ok {
+			t.Fatalf("%s: grade: %v", tc.cell, err)
+		}
+		if r.Status != grade.StatusCompleted || r.Passed != tc.passed || r.Judge == nil || r.Judge.Score != tc.score {
+			t.Errorf("%s: status %s, passed %v, judge %+v; want passed %v at judge score %g\n%s", tc.cell, r.Status, r.Passed, r.Judge, tc.passed, tc.score, log.String())
+		}
+		judged := 0
+		for _, ch := range r.Checks {
+			if ch.Kind == grade.CheckJudge {
+				judged++
+			}
+		}
+		if judged != 5 {
+			t.Errorf("%s: %d criteria among the checks, want all 5, met or not", tc.cell, judged)
+		}
+		if tc.cell == "broken/none/1" && (r.Judge.Dispute == nil || r.Judge.Dispute.Decision() != grade.DecisionPass) {
+			t.Errorf("%s: dispute %+v, want the adjudicator's pass, which passes nothing", tc.cell, r.Judge.Dispute)
+		}
+	}
+	if m := rep.Arms[0].Metrics[verdict.MetricTaskSuccess]; m.Value != 0.25 || m.Samples != 4 {
+		t.Errorf("task success %+v, want 1 of 4", m)
+	}
+}

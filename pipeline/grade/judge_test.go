@@ -641,6 +641,55 @@ func TestJudgeRubricNeverRescues(t *testing.T) {
 	}
 }
 
+// TestRubricPass: a rubric passes at its case's fraction of criteria met (the ratio,
+// exactly: 4 of 5 meet 0.8, 7 of 10 meet 0.7), every criterion by default; a passing
+// rubric never passes a failed cell, and a check failed under a passing rubric below
+// every criterion is still a dispute; a met rubric with a failed criterion is none.
+func TestRubricPass(t *testing.T) {
+	for _, tc := range []struct {
+		passed, n int
+		need      float64
+		want      bool
+	}{{4, 5, 0.8, true}, {3, 5, 0.8, false}, {4, 5, 1, false}, {5, 5, 1, true}, {7, 10, 0.7, true}, {6, 10, 0.7, false}, {0, 0, 1, true}} {
+		if got := RubricPasses(tc.passed, tc.n, tc.need); got != tc.want {
+			t.Errorf("RubricPasses(%d, %d, %g) = %v", tc.passed, tc.n, tc.need, got)
+		}
+	}
+	p, root := judgePlan(t)
+	skill, none := judgeAttempts(t, p, root)
+	pc := p.Cases[0]
+	if RubricNeed(pc) != 1 {
+		t.Fatalf("default need %g, want every criterion", RubricNeed(pc))
+	}
+	pc.RubricPass = 0.5
+	grade := func(a JudgeAttempt) CellResult {
+		r, err := GradeCell(p, pc, a.Cell, GradeInput{Status: StatusCompleted, Answer: a.Answer, World: a.World, RunChecks: a.Checks[1:2]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	good, bad := grade(skill), grade(none)
+	oneFails := []CriterionResult{{0, true, "fixed"}, {1, false, "added CHANGES.md"}}
+	if r := ApplyRubric(good, pc, CellJudgement{Valid: true, Criteria: oneFails}); !r.Passed || r.Judge.Score != 0.5 || r.Checks[len(r.Checks)-1].Passed {
+		t.Errorf("one of two at 0.5: passed %v, judge %+v", r.Passed, r.Judge)
+	}
+	if r := ApplyRubric(bad, pc, CellJudgement{Valid: true, Criteria: oneFails}); r.Passed {
+		t.Errorf("a met rubric passed a failed cell")
+	}
+	if d := DisputeOf(p, pc, good, oneFails); d != nil {
+		t.Errorf("checks passed and the rubric met: dispute %+v", d)
+	}
+	d := DisputeOf(p, pc, bad, oneFails)
+	if d == nil || d.Need != 0.5 || !strings.Contains(d.Disagreed, "the judge passed the rubric (1 of 2 criteria, 0.5 needed)") {
+		t.Fatalf("a failed check under a met rubric: dispute %+v", d)
+	}
+	d.Adjudicated, d.Valid, d.Criteria = true, true, oneFails
+	if d.Decision() != DecisionPass {
+		t.Errorf("adjudicator met 1 of 2 at 0.5: %s", d.Decision())
+	}
+}
+
 // TestJudgeAdjudication: a rubric cell is disputed when its checks and
 // the judge disagree, or when the suite names its case; the adjudicator's
 // criteria then decide the judge outcome, never passing a cell whose
