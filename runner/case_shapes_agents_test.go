@@ -67,6 +67,27 @@ func TestClaudeCodeRepliesAndReport(t *testing.T) {
 		}
 	}
 
+	// The report's view of a cell shows the reply between the turns.
+	var graded []grade.CellResult
+	for _, r := range results {
+		graded = append(graded, *r)
+	}
+	ev, err := cellEvidence(s.Plan, st, graded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, ce := range ev.Cells {
+		var users []string
+		for _, tr := range ce.Turns {
+			if tr.Role == "user" {
+				users = append(users, tr.Text)
+			}
+		}
+		if !reflect.DeepEqual(users, []string{"Make it cobalt-9."}) || ce.Turns[len(ce.Turns)-1].Role == "user" {
+			t.Errorf("%s: the view's user turns %q, want the reply between the turns", id, users)
+		}
+	}
+
 	forced := results["forced"]
 	if want := []grade.RoutingEvent{{Name: "r", Evidence: grade.EvidenceReported}, {Name: "s", Evidence: grade.EvidenceReported}}; !reflect.DeepEqual(forced.Telemetry.Skills, want) {
 		t.Errorf("forced: skills %v, want %v", forced.Telemetry.Skills, want)

@@ -93,7 +93,7 @@ func rolloutEvidence(p *plan.Plan, st *store.Store, pc plan.PlanCase, arm plan.P
 	if err != nil {
 		return ce, err
 	}
-	for _, t := range agent.Turns(p.Agent.Kind, stdout, stderr) {
+	for _, t := range agent.SessionTurns(p.Agent.Kind, stdout, stderr, pc.Replies) {
 		ce.Turns = append(ce.Turns, report.Turn{Role: t.Role, Text: t.Text, Tool: t.Tool, Input: t.Input, Result: t.Result, Loads: t.Loads})
 	}
 	diffs, err := grade.ChangeDiffs(st.World(p, "", pc, arm, ro), true, evidenceDiffBytes)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -446,5 +447,20 @@ func TestPlainTurnsAndReports(t *testing.T) {
 	got := ApplyReport(s, "summary", "skills_used").Telemetry.Skills
 	if want := []grade.RoutingEvent{{Name: "a", Evidence: grade.EvidenceObserved}, {Name: "b", Evidence: grade.EvidenceReported}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("skills %v, want %v", got, want)
+	}
+}
+
+// TestSessionTurnsShowReplies: the report's view of a two-turn session holds the user's
+// reply between the turns' steps, for Claude Code and Codex alike.
+func TestSessionTurnsShowReplies(t *testing.T) {
+	for _, tc := range []struct{ kind, file string }{
+		{ClaudeCode, "claude-code-two-turns-report.jsonl"},
+		{Codex, "codex-exec-two-turns-report.jsonl"},
+	} {
+		turns := SessionTurns(tc.kind, readTranscript(t, tc.file), nil, []string{"Blue."})
+		at := slices.IndexFunc(turns, func(tr Turn) bool { return tr.Role == "user" })
+		if at <= 0 || at == len(turns)-1 || turns[at].Text != "Blue." || slices.ContainsFunc(turns[at+1:], func(tr Turn) bool { return tr.Role == "user" }) {
+			t.Errorf("%s: turns %+v, want one user turn, the reply, between the two turns' steps", tc.kind, turns)
+		}
 	}
 }

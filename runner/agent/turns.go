@@ -35,6 +35,28 @@ func Turns(kind string, stdout, stderr []byte) []Turn {
 	return nil
 }
 
+// SessionTurns are Turns of a session that took the user's replies (a case with
+// replies): each invocation's steps, and between them the reply that started the next
+// one, as a user step. A command agent's steps are its routing lines, which tell no
+// turn apart: the replies follow them.
+func SessionTurns(kind string, stdout, stderr []byte, replies []string) []Turn {
+	if len(replies) == 0 || kind == Command {
+		out := Turns(kind, stdout, stderr)
+		for _, r := range replies {
+			out = append(out, Turn{Role: "user", Text: r})
+		}
+		return out
+	}
+	var out []Turn
+	for i, part := range bytes.Split(stdout, []byte("\n"+TurnMarker+"\n")) {
+		if i > 0 && i <= len(replies) {
+			out = append(out, Turn{Role: "user", Text: replies[i-1]})
+		}
+		out = append(out, Turns(kind, part, stderr)...)
+	}
+	return out
+}
+
 // claudeTurnEvent is what a turn needs of a stream-json event: assistant text and tool
 // calls, and the tool results of the user events that follow them.
 type claudeTurnEvent struct {
