@@ -145,6 +145,44 @@ func TestClaudeCodeRepliesAndReport(t *testing.T) {
 	}
 }
 
+// TestCodexRepliesAndReport: the real Codex CLI on the scripted model resumes its
+// session with `codex exec resume --last` for the user's reply, and each turn's final
+// answer is the --output-schema report; the last one's skills_used is reported routing,
+// canonicalized.
+func TestCodexRepliesAndReport(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copyAgentSuite(t, e, "codexturns")
+	out := t.TempDir()
+	var log bytes.Buffer
+	sum, _, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 1, Log: &log})
+	if err != nil {
+		t.Fatalf("evaluate: %v\n%s", err, log.String())
+	}
+	if !sum.Complete() || sum.Statuses[store.StatusCompleted] != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log.String())
+	}
+	st := &store.Store{Dir: out}
+	c := s.Plan.Cells[0]
+	ro, _, err := st.Rollout(c.Rollout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := st.Grade(c.Grade)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := os.ReadFile(filepath.Join(st.RolloutDir(c.Rollout), store.FileStdout))
+	if ro.Answer != "Painted it cobalt." || !r.Passed || !reflect.DeepEqual(ro.Messages, []string{"Which colour do you want? (asked-7f3)", "Painted it cobalt."}) {
+		t.Errorf("answer %q, messages %q, passed %v, checks %+v\n%s", ro.Answer, ro.Messages, r.Passed, r.Checks, stdout)
+	}
+	if want := []grade.RoutingEvent{{Name: "s", Evidence: grade.EvidenceReported}}; !reflect.DeepEqual(r.Telemetry.Skills, want) || r.Routing.Skills.TP != 1 {
+		t.Errorf("skills %v, routing %+v, want s reported", r.Telemetry.Skills, r.Routing.Skills)
+	}
+	if ro.Gateway == nil || ro.Gateway.Requests != 2 {
+		t.Errorf("gateway %+v, want one model request a turn", ro.Gateway)
+	}
+}
+
 // TestCaseTargetsOverlayCalibration runs testdata/run/shapes in real cells: the forced
 // arm, installing each case's targets, holds only that case's skill, the one its prompt
 // names; the none arm holds none; case a's overlay replaces the fixture's README.md and
