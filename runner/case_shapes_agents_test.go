@@ -188,7 +188,8 @@ func TestCodexRepliesAndReport(t *testing.T) {
 // names; the none arm holds none; case a's overlay replaces the fixture's README.md and
 // adds a file, which the checks (typed and run:) read as its initial workspace, not as
 // the agent's changes, while case b sees the fixture alone. The calibration-only case is
-// out of the default plan and runs when selected.
+// out of the default plan and runs when selected. A command agent's session of two
+// turns (case ask) runs its resume command for the reply in the same cell.
 func TestCaseTargetsOverlayCalibration(t *testing.T) {
 	e := dockertest.Engine(t)
 	s := copySuite(t, e, "shapes")
@@ -203,7 +204,7 @@ func TestCaseTargetsOverlayCalibration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("evaluate: %v\n%s", err, log.String())
 	}
-	if len(s.Plan.Cells) != 4 || !sum.Complete() || sum.Statuses[store.StatusCompleted] != 4 {
+	if len(s.Plan.Cells) != 6 || !sum.Complete() || sum.Statuses[store.StatusCompleted] != 6 {
 		t.Fatalf("%d cells, summary %+v\n%s", len(s.Plan.Cells), sum, log.String())
 	}
 	st := &store.Store{Dir: out}
@@ -246,12 +247,22 @@ func TestCaseTargetsOverlayCalibration(t *testing.T) {
 		}
 	}
 
+	// Case ask's session: the reply's turn ran in the same cell, after the first.
+	for _, id := range []string{"ask/none/1", "ask/forced/1"} {
+		c := s.cell(t, id)
+		ro := stored(t, out)[id]
+		r, _, err := st.Grade(c.Grade)
+		if err != nil || r == nil || !r.Passed || len(ro.Messages) != 2 || ro.Answer != ro.Messages[1] {
+			t.Errorf("%s: grade %+v, messages %q, answer %q", id, r, ro.Messages, ro.Answer)
+		}
+	}
+
 	// Selected, the calibration-only case is planned, with the targets it names.
 	p, err := plan.CompileDirCases(s.Dir, []string{"cal"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.CalibrationCases(); !reflect.DeepEqual(got, []string{"cal"}) || len(p.Cells) != 6 {
+	if got := p.CalibrationCases(); !reflect.DeepEqual(got, []string{"cal"}) || len(p.Cells) != 8 {
 		t.Fatalf("selected plan: calibration cases %v, %d cells", got, len(p.Cells))
 	}
 	sel, err := Select(p, []string{"cal"}, []string{"forced"}, "")
