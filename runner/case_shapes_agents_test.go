@@ -105,6 +105,11 @@ func TestClaudeCodeRepliesAndReport(t *testing.T) {
 	if m, ok := arms["forced"].Metrics[verdict.MetricRouterDeclared]; !ok || m.Value != 1 || m.Samples != 1 {
 		t.Errorf("forced: routerDeclared %+v (present %v), want 1 of 1", m, ok)
 	}
+	for _, f := range []string{"report.md", "report.html"} {
+		if b, err := os.ReadFile(filepath.Join(out, f)); err != nil || !strings.Contains(string(b), "router declared") {
+			t.Errorf("%s does not show the router-declared rate: %v", f, err)
+		}
+	}
 	if _, ok := arms["none"].Metrics[verdict.MetricRouterDeclared]; ok {
 		t.Errorf("none: routerDeclared given for an arm without the router")
 	}

@@ -114,6 +114,16 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 			mdCode(a.Name), skills, pass, opened, routing, tokens, usd, numOr(turns, okT), numOr(secs, okS), numOr(total, okTotal), fmtInt(a.SkillBytes))
 	}
 	p("\n%s means not measured (no applicable sample), never zero.\n\n", absentMark)
+	// The suite's router: how often each arm installing it declared or loaded it.
+	var declared []string
+	for _, a := range r.Arms {
+		if m, ok := a.Metrics[verdict.MetricRouterDeclared]; ok {
+			declared = append(declared, fmt.Sprintf("%s %s n=%d", mdCode(a.Name), fmtPct(m.Value), m.Samples))
+		}
+	}
+	if len(declared) > 0 {
+		p("%s: %s (a diagnostic, never gated).\n\n", metricLabels[verdict.MetricRouterDeclared], strings.Join(declared, ", "))
+	}
 
 	// Case × arm grid.
 	arms := reportArmNames(r)
