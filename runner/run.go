@@ -301,8 +301,12 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
 	}
-	msg := fmt.Sprintf("%d cells: %d ran, %d reused from the store (%s) in %s; results in %s",
-		s.Selected, s.Ran, s.Reused, strings.Join(parts, ", "), s.Elapsed.Round(time.Millisecond), out)
+	statuses := ""
+	if len(parts) > 0 { // a shard's share may hold no cell
+		statuses = " (" + strings.Join(parts, ", ") + ")"
+	}
+	msg := fmt.Sprintf("%d cells: %d ran, %d reused from the store%s in %s; results in %s",
+		s.Selected, s.Ran, s.Reused, statuses, s.Elapsed.Round(time.Millisecond), out)
 	if s.Shard != nil {
 		state := "complete"
 		if !s.ShareComplete {

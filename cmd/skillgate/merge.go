@@ -46,7 +46,7 @@ Exits with the verdict's code: 0 PASS, 1 FAIL, 2 INCOMPLETE, 3 calibration
 failed; 2 when it refuses.`,
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 2 {
-				return exit(2, fmt.Errorf("merge needs the new run folder OUT and at least one run folder to merge"))
+				return exit(2, fmt.Errorf("merge run folders: want the new run folder OUT and at least one run folder to merge, as in skillgate merge OUT SHARD..."))
 			}
 			out, dirs := c.Args().First(), c.Args().Tail()
 			rec, err := store.Merge(out, dirs)
