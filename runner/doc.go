@@ -17,6 +17,8 @@
 // runs the calibration checks, integrity.go keeps the policy's fixed
 // trials and reruns red panels, evaluate.go runs all of it and writes the
 // verdict and reports (Evaluate, Report), and progress.go shows it.
+// shard.go splits a plan's cells into the shares of --shard I/N, the same
+// on every machine; store merges the shards' run folders.
 // backend.go is the seam to the cell backend: the runner holds the engine
 // as the interface of what it calls.
 //

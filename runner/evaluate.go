@@ -49,7 +49,12 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		if err := writePlan(out, p); err != nil {
 			return nil, nil, err
 		}
+		if err := recordShard(out, p, opts.Shard); err != nil {
+			return nil, nil, err
+		}
 	}
+	// A shard grades, reruns and judges its own cells alone.
+	sp := shardPlan(p, opts.Shard)
 	// The judges are made first, so a missing credential stops the run
 	// before any rollout.
 	var cellJudge, adjudicator judge.Judge
@@ -66,7 +71,8 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		defer closeAdjudicator()
 		cellJudge, adjudicator = j, a
 	}
-	if (opts.Calibrate || p.Policy.Calibrate) && !opts.DryRun {
+	// A shard with no cell runs nothing, calibration included.
+	if (opts.Calibrate || p.Policy.Calibrate) && !opts.DryRun && len(sp.Cells) > 0 {
 		cal, err := Calibrate(ctx, p, opts)
 		if err != nil {
 			return nil, nil, err
@@ -88,7 +94,7 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 	if opts.DryRun {
 		return sum, nil, nil
 	}
-	cells, err := Select(p, opts.Cases, opts.Arms, opts.Split)
+	cells, err := selectCells(p, opts)
 	if err != nil {
 		return sum, nil, err
 	}
@@ -109,13 +115,13 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		return sum, nil, err
 	}
 	if p.Policy.RerunRed > 0 && ctx.Err() == nil {
-		if err := rerunRed(ctx, p, opts); err != nil && ctx.Err() == nil {
+		if err := rerunRed(ctx, sp, opts); err != nil && ctx.Err() == nil {
 			return sum, nil, err
 		}
 	}
 	if cellJudge != nil && ctx.Err() == nil {
 		ph := startPhase(opts, phaseJudging)
-		n, failed, err := judge.JudgeCells(ctx, p, cellJudge, adjudicator, ph.logTo(opts).judging())
+		n, failed, err := judge.JudgeCells(ctx, sp, cellJudge, adjudicator, ph.logTo(opts).judging())
 		ph.end(n, "judged %d")
 		if failed > 0 {
 			fmt.Fprintf(opts.Log, "%d judge calls failed: their cells are not judged, the verdict is INCOMPLETE; run again to ask again\n", failed)
@@ -132,6 +138,10 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		}
 	}
 	r, err := Report(opts.Out)
+	if err == nil && sum.Shard != nil {
+		sum.ShareComplete, err = shareComplete(opts.Out, p, opts.Shard)
+		sum.ShareComplete = sum.ShareComplete && sum.Complete()
+	}
 	return sum, r, err
 }
 
@@ -209,6 +219,11 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 		if !cal.Passed() {
 			r.Verdict = verdict.CalibrationVerdict(cal)
 		}
+	}
+	if rec, ok, err := store.ReadShard(out, p); err != nil {
+		return nil, nil, nil, err
+	} else if ok {
+		markShard(r, p, rec)
 	}
 	return p, r, results, nil
 }

@@ -110,7 +110,7 @@ func rerunRed(ctx context.Context, p *plan.Plan, opts Options) error {
 		q := *p
 		q.Cells = todo
 		o := opts
-		o.Cases, o.Arms, o.Split = nil, nil, ""
+		o.Cases, o.Arms, o.Split, o.Shard = nil, nil, "", Shard{} // p holds the reruns alone
 		if _, err := Run(ctx, &q, o); err != nil {
 			return err
 		}

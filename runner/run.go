@@ -32,6 +32,9 @@ type Options struct {
 	// Cases, Arms and Split select cells; empty selects all.
 	Cases, Arms []string
 	Split       string
+	// Shard runs only one share of the plan's cells (see Shard); the zero
+	// Shard runs them all.
+	Shard Shard
 	// DryRun says what would run and starts nothing.
 	DryRun bool
 	// Calibrate runs only the calibration checks; a policy that asks for
@@ -69,6 +72,10 @@ type Summary struct {
 	SpentUSD       float64       `json:"spentUSD"`
 	SpentFolderUSD float64       `json:"spentFolderUSD"`
 	Elapsed        time.Duration `json:"elapsed"`
+	// Shard is the share run, when the run was sharded; ShareComplete says
+	// every cell of it has a valid result, judged where the plan judges it.
+	Shard         *Shard `json:"shard,omitempty"`
+	ShareComplete bool   `json:"shareComplete,omitempty"`
 }
 
 // Complete reports whether every selected cell has a valid rollout.
@@ -114,7 +121,7 @@ func Select(p *plan.Plan, cases, arms []string, split string) ([]plan.Cell, erro
 // every stored rollout; the summary then says Interrupted.
 func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	start := time.Now()
-	cells, err := Select(p, opts.Cases, opts.Arms, opts.Split)
+	cells, err := selectCells(p, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +161,12 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 			todo = append(todo, c)
 		}
 	}
-	fmt.Fprintf(opts.Log, "%d of %d planned cells selected: %d stored, %d to run (%d jobs)\n", len(cells), len(p.Cells), sum.Reused, len(cells)-sum.Reused, opts.Jobs)
+	share := ""
+	if !opts.Shard.Whole() {
+		s := opts.Shard
+		sum.Shard, share = &s, " in shard "+s.String()
+	}
+	fmt.Fprintf(opts.Log, "%d of %d planned cells selected%s: %d stored, %d to run (%d jobs)\n", len(cells), len(p.Cells), share, sum.Reused, len(cells)-sum.Reused, opts.Jobs)
 	if opts.DryRun || len(todo) == 0 {
 		sum.Elapsed = time.Since(start)
 		return sum, nil
@@ -289,8 +301,19 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
 	}
-	msg := fmt.Sprintf("%d cells: %d ran, %d reused from the store (%s) in %s; results in %s",
-		s.Selected, s.Ran, s.Reused, strings.Join(parts, ", "), s.Elapsed.Round(time.Millisecond), out)
+	statuses := ""
+	if len(parts) > 0 { // a shard's share may hold no cell
+		statuses = " (" + strings.Join(parts, ", ") + ")"
+	}
+	msg := fmt.Sprintf("%d cells: %d ran, %d reused from the store%s in %s; results in %s",
+		s.Selected, s.Ran, s.Reused, statuses, s.Elapsed.Round(time.Millisecond), out)
+	if s.Shard != nil {
+		state := "complete"
+		if !s.ShareComplete {
+			state = "not complete"
+		}
+		msg += fmt.Sprintf("\nshard %s: its share of %d of the plan's %d cells is %s; merge every shard's run folder (skillgate merge) for the verdict", s.Shard, s.Selected, s.Planned, state)
+	}
 	if s.SpentUSD > 0 || s.SpentFolderUSD > 0 {
 		msg += fmt.Sprintf("\nmodel spend: $%.4f (the run folder's, over all runs: $%.4f)", s.SpentUSD, s.SpentFolderUSD)
 	}

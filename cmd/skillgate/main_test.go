@@ -34,7 +34,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "../../testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_GOLDEN") != "",
-		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"standin": standIn},
+		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"standin": standIn, "sametimes": sameTimes, "tamper": tamper},
 		Condition:     condition,
 		Setup: func(e *testscript.Env) error {
 			work := e.Getenv("WORK")

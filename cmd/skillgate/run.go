@@ -11,6 +11,7 @@ import (
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,6 +43,13 @@ provider errors (429, 529, 5xx, a reset connection) are retried by the
 gateway (limits.retry) before the agent sees them; a provider fault the
 cell never recovered from makes it invalid, and invalid cells rerun.
 
+With --shard I/N it runs the I-th of N shares of the plan's cells, as one
+job of a CI matrix does; every machine computes the same shares from the plan
+alone. The run folder is an ordinary one whose reports say INCOMPLETE, naming
+the shard; "skillgate merge" unions the shards' folders into the plan's
+verdict. A shard exits 0 once every cell of its share has a valid result, 2
+while one has not, 3 when calibration failed.
+
 Exit codes: 0 PASS, 1 FAIL, 2 INCOMPLETE (interrupted, filtered, spend cap
 reached, or a cell invalid because Docker, skillgate or the provider
 failed), 3 calibration failed.`,
@@ -51,6 +59,7 @@ failed), 3 calibration failed.`,
 			&cli.StringSliceFlag{Name: "case", Usage: "run only case `ID` (repeatable); a calibration-only case runs only when named here"},
 			&cli.StringSliceFlag{Name: "arm", Usage: "run only arm `NAME` (repeatable)"},
 			&cli.StringFlag{Name: "split", Usage: "run only cases of split `S`"},
+			&cli.StringFlag{Name: "shard", Usage: "run only the `I/N`-th share of the plan's cells (I from 1 to N), into a run folder that skillgate merge joins with the others"},
 			&cli.StringFlag{Name: "suite", Usage: "with a plan file: the suite folder `DIR` it was compiled from"},
 			&cli.Float64Flag{Name: "spend-cap", Usage: "start a cell or judge call only while its worst case fits under `USD` spent in the run folder over all runs (needs agent.prices); a started cell always finishes, and a later run with a higher cap resumes"},
 			&cli.BoolFlag{Name: "calibrate", Usage: "run only the calibration checks: the agent quotes a line only its arm's skill copy holds, says it has no skill in a no-skill arm, runs a shell command (exit 3 when one fails)"},
@@ -68,6 +77,12 @@ failed), 3 calibration failed.`,
 			if err != nil {
 				return exit(2, err)
 			}
+			var shard runner.Shard
+			if c.IsSet("shard") {
+				if shard, err = runner.ParseShard(c.String("shard")); err != nil {
+					return exit(2, err)
+				}
+			}
 			// Before any engine or provider is asked: a cap that cannot be
 			// kept refuses the run at once.
 			if err := store.CheckSpendCap(t.Plan, c.Float64("spend-cap")); err != nil {
@@ -82,7 +97,7 @@ failed), 3 calibration failed.`,
 			fi, _ := os.Stderr.Stat()
 			sum, report, err := runner.Evaluate(ctx, t.Plan, runner.Options{
 				Out: out, SuiteDir: t.SuiteDir, Jobs: c.Int("jobs"),
-				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"),
+				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"), Shard: shard,
 				DryRun: c.Bool("dry-run"), Calibrate: c.Bool("calibrate"), SpendCapUSD: c.Float64("spend-cap"), Log: os.Stderr, Terminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
 				Finish: finish,
 			})
@@ -97,6 +112,14 @@ failed), 3 calibration failed.`,
 				return nil
 			}
 			fmt.Fprint(os.Stderr, describeVerdict(report, out))
+			if sum.Shard != nil && report.Verdict.Verdict != verdict.VerdictCalibration {
+				// A shard's report is INCOMPLETE by nature: its exit says
+				// whether it did its share.
+				if sum.ShareComplete {
+					return nil
+				}
+				return exit(2, nil)
+			}
 			return exitVerdict(report)
 		},
 	}

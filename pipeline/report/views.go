@@ -67,6 +67,8 @@ func incompleteText(reason string) string {
 		return "Some cells are invalid: Docker, skillgate or the model's provider failed them, not the agent. They run again on the next run."
 	case strings.HasPrefix(reason, "NOT-MEASURED"):
 		return "A rule could not be evaluated on this run's results (an arm with no valid cell); it neither passes nor fails until it can."
+	case strings.HasPrefix(reason, "SHARD"):
+		return "This run folder holds shares of the plan's cells (skillgate run --shard), not all of them; the other shares run into folders of their own. Merge every shard's run folder (skillgate merge OUT SHARD...) for the plan's verdict."
 	case strings.HasPrefix(reason, "INCOMPLETE") && strings.Contains(reason, "not judged"):
 		return "Some judgements are missing: " + strings.TrimPrefix(reason, "INCOMPLETE ") + "."
 	}

@@ -18,6 +18,12 @@
 //
 //	plan.json                      the plan the reports describe, written before any cell
 //	calibration.json               the calibration checks' outcome, for that plan
+//	shard.json                     the shares of the plan's cells the folder holds, when not
+//	                               all (skillgate run --shard I/N); its reports say INCOMPLETE
+//	merge.json                     in a merged folder: the folders read, and every key found
+//	                               stored with different content, with the version chosen
+//	merge/set-aside/KIND/KEY/HEX/  a version not chosen (HEX: the first 16 hex digits of its
+//	                               content digest), kept as it was stored
 //	.lock                          held by the skillgate process using the folder
 //	store/rollouts/KEY/            one agent session, by rollout key:
 //	    rollout.json                 the normalized record (status, telemetry, changes, usage)
@@ -51,4 +57,47 @@
 // cell's grade only once both are. A pairwise judgement's KEY is
 // grade.PairwiseKey: both cells' grade keys, the judge, and the
 // candidate's position (A or B). A rejudgement's KEY is its packet's.
+//
+// # Merging run folders
+//
+// Merge unions run folders of one plan (the shards of a CI matrix, or any
+// runs of the same plan.json) into a new folder. Every record is verified
+// against its key before it is taken: a rollout's rollout.json names its
+// key, each files/HEX holds content of digest HEX, every changed file's
+// content is there, answer.txt is the recorded answer, and under a key of
+// the plan it ran the plan's fixture and skills; a tree's files give its
+// digest; a grade names its key and, under a key of the plan, the plan's
+// rollout; a judgement names its key, and under a key of the plan is by the
+// plan's judge of the cells that give the key; a judge failure names its
+// key; a packet is JSON; the ledgers' lines parse (an audit decision names
+// a cell of the plan); calibration.json names rollouts the folder holds. A folder of
+// another plan, a part of the store the merge does not know, or a record
+// that fails stops the merge before the new folder exists.
+//
+// A key stored with the same content in several folders is one record. A
+// key stored with different content keeps every version: one is chosen,
+// the others are kept under merge/set-aside and listed in merge.json with
+// the rule that chose. The rules, in this order, the first that tells two
+// versions apart deciding:
+//
+//  1. Calibration first: each folder's calibration.json with the versions
+//     of the rollouts it read is one version; the chosen one brings those
+//     rollouts with it (rule "follows the chosen calibration").
+//  2. A valid record over an invalid one: a rollout or grade not invalid, a
+//     judgement without an error; a judge failure is never valid.
+//  3. For rollouts and calibrations: the one that started first.
+//  4. The lowest content digest (a rollout's: its folder's tree digest; a
+//     file's: its bytes').
+//
+// Before those, a grade, packet, judgement or judge failure made from a
+// version of a rollout other than the chosen one (every folder holding it
+// holds that other version) is set aside: it follows its rollout. A
+// judgement taken clears the failures of its key, as a run does. The spend
+// and audit ledgers are the union of the folders' lines, in time order.
+// rejudged/ is not merged (merge.json says so): rejudge the merged folder.
+//
+// The merged folder holds shard.json only when its folders' shares, all of
+// one count, do not cover the plan; a folder without one holds the whole
+// plan. With every share merged, the folder is the plan's: its reports are
+// those of one unsharded run with the same stored results.
 package store
