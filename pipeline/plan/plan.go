@@ -35,6 +35,10 @@ type Plan struct {
 	Arms     []PlanArm       `json:"arms"`
 	Cases    []PlanCase      `json:"cases"`
 	Cells    []Cell          `json:"cells"`
+
+	// Environments by name, and case folders by suite-relative path.
+	Environments map[string]PlanEnvironment `json:"environments,omitempty"`
+	CaseDirs     map[string]Tree            `json:"caseDirs,omitempty"`
 }
 
 // PlanSuite identifies the suite a plan was compiled from.
@@ -91,6 +95,12 @@ type PlanCase struct {
 	FixtureDigest digest.Digest `json:"fixtureDigest,omitempty"`
 	RolloutDigest digest.Digest `json:"rolloutDigest"`
 	GradeDigest   digest.Digest `json:"gradeDigest"`
+
+	// EnvironmentDigest is the digest of the environment its cells run in
+	// (Case.Environment, the suite's default applied); CaseDirDigest its
+	// case folder's tree.
+	EnvironmentDigest digest.Digest `json:"environmentDigest,omitempty"`
+	CaseDirDigest     digest.Digest `json:"caseDirDigest,omitempty"`
 }
 
 // Cell is one case × arm × trial: one container, one agent session.
@@ -139,7 +149,10 @@ func Compile(s *suite.Suite) (*Plan, error) {
 	forced := agent.ForcedPrompt
 	agent.ForcedPrompt = ""
 	p.Agent = PlanAgent{Agent: s.Agent, Digest: DigestJSON(agent)}
-	p.Limits = PlanLimits{Limits: s.Limits, Digest: DigestJSON(s.Limits)}
+	p.Limits = PlanLimits{Limits: s.Limits, Digest: DigestJSON(rolloutLimits(s.Limits))}
+	if err := compileEnvironments(s, p); err != nil {
+		return nil, err
+	}
 	if s.Judge != nil {
 		// The judge's identity: its fields (templates included), the seed
 		// of its A/B orders, and the layout of the packets it reads.
@@ -185,6 +198,9 @@ func Compile(s *suite.Suite) (*Plan, error) {
 	for _, id := range s.CaseOrder {
 		c := s.Cases[id]
 		pc := PlanCase{Case: c}
+		if err := caseInputs(s, p, &pc); err != nil {
+			return nil, err
+		}
 		if c.Fixture != "" {
 			key := path.Clean(c.Fixture)
 			t, ok := p.Fixtures[key]
@@ -201,18 +217,22 @@ func Compile(s *suite.Suite) (*Plan, error) {
 			pc.FixtureDigest = t.Digest
 		}
 		pc.RolloutDigest = DigestJSON(struct {
-			Prompt  string        `json:"prompt"`
-			Seed    []suite.Turn  `json:"seed"`
-			Fixture digest.Digest `json:"fixture"`
-		}{c.Prompt, c.Seed, pc.FixtureDigest})
+			Prompt      string        `json:"prompt"`
+			Seed        []suite.Turn  `json:"seed"`
+			Fixture     digest.Digest `json:"fixture"`
+			Environment digest.Digest `json:"environment,omitempty"`
+			Setup       *setupKey     `json:"setup,omitempty"`
+		}{c.Prompt, c.Seed, pc.FixtureDigest, pc.EnvironmentDigest, setupOf(pc, s.Limits)})
 		pc.GradeDigest = DigestJSON(struct {
-			Kind    string            `json:"kind"`
-			Safety  bool              `json:"safety"`
-			Routing suite.Routing     `json:"routing"`
-			Writes  *[]string         `json:"writes"`
-			Assert  []suite.Assertion `json:"assert"`
-			Rubric  []string          `json:"rubric"`
-		}{c.Kind, c.Safety, c.Routing, c.Writes, c.Assert, c.Rubric})
+			Kind         string                   `json:"kind"`
+			Safety       bool                     `json:"safety"`
+			Routing      suite.Routing            `json:"routing"`
+			Writes       *[]string                `json:"writes"`
+			Assert       []suite.Assertion        `json:"assert"`
+			Rubric       []string                 `json:"rubric"`
+			CaseDir      digest.Digest            `json:"caseDir,omitempty"`
+			Environments map[string]digest.Digest `json:"environments,omitempty"`
+		}{c.Kind, c.Safety, c.Routing, c.Writes, c.Assert, c.Rubric, pc.CaseDirDigest, checkEnvironments(p, pc)})
 		p.Cases = append(p.Cases, pc)
 	}
 	for _, pc := range p.Cases {
