@@ -1,0 +1,76 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/skillgate/skillgate/runner/docker/dockertest"
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/pipeline/grade"
+)
+
+// These tests run cells in environments: skillgate's Debian userland (built with
+// debootstrap from the host's mirror the first time, then found by its inputs), a suite's
+// Dockerfile folder built on it, with setups and case folders, from suites in
+// testdata/env.
+
+// checksOf are a stored result's checks by name.
+func checksOf(t *testing.T, out string, s runSuite) map[string]map[string]grade.CheckResult {
+	t.Helper()
+	results, err := store.Results(s.Plan, &store.Store{Dir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]map[string]grade.CheckResult{}
+	for _, r := range results {
+		by[r.Cell] = map[string]grade.CheckResult{}
+		for _, ch := range r.Checks {
+			by[r.Cell][ch.Name] = ch
+		}
+	}
+	return by
+}
+
+// wantChecks fails unless cell's checks passed as want says.
+func wantChecks(t *testing.T, by map[string]map[string]grade.CheckResult, cell string, want map[string]bool) {
+	t.Helper()
+	for name, ok := range want {
+		ch, found := by[cell][name]
+		if !found {
+			t.Errorf("%s: no check %q in %+v", cell, name, by[cell])
+			continue
+		}
+		if ch.Passed != ok {
+			t.Errorf("%s: check %q passed %v (%s), want %v", cell, name, ch.Passed, ch.Detail, ok)
+		}
+	}
+}
+
+// TestEnvironmentDebianPackage: an environment with jq, a package the default images
+// lack. The agent in it uses jq and so does a run: check, in bash with the environment's
+// variables; in the default image the same check fails (jq is not there), and passes when
+// it names the environment.
+func TestEnvironmentDebianPackage(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copyTestdataSuite(t, e, "env/jq")
+	out := t.TempDir()
+	sum, _ := evaluate(t, s.Plan, s.Dir, out)
+	if !sum.Complete() || sum.Statuses[store.StatusCompleted] != len(s.Plan.Cells) {
+		t.Fatalf("summary %+v", sum)
+	}
+	by := checksOf(t, out, s)
+	wantChecks(t, by, "with/none/1", map[string]bool{`answer contains "jq-1."`: true, "jq reads the result": true, "bash and the environment's variables": true})
+	wantChecks(t, by, "without/none/1", map[string]bool{`answer contains "no jq here"`: true, "jq reads the fixture": false, "jq in its environment": true})
+	if d := by["without/none/1"]["jq reads the fixture"].Detail; d == "" {
+		t.Errorf("the failed check says nothing")
+	} else {
+		t.Logf("without the environment: %s", d)
+	}
+	ro := stored(t, out)["with/none/1"]
+	if ro.Inputs.Environment == nil || ro.Inputs.Environment.Name != "tools" || ro.Inputs.Environment.Image == "" {
+		t.Errorf("rollout inputs %+v", ro.Inputs.Environment)
+	}
+	if len(ro.Changes) != 1 || ro.Changes[0].Path != "config.json" {
+		t.Errorf("changes %+v", ro.Changes)
+	}
+}
