@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
@@ -72,5 +74,51 @@ func TestEnvironmentDebianPackage(t *testing.T) {
 	}
 	if len(ro.Changes) != 1 || ro.Changes[0].Path != "config.json" {
 		t.Errorf("changes %+v", ro.Changes)
+	}
+}
+
+// TestEnvironmentGstackShaped: a gstack-shaped suite on the real Claude Code CLI (the
+// scripted model) in skillgate's Debian userland. Each case's setup runs its seed.sh from
+// the case folder, making a git repository; what it made is the baseline, so the agent's
+// changes are only its own, and git diff in the checks shows them: the case whose agent
+// fixes app.txt passes every check, the one whose agent edits README.md fails those that
+// read the diff, and a seed.sh that fails makes its cell invalid with what it printed.
+func TestEnvironmentGstackShaped(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copyTestdataSuite(t, e, "env/gstack")
+	out := t.TempDir()
+	sum, _ := evaluate(t, s.Plan, s.Dir, out)
+	if sum.Statuses[store.StatusCompleted] != 2 || sum.Statuses[store.StatusInvalid] != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	by := checksOf(t, out, s)
+	wantChecks(t, by, "fix/none/1", map[string]bool{
+		`answer contains "git version"`: true, `answer contains "no case folder"`: true, "writes only [app.txt .gstack-home/**]": true,
+		"app.txt fixed": true, "only app.txt differs": true, "state excluded from git": true, "state under GSTACK_HOME": true, "case folder read-only": true,
+	})
+	wantChecks(t, by, "wrong/none/1", map[string]bool{
+		"app.txt fixed": false, "only app.txt differs": false, "state excluded from git": true, "state under GSTACK_HOME": false, "case folder read-only": true,
+	})
+	ros := stored(t, out)
+	fix := ros["fix/none/1"]
+	if fix.Setup == nil || fix.Setup.ExitCode != 0 || !strings.Contains(fix.Setup.Output, "seeded (full)") {
+		t.Fatalf("setup record %+v", fix.Setup)
+	}
+	var setupPaths, agentPaths []string
+	for _, ch := range fix.Setup.Changes {
+		setupPaths = append(setupPaths, ch.Path)
+	}
+	for _, ch := range fix.Changes {
+		agentPaths = append(agentPaths, ch.Path)
+	}
+	if !slices.Contains(setupPaths, ".git/HEAD") || !slices.Contains(setupPaths, "app.txt") {
+		t.Errorf("the setup's changes %v lack the repository it made", setupPaths)
+	}
+	if want := []string{".gstack-home/state.json", "app.txt"}; !slices.Equal(agentPaths, want) {
+		t.Errorf("the agent's changes %v, want %v: the setup's are the baseline", agentPaths, want)
+	}
+	broken := ros["broken/none/1"]
+	if broken.Status != store.StatusInvalid || !strings.Contains(broken.Error, "setup failed: exit 3") || !strings.Contains(broken.Error, "cannot seed: no template here") {
+		t.Errorf("broken setup: status %s, error %q", broken.Status, broken.Error)
 	}
 }

@@ -96,15 +96,46 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 
 // BuildImageOn builds the image of an agent's CLI at a pinned version ("" for the default)
 // on base, an environment's image, and returns its reference
-// skillgate/AGENT:VERSION-on-DIGEST12, DIGEST12 covering the build context and the base's
-// ID: only the CLI's files and the agent's folders (/home/agent, /workspace) are added; the
-// shell, libraries and users are the base's. A dynamically linked CLI (Claude Code) needs
-// the base to have glibc. The npm tarballs are cached as BuildImage caches them.
+// skillgate/AGENT:VERSION-on-KEY12, KEY12 covering the layered Dockerfile and the base's
+// ID, found without unpacking the CLI when the engine has it. Only the CLI's files and the
+// agent's folders (/home/agent, /workspace) are added; the shell, libraries and users are
+// the base's. A dynamically linked CLI (Claude Code) needs the base to have glibc. The npm
+// tarballs are cached as BuildImage caches them.
 func BuildImageOn(ctx context.Context, e Builder, agent string, version string, base Base, log io.Writer) (ref string, err error) {
 	if base.Ref == "" || base.ID == "" {
 		return "", fmt.Errorf("build %s image: no base image", agent)
 	}
-	return buildImage(ctx, e, agent, version, base, log)
+	// As VERSION names the image FROM scratch, the alias names this one without
+	// unpacking the CLI to digest its context again.
+	alias, err := layeredAlias(agent, version, base)
+	if err != nil {
+		return "", err
+	}
+	if _, ok, err := e.ImageExists(ctx, alias); err != nil || ok {
+		return alias, err
+	}
+	ref, err = buildImage(ctx, e, agent, version, base, log)
+	if err != nil {
+		return "", err
+	}
+	if err := e.Tag(ctx, ref, alias); err != nil {
+		return "", err
+	}
+	return alias, nil
+}
+
+// layeredAlias is the tag that names an agent's CLI at version on base:
+// skillgate/AGENT:VERSION-on-KEY12, KEY covering the layered Dockerfile and the base's ID.
+func layeredAlias(agent, version string, base Base) (string, error) {
+	r := Of(agent).recipe
+	if r == nil {
+		return "", fmt.Errorf("build agent image: unknown agent %q (want %s or %s)", agent, ClaudeCode, Codex)
+	}
+	if version == "" {
+		version = r.version
+	}
+	key := digest.FromString(fmt.Sprintf(layeredDockerfile, base.ID, r.env))
+	return ImageRepo(agent) + ":" + strings.ReplaceAll(version, "+", "_") + "-on-" + key.Encoded()[:12], nil
 }
 
 func buildImage(ctx context.Context, e Builder, agent string, version string, base Base, log io.Writer) (ref string, err error) {
@@ -217,7 +248,7 @@ func buildImage(ctx context.Context, e Builder, agent string, version string, ba
 	ref = ImageRepo(agent) + ":" + tag + "-" + d.Encoded()[:12]
 	if layered {
 		// The context names the base by reference; its ID says what it is.
-		ref = ImageRepo(agent) + ":" + tag + "-on-" + digest.FromString(d.String() + "\n" + base.ID).Encoded()[:12]
+		ref = ImageRepo(agent) + ":" + tag + "-" + d.Encoded()[:12] + "-on-" + digest.Digest(base.ID).Encoded()[:12]
 	}
 	if _, ok, err := e.ImageExists(ctx, ref); err != nil {
 		return "", err
