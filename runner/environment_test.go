@@ -122,3 +122,30 @@ func TestEnvironmentGstackShaped(t *testing.T) {
 		t.Errorf("broken setup: status %s, error %q", broken.Status, broken.Error)
 	}
 }
+
+// TestEnvironmentDockerfileTool: a chrisbanes-shaped case whose check needs a tool only its
+// environment has, an image built from the suite's Dockerfile folder on the Debian
+// userland. In that environment the check passes with the environment's variables; a cell
+// in the agent's own image passes it by naming the environment, and fails it without.
+func TestEnvironmentDockerfileTool(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copyTestdataSuite(t, e, "env/tool")
+	out := t.TempDir()
+	sum, _ := evaluate(t, s.Plan, s.Dir, out)
+	if !sum.Complete() || sum.Statuses[store.StatusCompleted] != len(s.Plan.Cells) {
+		t.Fatalf("summary %+v", sum)
+	}
+	by := checksOf(t, out, s)
+	wantChecks(t, by, "inside/none/1", map[string]bool{"ktcheck accepts the edit": true, "the cell's own jq": true})
+	wantChecks(t, by, "outside/none/1", map[string]bool{"ktcheck in its environment": true, "ktcheck in the cell's image": false})
+	if d := by["outside/none/1"]["ktcheck in the cell's image"].Detail; !strings.Contains(d, "exit 127") {
+		t.Errorf("without its environment: %q, want the tool not found", d)
+	}
+	ros := stored(t, out)
+	if env := ros["inside/none/1"].Inputs.Environment; env == nil || env.Name != "kotlin" || !strings.HasPrefix(env.Image, "sha256:") {
+		t.Errorf("inside: environment inputs %+v", env)
+	}
+	if env := ros["outside/none/1"].Inputs.Environment; env != nil {
+		t.Errorf("outside: environment inputs %+v, want none", env)
+	}
+}
