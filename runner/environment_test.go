@@ -1,14 +1,20 @@
 package runner
 
 import (
+	"context"
+	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // These tests run cells in environments: skillgate's Debian userland (built with
@@ -101,7 +107,7 @@ func TestEnvironmentGstackShaped(t *testing.T) {
 	})
 	ros := stored(t, out)
 	fix := ros["fix/none/1"]
-	if fix.Setup == nil || fix.Setup.ExitCode != 0 || !strings.Contains(fix.Setup.Output, "seeded (full)") {
+	if fix.Setup == nil || fix.Setup.ExitCode != 0 || !strings.Contains(fix.Setup.Output, "seeded (full) as uid 1000") {
 		t.Fatalf("setup record %+v", fix.Setup)
 	}
 	var setupPaths, agentPaths []string
@@ -147,5 +153,72 @@ func TestEnvironmentDockerfileTool(t *testing.T) {
 	}
 	if env := ros["outside/none/1"].Inputs.Environment; env != nil {
 		t.Errorf("outside: environment inputs %+v, want none", env)
+	}
+}
+
+// TestEnvironmentPinnedImage: an environment can name an image the engine has by reference
+// and digest (here the Debian root with jq, by its ID). A cell in it uses its tools; a
+// digest the local image does not have, and a Dockerfile FROM an image the engine lacks,
+// make their cells invalid saying so: nothing is pulled.
+func TestEnvironmentPinnedImage(t *testing.T) {
+	e := dockertest.Engine(t)
+	jq := copyTestdataSuite(t, e, "env/jq")
+	ref, id, err := newImages(e, jq.Plan, nil, io.Discard).environmentImage(context.Background(), "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := writeRepo(t, map[string]string{
+		"s/df/Dockerfile": "FROM skillgate/absent-base:1\n",
+		"s/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+	"skillgate.dev/schema/policies"
+)
+
+schema.#Suite & {
+	name: "envtest-pinned"
+	agent: agents.command & {command: ["sh", "-c", "jq --version"]}
+	trials: 1
+	limits: timeout: "60s"
+	environments: {
+		pinned: image: {ref: "` + ref + `", digest: "` + id + `"}
+		wrong: image: {ref: "` + ref + `", digest: "sha256:` + strings.Repeat("0", 64) + `"}
+		nobase: dockerfile: path: "df"
+	}
+	arms: none: {}
+	cases: {
+		ok: {prompt: "Run jq.", environment: "pinned", assert: [{answer: contains: "jq-1."}, {name: "jq in the check", run: "jq -n 1"}]}
+		wrong: {prompt: "Run jq.", environment: "wrong"}
+		nobase: {prompt: "Run jq.", environment: "nobase"}
+	}
+	policy: policies.advisory
+}
+`,
+	})
+	dir := filepath.Join(root, "s")
+	p, err := plan.CompileDir(dir)
+	if err != nil {
+		t.Fatal(suite.PrintError(err, root))
+	}
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
+	out := t.TempDir()
+	sum, _ := evaluate(t, p, dir, out)
+	if sum.Statuses[store.StatusCompleted] != 1 || sum.Statuses[store.StatusInvalid] != 2 {
+		t.Fatalf("summary %+v", sum)
+	}
+	wantChecks(t, checksOf(t, out, runSuite{Dir: dir, Plan: p}), "ok/none/1", map[string]bool{`answer contains "jq-1."`: true, "jq in the check": true})
+	ros := stored(t, out)
+	if env := ros["ok/none/1"].Inputs.Environment; env == nil || env.Image != id {
+		t.Errorf("ok: environment inputs %+v, want image %s", env, id)
+	}
+	for cell, want := range map[string]string{
+		"wrong/none/1":  "not the pinned sha256:" + strings.Repeat("0", 64),
+		"nobase/none/1": "FROM skillgate/absent-base:1, which is not in the Docker engine",
+	} {
+		if ro := ros[cell]; ro == nil || ro.Status != store.StatusInvalid || !strings.Contains(ro.Error, want) {
+			t.Errorf("%s: %+v, want invalid with %q", cell, ro, want)
+		}
 	}
 }

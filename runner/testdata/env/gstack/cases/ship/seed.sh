@@ -12,4 +12,4 @@ git commit -q -m seed
 if [ "$mode" = full ]; then
 	printf '.gstack-home/\n' >>.git/info/exclude
 fi
-echo "seeded ($mode)"
+echo "seeded ($mode) as uid $(id -u)"
