@@ -382,6 +382,23 @@ func (r *reasoner) environmentChanges(name string, a, b PlanEnvironment) []strin
 			out = append(out, fmt.Sprintf("environment %s: dockerfile.from %q → %q", name, a.Environment.Dockerfile.From, b.Environment.Dockerfile.From))
 		}
 	}
+	if ad, bd := ae.Debian, be.Debian; ad != nil && bd != nil {
+		if ad.Release != bd.Release {
+			out = append(out, fmt.Sprintf("environment %s: debian.release %s → %s", name, ad.Release, bd.Release))
+		}
+		ap, bp := DebianPackages(ad.Packages), DebianPackages(bd.Packages)
+		for _, pkg := range bp {
+			if !slices.Contains(ap, pkg) {
+				out = append(out, fmt.Sprintf("environment %s: debian package %s added", name, pkg))
+			}
+		}
+		for _, pkg := range ap {
+			if !slices.Contains(bp, pkg) {
+				out = append(out, fmt.Sprintf("environment %s: debian package %s removed", name, pkg))
+			}
+		}
+		ae.Debian, be.Debian = nil, nil
+	}
 	ae.Description, be.Description = "", ""
 	out = append(out, fieldDiffs("environment "+name, ae, be)...)
 	if len(out) == 0 {
