@@ -84,6 +84,9 @@ func checkEnvironments(c *checker, s *Suite) {
 				c.add(at(str("caseDir")), "%v", err)
 			}
 		}
+		if cs.Setup != nil && cs.Setup.Shell == "bash" && s.inSandbox(s.EnvironmentOf(cs)) {
+			c.add(at(str("setup"), str("shell")), "%s", noBash)
+		}
 		for i, a := range cs.Assert {
 			sel := at(str("assert"), cue.Index(i))
 			if a.Run == nil && (a.Shell != "" || a.Environment != "") {
@@ -92,6 +95,14 @@ func checkEnvironments(c *checker, s *Suite) {
 			}
 			if a.Environment != "" && !known(a.Environment) {
 				c.add(append(sel, str("environment")), "environment %q is not one of the suite's environments (%s)", a.Environment, list)
+				continue
+			}
+			env := a.Environment
+			if env == "" {
+				env = s.EnvironmentOf(cs)
+			}
+			if a.Shell == "bash" && s.inSandbox(env) {
+				c.add(append(sel, str("shell")), "%s", noBash)
 			}
 		}
 	}
@@ -148,4 +159,19 @@ func (s *Suite) EnvironmentOf(cs Case) string {
 		return cs.Environment
 	}
 	return s.Environment
+}
+
+// noBash says why bash cannot run in skillgate's sandbox image.
+const noBash = "shell bash: it would run in skillgate/sandbox, which has busybox sh only: use sh, or an environment (debian) that has bash"
+
+// inSandbox reports whether what runs in environment env ("" for none) runs in skillgate's
+// busybox sandbox: the command agent's default image, with no environment image over it.
+func (s *Suite) inSandbox(env string) bool {
+	if e, ok := s.Environments[env]; ok && (e.Debian != nil || e.Dockerfile != nil || e.Image != nil) {
+		return false
+	}
+	if s.Agent.Kind == "claude-code" || s.Agent.Kind == "codex" {
+		return false // their images have bash
+	}
+	return s.Agent.Image == "skillgate/sandbox" || s.Agent.Image == "skillgate/sandbox:latest"
 }
