@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"io"
 
 	"github.com/skillgate/skillgate/runner/docker"
 )
@@ -17,6 +18,10 @@ type backend interface {
 	ImageLabels(ctx context.Context, ref string) (id string, labels map[string]string, ok bool, err error)
 	BuildImage(ctx context.Context, tag string, labels map[string]string, bc *docker.BuildContext) (id string, err error)
 	Tag(ctx context.Context, source, target string) error
+	// ImageInfo and ImportImage serve environments: an image pinned by digest, a root
+	// file system (skillgate's Debian userland) made an image.
+	ImageInfo(ctx context.Context, ref string) (docker.ImageInfo, bool, error)
+	ImportImage(ctx context.Context, tag string, labels map[string]string, changes []string, root io.Reader) (id string, err error)
 	// Cells and checks.
 	RunContainer(ctx context.Context, spec docker.ContainerSpec) (*docker.ContainerOutcome, error)
 	StartSession(ctx context.Context, spec docker.SessionSpec) (*docker.Session, error)

@@ -53,8 +53,10 @@ type images struct {
 	log   io.Writer
 
 	mu    sync.Mutex
-	agent map[string]*imageBuild // by agent image ref
+	agent map[string]*imageBuild // by agent image ref, or "environment NAME"
 	cells map[digest.Digest]*imageBuild
+	envs  map[string]*imageBuild // environment images, by environment name
+	debs  map[string]*imageBuild // Debian roots, by tag
 }
 
 type imageBuild struct {
@@ -119,7 +121,13 @@ func (im *images) agentImage(ctx context.Context) (ref, id, version string, err 
 // from the agent image ID and the plan's tree digests: once every file is
 // verified while the image is built, that is its content.
 func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.PlanArm) (ref, id string, err error) {
-	agentRef, agentID, _, err := im.agentImage(ctx)
+	return im.cellImageIn(ctx, pc, arm, pc.Environment)
+}
+
+// cellImageIn is the cell image of pc and arm on the agent's image in environment env (a
+// run: check may name another environment than its cell's).
+func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.PlanArm, env string) (ref, id string, err error) {
+	agentRef, agentID, _, err := im.agentImageIn(ctx, env)
 	if err != nil {
 		return "", "", err
 	}
@@ -308,9 +316,11 @@ func (in cellInput) files() []docker.SpecFile {
 	return fs
 }
 
-// cellEnv is the agent's whole environment: nothing of the host's.
-func cellEnv(p *plan.Plan, arm plan.PlanArm, in cellInput) []string {
-	env := []string{"SKILLGATE_PROMPT_FILE=" + PromptFile}
+// cellEnv is the agent's whole environment: nothing of the host's. The environment's env
+// comes first, so the agent's own env wins over it.
+func cellEnv(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm, in cellInput) []string {
+	env := environmentEnv(p, pc.Environment)
+	env = append(env, "SKILLGATE_PROMPT_FILE="+PromptFile)
 	if in.inline {
 		env = append(env, "SKILLGATE_PROMPT="+in.prompt)
 	}

@@ -6,11 +6,14 @@
 //	agent    one file per kind of agent: its image, environment, stdin rule, transcript
 //	store    the run folder's store, whose doc describes the folder's layout
 //	judge    judging a run's stored rollouts, and rejudging them with another judge
+//	debian   skillgate's Debian userland: a root bootstrapped from the host's mirror
 //	redact   the run's secrets out of everything stored
 //
 // Its own files follow a run: run.go selects the cells and runs them
 // (Run), rollout.go runs one cell and stores its rollout, cell.go builds
-// the cells' images and their input, workspace.go turns what a cell left
+// the cells' images and their input, environment.go the images of the suite's
+// environments (and the agent's CLI layered on them), setup.go runs a case's setup and
+// makes the image its agent starts from, workspace.go turns what a cell left
 // into changes, inputs.go pins the trees a run reads and checks them
 // again after, model.go starts the gateway and checks the provider,
 // grade.go grades stored rollouts (run: checks in a session), calibrate.go

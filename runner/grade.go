@@ -72,6 +72,9 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 	if err := st.PinFixtures(p, opts.SuiteDir, todo); err != nil {
 		return 0, err
 	}
+	if err := pinCheckInputs(p, opts.SuiteDir, st, todo, cases, arms); err != nil {
+		return 0, err
+	}
 	g := &grader{plan: p, store: st, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
 	defer g.close()
 	var mu sync.Mutex
@@ -188,17 +191,56 @@ const (
 	checkDir    = "/skillgate-check"
 	checkAnswer = checkDir + "/answer.txt"
 	checkDelete = checkDir + "/delete"
+	// checkSetupDelete lists what the case's setup deleted.
+	checkSetupDelete = checkDir + "/setup-delete"
 )
 
-// checkOutputCap is how much of a check's output is read back; its detail keeps less.
-const checkOutputCap = 64 << 10
+// CaseDirMount is where a case's folder is mounted, read-only, for its setup and its
+// run: checks ($SKILLGATE_CASE_DIR, $SKILL_EVAL_FIXTURES); never in the agent's cell.
+const CaseDirMount = "/skillgate-case"
 
-// runChecks runs the case's run: assertions in a container holding the cell's final
-// workspace: the cell image (the agent's image, the fixture, the arm's skills) with the
-// stored changes applied, $WORLD the workspace and the working folder, $OUTPUT the answer
-// as the agent gave it. Each check is its own process, whose exit code the engine reports,
-// so no output can forge a result; a check past its timeout ends the container, and the
-// checks after it start in a fresh one.
+// legacyCheckOutput is what a check's output was read back up to before
+// limits.checkOutput, for plans written then, which have no such limit.
+const legacyCheckOutput = 64 << 10
+
+// caseDirEnv and caseDirBinds give a setup or a check its case's folder: the store's
+// verified snapshot, mounted read-only.
+func caseDirEnv(pc plan.PlanCase) []string {
+	if pc.CaseDir == "" {
+		return nil
+	}
+	return []string{"SKILLGATE_CASE_DIR=" + CaseDirMount, "SKILL_EVAL_FIXTURES=" + CaseDirMount}
+}
+
+func caseDirBinds(st *store.Store, pc plan.PlanCase) []string {
+	if pc.CaseDir == "" {
+		return nil
+	}
+	return []string{st.TreeDir(pc.CaseDirDigest) + ":" + CaseDirMount + ":ro"}
+}
+
+// shellOf is the shell a setup or check names, sh when none.
+func shellOf(name string) string {
+	if name == "" {
+		return "sh"
+	}
+	return name
+}
+
+// checkSession is the session of one environment's run: checks.
+type checkSession struct {
+	spec docker.SessionSpec
+	s    *docker.Session
+}
+
+// runChecks runs the case's run: assertions in containers holding the cell's final
+// workspace: the cell image of its environment (or of the one a check names) with the
+// setup's and the agent's stored changes applied, $WORLD the workspace and the working
+// folder, $OUTPUT the answer as the agent gave it, the case folder mounted read-only, the
+// environment's variables. Each check is its own process, whose exit code the engine
+// reports, so no output can forge a result; a check past its timeout ends its container,
+// and the checks after it start in a fresh one. What a check writes stays in its
+// container: the stored rollout is only read.
 func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, ro *store.Rollout, w grade.World, answer []byte) ([]grade.CheckResult, error) {
 	var runs []suite.Assertion
 	for _, a := range pc.Assert {
@@ -227,10 +269,6 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 	if g.err != nil {
 		return nil, g.err
 	}
-	image, _, err := g.images.cellImage(ctx, pc, arm)
-	if err != nil {
-		return nil, err
-	}
 	world, err := checkWorld(g.plan, w, answer)
 	if err != nil {
 		return nil, err
@@ -240,16 +278,20 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 	if err != nil {
 		return nil, fmt.Errorf("read limits.checkMemory: %w", err)
 	}
-	spec := docker.SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: docker.Workspace,
-		Labels: map[string]string{docker.LabelRun: g.runID, docker.LabelOut: outLabel(g.out), docker.LabelCell: c.ID, docker.LabelPlan: g.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
-		Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}
-	var s *docker.Session
+	outputCap := int64(legacyCheckOutput)
+	if lim.CheckOutput != "" {
+		if outputCap, err = suite.ParseBytes(lim.CheckOutput); err != nil {
+			return nil, fmt.Errorf("read limits.checkOutput: %w", err)
+		}
+	}
+	sessions := map[string]*checkSession{}
 	defer func() {
-		if s != nil {
-			s.Close()
+		for _, cs := range sessions {
+			if cs.s != nil {
+				cs.s.Close()
+			}
 		}
 	}()
-	env := []string{"WORLD=" + docker.Workspace, "OUTPUT=" + checkAnswer}
 	for i, a := range runs {
 		t := a.Timeout
 		if t == "" {
@@ -259,34 +301,53 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		if err != nil {
 			return nil, fmt.Errorf("read timeout of run assertion %d of %s: %w", i, pc.ID, err)
 		}
-		if s == nil {
-			s, err = startCheckSession(ctx, g.engine, spec, world)
+		env := a.Environment
+		if env == "" {
+			env = pc.Environment
+		}
+		cs := sessions[env]
+		if cs == nil {
+			image, _, err := g.images.cellImageIn(ctx, pc, arm, env)
+			if err != nil {
+				return nil, err
+			}
+			cs = &checkSession{spec: docker.SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: docker.Workspace,
+				Binds:  caseDirBinds(g.store, pc),
+				Labels: map[string]string{docker.LabelRun: g.runID, docker.LabelOut: outLabel(g.out), docker.LabelCell: c.ID, docker.LabelPlan: g.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
+				Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}}
+			sessions[env] = cs
+		}
+		if cs.s == nil {
+			cs.s, err = startCheckSession(ctx, g.engine, cs.spec, world)
 			if errors.Is(err, docker.ErrImageMissing) {
 				// Removed since it was found: built again, as a cell would.
-				g.images.forget(spec.Image)
-				if spec.Image, _, err = g.images.cellImage(ctx, pc, arm); err == nil {
-					s, err = startCheckSession(ctx, g.engine, spec, world)
+				g.images.forget(cs.spec.Image)
+				if cs.spec.Image, _, err = g.images.cellImageIn(ctx, pc, arm, env); err == nil {
+					cs.s, err = startCheckSession(ctx, g.engine, cs.spec, world)
 				}
 			}
 			if err != nil {
 				return nil, err
 			}
 		}
-		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c", *a.Run}, Env: env, Timeout: d, OutputCap: checkOutputCap})
+		vars := append(environmentEnv(g.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checkAnswer)
+		vars = append(vars, caseDirEnv(pc)...)
+		res, err := cs.s.Exec(ctx, docker.ExecSpec{Cmd: []string{shellOf(a.Shell), "-c", *a.Run}, Env: vars, Timeout: d, OutputCap: outputCap})
 		if err != nil {
 			return nil, fmt.Errorf("run check %d of %s: %w", i, c.ID, err)
 		}
 		out[i] = checkResult(a, res, d)
 		if res.TimedOut {
-			s.Close()
-			s = nil
+			cs.s.Close()
+			cs.s = nil
 		}
 	}
 	return out, nil
 }
 
-// startCheckSession starts a check container and lays the final workspace out in it: the
-// deleted paths removed, then the changed entries unpacked over the image's.
+// startCheckSession starts a check container and lays the final workspace out in it: for
+// the setup's changes, then the agent's, the deleted paths removed, then the changed
+// entries unpacked over what is there.
 func startCheckSession(ctx context.Context, e backend, spec docker.SessionSpec, world checkWorldTars) (*docker.Session, error) {
 	s, err := e.StartSession(ctx, spec)
 	if err != nil {
@@ -296,20 +357,22 @@ func startCheckSession(ctx context.Context, e backend, spec docker.SessionSpec, 
 		s.Close()
 		return nil, err
 	}
-	if world.deletes {
-		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c", "cd " + docker.Workspace + " && xargs -0 rm -rf -- < " + checkDelete}, OutputCap: 4 << 10})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("remove the deleted paths: exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Output)))
+	for _, step := range world.steps {
+		if step.deletes != "" {
+			res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c", "cd " + docker.Workspace + " && xargs -0 rm -rf -- < " + step.deletes}, OutputCap: 4 << 10})
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("remove the deleted paths: exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Output)))
+			}
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("lay out the final workspace: %w", err)
+			}
 		}
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("lay out the final workspace: %w", err)
-		}
-	}
-	if world.changed != nil {
-		if err := s.CopyIn(ctx, bytes.NewReader(world.changed)); err != nil {
-			s.Close()
-			return nil, err
+		if step.changed != nil {
+			if err := s.CopyIn(ctx, bytes.NewReader(step.changed)); err != nil {
+				s.Close()
+				return nil, err
+			}
 		}
 	}
 	return s, nil
@@ -348,12 +411,16 @@ func runName(a suite.Assertion) string {
 
 // checkWorldTars are the archives that turn a cell image into the cell's final state.
 type checkWorldTars struct {
-	// given holds the answer and the list of deleted paths, root-owned.
+	// given holds the answer and the lists of deleted paths, root-owned.
 	given []byte
-	// deletes says the list is not empty.
-	deletes bool
-	// changed holds the final entries that differ from the image, owned by the agent's
-	// user; nil when there are none.
+	// steps apply the setup's changes, then the agent's.
+	steps []worldStep
+}
+
+// worldStep is one set of changes: the paths it deleted, listed in the file deletes ("" for
+// none), then the final entries that differ, owned by the agent's user (nil for none).
+type worldStep struct {
+	deletes string
 	changed []byte
 }
 
@@ -364,57 +431,79 @@ func checkWorld(p *plan.Plan, w grade.World, answer []byte) (checkWorldTars, err
 		return checkWorldTars{}, err
 	}
 	var out checkWorldTars
+	given := docker.NewBuildContext("")
+	given.AddDir(strings.TrimPrefix(checkDir, "/"), 0o555, 0, 0)
+	given.AddFile(strings.TrimPrefix(checkAnswer, "/"), 0o444, 0, 0, answer)
+	for _, set := range []struct {
+		changes []grade.FileChange
+		list    string
+	}{{w.Baseline, checkSetupDelete}, {w.Changes, checkDelete}} {
+		var step worldStep
+		if del := deletedList(set.changes); len(del) > 0 {
+			given.AddFile(strings.TrimPrefix(set.list, "/"), 0o444, 0, 0, del)
+			step.deletes = set.list
+		}
+		changed := docker.NewBuildContext("")
+		if addChanges(changed, set.changes, w.Changed, uid, gid) > 0 {
+			if step.changed, err = changed.Layer(); err != nil {
+				return out, fmt.Errorf("lay out the final workspace: %w", err)
+			}
+		}
+		if step.deletes != "" || step.changed != nil {
+			out.steps = append(out.steps, step)
+		}
+	}
+	if out.given, err = given.Layer(); err != nil {
+		return out, fmt.Errorf("lay out the final workspace: %w", err)
+	}
+	return out, nil
+}
+
+// deletedList is the NUL-separated list of the deleted paths among changes.
+func deletedList(changes []grade.FileChange) []byte {
 	var del bytes.Buffer
-	for _, ch := range w.Changes {
+	for _, ch := range changes {
 		if ch.Kind == grade.ChangeDeleted {
 			del.WriteString(ch.Path)
 			del.WriteByte(0)
 		}
 	}
-	out.deletes = del.Len() > 0
-	given := docker.NewBuildContext("")
-	given.AddDir(strings.TrimPrefix(checkDir, "/"), 0o555, 0, 0)
-	given.AddFile(strings.TrimPrefix(checkAnswer, "/"), 0o444, 0, 0, answer)
-	given.AddFile(strings.TrimPrefix(checkDelete, "/"), 0o444, 0, 0, del.Bytes())
-	if out.given, err = given.Layer(); err != nil {
-		return out, fmt.Errorf("lay out the final workspace: %w", err)
-	}
-	changed := docker.NewBuildContext("")
+	return del.Bytes()
+}
+
+// addChanges adds to bc, below the workspace, every entry that changes leave (their
+// contents from the folder changed), with the folders leading to them, owned by uid:gid,
+// and returns how many. A cut file, a FIFO or a device is not reproduced.
+func addChanges(bc *docker.BuildContext, changes []grade.FileChange, changed string, uid, gid int) int {
+	ws := strings.TrimPrefix(docker.Workspace, "/")
 	n := 0
-	for _, ch := range w.Changes {
-		if ch.Kind == grade.ChangeDeleted || ch.Cut != "" {
+	for _, ch := range changes {
+		if ch.Kind == grade.ChangeDeleted || ch.Cut != "" || ch.Type == grade.TypeOther {
 			continue
 		}
-		rel := path.Join(strings.TrimPrefix(docker.Workspace, "/"), ch.Path)
+		rel := path.Join(ws, ch.Path)
 		for d := path.Dir(ch.Path); d != "."; d = path.Dir(d) {
-			changed.AddDir(path.Join(strings.TrimPrefix(docker.Workspace, "/"), d), 0o755, uid, gid)
+			bc.AddDir(path.Join(ws, d), 0o755, uid, gid)
 		}
 		switch ch.Type {
 		case grade.TypeDir:
-			changed.AddDir(rel, 0o755, uid, gid)
+			bc.AddDir(rel, 0o755, uid, gid)
 		case grade.TypeSymlink:
-			changed.AddSymlink(rel, ch.Target, uid, gid)
-		case grade.TypeOther:
-			continue // a FIFO or device: not reproduced
+			bc.AddSymlink(rel, ch.Target, uid, gid)
 		default:
 			mode := int64(0o644)
 			if ch.Exec {
 				mode = 0o755
 			}
-			blob := filepath.Join(w.Changed, ch.Digest.Encoded())
+			blob := filepath.Join(changed, ch.Digest.Encoded())
 			if ch.Digest == "" {
-				blob = filepath.Join(w.Changed, filepath.FromSlash(ch.Path))
+				blob = filepath.Join(changed, filepath.FromSlash(ch.Path))
 			}
-			changed.AddHostFileMode(rel, blob, mode, uid, gid)
+			bc.AddHostFileMode(rel, blob, mode, uid, gid)
 		}
 		n++
 	}
-	if n > 0 {
-		if out.changed, err = changed.Layer(); err != nil {
-			return out, fmt.Errorf("lay out the final workspace: %w", err)
-		}
-	}
-	return out, nil
+	return n
 }
 
 // outLabel is the label value that names a run folder on what skillgate starts for it.

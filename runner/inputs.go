@@ -3,8 +3,10 @@ package runner
 import (
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/skillgate/skillgate/runner/store"
@@ -27,7 +29,7 @@ import (
 // inputTree is one live folder a run's cells need, and the tree the plan
 // knows it as.
 type inputTree struct {
-	what string // "skill KEY" or "fixture PATH"
+	what string // "skill KEY", "fixture PATH", "caseDir PATH" or "environment NAME"
 	src  string
 	tree plan.Tree
 }
@@ -58,38 +60,108 @@ func treesOf(pc plan.PlanCase, arm plan.PlanArm) []string {
 	for _, k := range arm.Skills {
 		out = append(out, "skill "+k)
 	}
+	if pc.CaseDir != "" {
+		out = append(out, "caseDir "+path.Clean(pc.CaseDir))
+	}
+	return out
+}
+
+// treesOfIn adds to treesOf the Dockerfile folders of the environments a cell of case pc
+// runs in and its checks name, along the environments each is built from.
+func treesOfIn(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) []string {
+	out := treesOf(pc, arm)
+	for _, name := range caseEnvironments(pc) {
+		out = append(out, environmentTrees(p, name)...)
+	}
+	return out
+}
+
+// caseEnvironments names the environments a case's cells and checks run in.
+func caseEnvironments(pc plan.PlanCase) []string {
+	var out []string
+	if pc.Environment != "" {
+		out = append(out, pc.Environment)
+	}
+	for _, a := range pc.Assert {
+		if a.Run != nil && a.Environment != "" && !slices.Contains(out, a.Environment) {
+			out = append(out, a.Environment)
+		}
+	}
+	return out
+}
+
+// environmentTrees names the Dockerfile folders environment name is built from, its own
+// first.
+func environmentTrees(p *plan.Plan, name string) []string {
+	var out []string
+	for seen := map[string]bool{}; name != "" && !seen[name]; {
+		seen[name] = true
+		pe, ok := p.Environments[name]
+		if !ok || pe.Dockerfile == nil {
+			break
+		}
+		out = append(out, "environment "+name)
+		name = pe.Dockerfile.From
+	}
 	return out
 }
 
 // add records the trees a cell of case pc in arm needs.
 func (in *inputs) add(pc plan.PlanCase, arm plan.PlanArm) error {
-	for _, what := range treesOf(pc, arm) {
+	for _, what := range treesOfIn(in.plan, pc, arm) {
 		if in.trees[what] != nil {
 			continue
 		}
-		var rel string
-		var tree plan.Tree
-		if key, ok := strings.CutPrefix(what, "skill "); ok {
-			sk, ok := in.plan.Skills[key]
-			if !ok {
-				return fmt.Errorf("pin inputs: arm %s installs unknown skill %s", arm.Name, key)
-			}
-			rel, tree = sk.Path, sk.Tree
-		} else {
-			fx := strings.TrimPrefix(what, "fixture ")
-			t, ok := in.plan.Fixtures[fx]
-			if !ok {
-				return fmt.Errorf("pin inputs: case %s: the plan has no fixture %s", pc.ID, fx)
-			}
-			rel, tree = fx, t
+		if err := in.addTree(pc, arm, what); err != nil {
+			return err
 		}
-		if in.suiteDir == "" {
-			return fmt.Errorf("pin inputs: %s: no suite folder to read it from", what)
-		}
-		in.trees[what] = &inputTree{what: what, src: filepath.Join(in.suiteDir, filepath.FromSlash(rel)), tree: tree}
-		in.order = append(in.order, what)
 	}
 	return nil
+}
+
+// addTree records one tree, what as treesOf names it.
+func (in *inputs) addTree(pc plan.PlanCase, arm plan.PlanArm, what string) error {
+	rel, tree, err := in.lookup(pc, arm, what)
+	if err != nil {
+		return err
+	}
+	if in.suiteDir == "" {
+		return fmt.Errorf("pin inputs: %s: no suite folder to read it from", what)
+	}
+	in.trees[what] = &inputTree{what: what, src: filepath.Join(in.suiteDir, filepath.FromSlash(rel)), tree: tree}
+	in.order = append(in.order, what)
+	return nil
+}
+
+// lookup finds the tree what names in the plan, and its suite-relative folder.
+func (in *inputs) lookup(pc plan.PlanCase, arm plan.PlanArm, what string) (rel string, tree plan.Tree, err error) {
+	if key, ok := strings.CutPrefix(what, "skill "); ok {
+		sk, ok := in.plan.Skills[key]
+		if !ok {
+			return "", tree, fmt.Errorf("pin inputs: arm %s installs unknown skill %s", arm.Name, key)
+		}
+		rel, tree = sk.Path, sk.Tree
+	} else if dir, ok := strings.CutPrefix(what, "caseDir "); ok {
+		t, ok := in.plan.CaseDirs[dir]
+		if !ok {
+			return "", tree, fmt.Errorf("pin inputs: case %s: the plan has no case folder %s", pc.ID, dir)
+		}
+		rel, tree = dir, t
+	} else if name, ok := strings.CutPrefix(what, "environment "); ok {
+		pe := in.plan.Environments[name]
+		if pe.Tree == nil || pe.Dockerfile == nil {
+			return "", tree, fmt.Errorf("pin inputs: the plan has no Dockerfile folder of environment %s", name)
+		}
+		rel, tree = pe.Dockerfile.Path, *pe.Tree
+	} else {
+		fx := strings.TrimPrefix(what, "fixture ")
+		t, ok := in.plan.Fixtures[fx]
+		if !ok {
+			return "", tree, fmt.Errorf("pin inputs: case %s: the plan has no fixture %s", pc.ID, fx)
+		}
+		rel, tree = fx, t
+	}
+	return rel, tree, nil
 }
 
 // pin snapshots every tree added, verifying each; the first mismatch
@@ -152,7 +224,7 @@ func (in *inputs) invalidateChanged(ran []ranCell, log io.Writer) (map[string]in
 			continue
 		}
 		var why []string
-		for _, what := range treesOf(rc.pc, rc.arm) {
+		for _, what := range treesOfIn(in.plan, rc.pc, rc.arm) {
 			why = append(why, changed[what]...)
 		}
 		if len(why) == 0 {
@@ -165,4 +237,37 @@ func (in *inputs) invalidateChanged(ran []ranCell, log io.Writer) (map[string]in
 		moved[rc.status]++
 	}
 	return moved, nil
+}
+
+// pinCheckInputs snapshots the case folders and Dockerfile folders that grading the cells
+// needs (checks read the case folder and run in environments built from those folders),
+// as a run pins them before its first cell; fixtures are pinned by the store.
+func pinCheckInputs(p *plan.Plan, suiteDir string, st *store.Store, cells []plan.Cell, cases map[string]plan.PlanCase, arms map[string]plan.PlanArm) error {
+	in := newInputs(p, suiteDir, st)
+	for _, c := range cells {
+		pc := cases[c.Case]
+		var whats []string
+		if pc.CaseDir != "" {
+			whats = append(whats, "caseDir "+path.Clean(pc.CaseDir))
+		}
+		for _, name := range caseEnvironments(pc) {
+			whats = append(whats, environmentTrees(p, name)...)
+		}
+		for _, what := range whats {
+			if in.trees[what] != nil {
+				continue
+			}
+			_, tree, err := in.lookup(pc, arms[c.Arm], what)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(st.TreeDir(tree.Digest)); err == nil {
+				continue // pinned by the run that rolled it out
+			}
+			if err := in.addTree(pc, arms[c.Arm], what); err != nil {
+				return err
+			}
+		}
+	}
+	return in.pin()
 }

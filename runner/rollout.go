@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,6 +95,7 @@ func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string
 	return r, func() {
 		closeGateway()
 		engine.Close()
+		r.closeSetups()
 	}, nil
 }
 
@@ -121,6 +123,8 @@ type cellRunner struct {
 	arms     map[string]plan.PlanArm
 	// git is where the suite's repository stood when the run started.
 	git *plan.GitRevision
+	// setups are the cases' setup runs, shared by the trials of a cell image.
+	setups setups
 }
 
 // run executes one cell and stores its rollout. A Docker or skillgate
@@ -150,20 +154,49 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, erro
 	var spec docker.ContainerSpec
 	var oc *docker.ContainerOutcome
 	var col *workspaceCollector
+	var setupFailed string
 	err = r.images.withCellImage(ctx, pc, arm, func(ref, cellID string) error {
-		_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.agentImage(ctx)
+		_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.agentImageIn(ctx, pc.Environment)
 		ro.Inputs.AgentImage, ro.Inputs.CellImage = ro.ImageID, cellID
+		ro.Inputs.Environment = r.images.environmentInputs(ctx, pc.Environment)
 		ro.Durations.Image = time.Since(start).Seconds()
+		files := filepath.Join(staged, store.DirFiles)
+		var baseline []grade.FileChange
+		image := ref
+		if pc.Setup != nil {
+			sb := r.setupImage(ctx, c, pc, arm, ref, cellID)
+			if sb.err != nil {
+				r.forgetSetup(pc, cellID)
+				return sb.err
+			}
+			rec := sb.record
+			ro.Setup = &rec
+			ro.Durations.Setup = rec.Seconds
+			if sb.failed != "" {
+				setupFailed = sb.failed
+				return nil
+			}
+			if err := linkBlobs(rec.Changes, sb.blobs, files); err != nil {
+				return err
+			}
+			baseline, image = rec.Changes, sb.ref
+		}
 		var err error
-		if col, err = r.collector(pc, arm, filepath.Join(staged, store.DirFiles)); err != nil {
+		if col, err = r.collector(pc, arm, files, baseline); err != nil {
 			return err
 		}
-		if spec, err = r.spec(c, pc, arm, ref, col); err != nil {
+		if spec, err = r.spec(c, pc, arm, image, col); err != nil {
 			return err
 		}
 		oc, err = r.engine.RunContainer(ctx, spec)
+		if errors.Is(err, docker.ErrImageMissing) && pc.Setup != nil {
+			r.forgetSetup(pc, cellID) // its image went: the retry runs the setup again
+		}
 		return err
 	})
+	if err == nil && setupFailed != "" {
+		err = errors.New(setupFailed)
+	}
 	if err != nil {
 		return invalid(err)
 	}
@@ -221,8 +254,9 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, erro
 	return ro, r.store.Commit(staged, ro)
 }
 
-// collector reads back a cell's workspace into blobs, within the plan's limits.
-func (r *cellRunner) collector(pc plan.PlanCase, arm plan.PlanArm, blobs string) (*workspaceCollector, error) {
+// collector reads back a cell's workspace into blobs, within the plan's limits, against
+// the initial workspace with the setup's changes (baseline) applied.
+func (r *cellRunner) collector(pc plan.PlanCase, arm plan.PlanArm, blobs string, baseline []grade.FileChange) (*workspaceCollector, error) {
 	lim := r.plan.Limits.Collect
 	file, err := suite.ParseBytes(lim.FileBytes)
 	if err != nil {
@@ -232,7 +266,8 @@ func (r *cellRunner) collector(pc plan.PlanCase, arm plan.PlanArm, blobs string)
 	if err != nil {
 		return nil, fmt.Errorf("read limits.collect.totalBytes: %w", err)
 	}
-	return newWorkspaceCollector(initialWorkspace(r.plan, pc, arm), blobs, r.redact, workspaceLimits{FileBytes: file, TotalBytes: total}), nil
+	initial := withBaseline(initialWorkspace(r.plan, pc, arm), baseline)
+	return newWorkspaceCollector(initial, blobs, r.redact, workspaceLimits{FileBytes: file, TotalBytes: total}), nil
 }
 
 // spec is the hardened container of a cell.
@@ -263,7 +298,7 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 	if err != nil {
 		return docker.ContainerSpec{}, err
 	}
-	env := cellEnv(r.plan, arm, in)
+	env := cellEnv(r.plan, pc, arm, in)
 	var binds []string
 	if r.gateway != nil {
 		cmd = append([]string{gateway.ForwarderPath, "-exec"}, cmd...)

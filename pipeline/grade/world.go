@@ -128,8 +128,13 @@ type World struct {
 	// without one.
 	Changed string
 	Changes []FileChange
+	// Baseline are the changes the case's setup made before the agent ran,
+	// stored as Changes are (their contents in Changed too): the initial
+	// workspace is the trees overlaid with them.
+	Baseline []FileChange
 
-	index map[string]int
+	index     map[string]int
+	baseIndex map[string]int
 }
 
 // maxLinks bounds the symlinks followed in one lookup, as the kernel does.
@@ -147,6 +152,24 @@ func (w *World) change(rel string) (FileChange, bool) {
 		return FileChange{}, false
 	}
 	return w.Changes[i], true
+}
+
+// baseline finds rel among the setup's changes.
+func (w *World) baseline(rel string) (FileChange, bool) {
+	if len(w.Baseline) == 0 {
+		return FileChange{}, false
+	}
+	if w.baseIndex == nil {
+		w.baseIndex = make(map[string]int, len(w.Baseline))
+		for i, c := range w.Baseline {
+			w.baseIndex[c.Path] = i
+		}
+	}
+	i, ok := w.baseIndex[rel]
+	if !ok {
+		return FileChange{}, false
+	}
+	return w.Baseline[i], true
 }
 
 // initialEntry finds rel in the initial workspace: the tree entry and the
@@ -206,27 +229,35 @@ type entryState struct {
 // finalState is what rel is at the end, without following a symlink at rel.
 func (w *World) finalState(rel string) entryState {
 	if c, ok := w.change(rel); ok {
-		switch {
-		case c.Kind == ChangeDeleted:
-			return entryState{}
-		case c.Type == TypeSymlink:
-			return entryState{exists: true, link: true, target: c.Target}
-		case !c.IsFile():
-			return entryState{exists: true} // a folder or other: no content
-		case c.Cut != "":
-			return entryState{exists: true, cut: c.Cut}
-		}
-		file := filepath.Join(w.Changed, filepath.FromSlash(rel))
-		if c.Digest != "" {
-			file = filepath.Join(w.Changed, c.Digest.Encoded())
-		}
-		return entryState{exists: true, read: func() ([]byte, error) { return os.ReadFile(file) }, open: func() (*os.File, error) { return os.Open(file) }}
+		return w.changedState(rel, c)
 	}
 	return w.initialState(rel)
 }
 
-// initialState is what rel was before the agent ran.
+// changedState is what a change leaves at rel.
+func (w *World) changedState(rel string, c FileChange) entryState {
+	switch {
+	case c.Kind == ChangeDeleted:
+		return entryState{}
+	case c.Type == TypeSymlink:
+		return entryState{exists: true, link: true, target: c.Target}
+	case !c.IsFile():
+		return entryState{exists: true} // a folder or other: no content
+	case c.Cut != "":
+		return entryState{exists: true, cut: c.Cut}
+	}
+	file := filepath.Join(w.Changed, filepath.FromSlash(rel))
+	if c.Digest != "" {
+		file = filepath.Join(w.Changed, c.Digest.Encoded())
+	}
+	return entryState{exists: true, read: func() ([]byte, error) { return os.ReadFile(file) }, open: func() (*os.File, error) { return os.Open(file) }}
+}
+
+// initialState is what rel was before the agent ran: what the setup left, else the trees.
 func (w *World) initialState(rel string) entryState {
+	if c, ok := w.baseline(rel); ok {
+		return w.changedState(rel, c)
+	}
 	e, host, ok := w.initialEntry(rel)
 	if !ok {
 		return entryState{}

@@ -40,6 +40,18 @@ type RolloutInputs struct {
 	Git          *GitRevision `json:"git,omitempty"`
 	// Harness is the version of skillgate that ran the rollout.
 	Harness string `json:"harness"`
+
+	// Environment is the suite environment the cell ran in, if any.
+	Environment *EnvironmentInputs `json:"environment,omitempty"`
+}
+
+// EnvironmentInputs name the environment a rollout ran in: its name, its plan digest and
+// the ID of its image (the Debian root, the built Dockerfile, the pinned image; "" when it
+// adds only variables to the agent's own image).
+type EnvironmentInputs struct {
+	Name   string        `json:"name"`
+	Digest digest.Digest `json:"digest"`
+	Image  string        `json:"image,omitempty"`
 }
 
 // CaseDigest is a case's identity: its rollout inputs (prompt, seed,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"reflect"
 	"slices"
 	"sort"
@@ -223,6 +224,15 @@ func (r *reasoner) caseRollout(id string) []string {
 		} else if len(b.Replies) > 0 && !reflect.DeepEqual(r.a.Agent.SessionArgs, r.b.Agent.SessionArgs) {
 			out = append(out, "agent.sessionArgs changed")
 		}
+		out = append(out, r.environment(id, a, b)...)
+		if !reflect.DeepEqual(a.Setup, b.Setup) {
+			out = append(out, fmt.Sprintf("case %s: setup changed", id))
+		} else if b.Setup != nil && b.Setup.Timeout == "" && r.a.Limits.Setup != r.b.Limits.Setup {
+			out = append(out, fmt.Sprintf("limits.setup: %s → %s", r.a.Limits.Setup, r.b.Limits.Setup))
+		}
+		if b.Setup != nil {
+			out = append(out, r.caseDir(id, a, b)...)
+		}
 	}
 	r.memoCase[id] = out
 	return out
@@ -246,6 +256,13 @@ func (r *reasoner) grade(id string) []string {
 		ga := gradeInputs{a.Kind, a.Safety, a.Routing, a.Writes, a.Assert, a.Rubric}
 		gb := gradeInputs{b.Kind, b.Safety, b.Routing, b.Writes, b.Assert, b.Rubric}
 		out = append(out, fieldDiffs("case "+id, ga, gb)...)
+		out = append(out, r.caseDir(id, a, b)...)
+		for _, name := range slices.Sorted(maps.Keys(checkEnvironments(r.b, b))) {
+			ae, be := r.a.Environments[name], r.b.Environments[name]
+			if ae.Digest != be.Digest {
+				out = append(out, r.environmentChanges(name, ae, be)...)
+			}
+		}
 	}
 	out = append(out, r.judgeDiffs...)
 	if len(out) == 0 {
@@ -350,4 +367,75 @@ func Short(d digest.Digest) string {
 		return string(d)
 	}
 	return d.Algorithm().String() + ":" + d.Encoded()[:12]
+}
+
+// environment explains a change of the environment case id runs in.
+func (r *reasoner) environment(id string, a, b PlanCase) []string {
+	if a.EnvironmentDigest == b.EnvironmentDigest {
+		return nil
+	}
+	if a.Environment != b.Environment {
+		return []string{fmt.Sprintf("case %s: environment %q → %q", id, a.Environment, b.Environment)}
+	}
+	return r.environmentChanges(b.Environment, r.a.Environments[a.Environment], r.b.Environments[b.Environment])
+}
+
+// environmentChanges names what differs between two versions of one environment: its
+// fields, the files of its Dockerfile folder, the environment it is built from.
+func (r *reasoner) environmentChanges(name string, a, b PlanEnvironment) []string {
+	var out []string
+	ae, be := a.Environment, b.Environment
+	if ae.Dockerfile != nil && be.Dockerfile != nil && a.Tree != nil && b.Tree != nil {
+		for _, ch := range DiffTrees(*a.Tree, *b.Tree) {
+			out = append(out, fmt.Sprintf("environment %s: %s %s", name, path.Join(be.Dockerfile.Path, ch.Path), ch.Change))
+		}
+		if ae.Dockerfile.From == be.Dockerfile.From && be.Dockerfile.From != "" {
+			from := be.Dockerfile.From
+			if ad, bd := r.a.Environments[from], r.b.Environments[from]; ad.Digest != bd.Digest {
+				out = append(out, r.environmentChanges(from, ad, bd)...)
+			}
+		}
+		ae.Dockerfile, be.Dockerfile = nil, nil
+		if a.Environment.Dockerfile.From != b.Environment.Dockerfile.From {
+			out = append(out, fmt.Sprintf("environment %s: dockerfile.from %q → %q", name, a.Environment.Dockerfile.From, b.Environment.Dockerfile.From))
+		}
+	}
+	if ad, bd := ae.Debian, be.Debian; ad != nil && bd != nil {
+		if ad.Release != bd.Release {
+			out = append(out, fmt.Sprintf("environment %s: debian.release %s → %s", name, ad.Release, bd.Release))
+		}
+		ap, bp := DebianPackages(ad.Packages), DebianPackages(bd.Packages)
+		for _, pkg := range bp {
+			if !slices.Contains(ap, pkg) {
+				out = append(out, fmt.Sprintf("environment %s: debian package %s added", name, pkg))
+			}
+		}
+		for _, pkg := range ap {
+			if !slices.Contains(bp, pkg) {
+				out = append(out, fmt.Sprintf("environment %s: debian package %s removed", name, pkg))
+			}
+		}
+		ae.Debian, be.Debian = nil, nil
+	}
+	ae.Description, be.Description = "", ""
+	out = append(out, fieldDiffs("environment "+name, ae, be)...)
+	if len(out) == 0 {
+		out = []string{fmt.Sprintf("environment %s changed", name)}
+	}
+	return out
+}
+
+// caseDir explains a change of case id's folder.
+func (r *reasoner) caseDir(id string, a, b PlanCase) []string {
+	if a.CaseDirDigest == b.CaseDirDigest {
+		return nil
+	}
+	if a.CaseDir != b.CaseDir {
+		return []string{fmt.Sprintf("case %s: caseDir %q → %q", id, a.CaseDir, b.CaseDir)}
+	}
+	var out []string
+	for _, ch := range DiffTrees(r.a.CaseDirs[path.Clean(a.CaseDir)], r.b.CaseDirs[path.Clean(b.CaseDir)]) {
+		out = append(out, fmt.Sprintf("caseDir %s: %s %s", b.CaseDir, ch.Path, ch.Change))
+	}
+	return out
 }

@@ -36,6 +36,10 @@ type Plan struct {
 	Arms     []PlanArm       `json:"arms"`
 	Cases    []PlanCase      `json:"cases"`
 	Cells    []Cell          `json:"cells"`
+
+	// Environments by name, and case folders by suite-relative path.
+	Environments map[string]PlanEnvironment `json:"environments,omitempty"`
+	CaseDirs     map[string]Tree            `json:"caseDirs,omitempty"`
 }
 
 // PlanSuite identifies the suite a plan was compiled from.
@@ -101,6 +105,12 @@ type PlanCase struct {
 	OverlayDigest digest.Digest `json:"overlayDigest,omitempty"`
 	RolloutDigest digest.Digest `json:"rolloutDigest"`
 	GradeDigest   digest.Digest `json:"gradeDigest"`
+
+	// EnvironmentDigest is the digest of the environment its cells run in
+	// (Case.Environment, the suite's default applied); CaseDirDigest its
+	// case folder's tree.
+	EnvironmentDigest digest.Digest `json:"environmentDigest,omitempty"`
+	CaseDirDigest     digest.Digest `json:"caseDirDigest,omitempty"`
 }
 
 // Cell is one case × arm × trial: one container, one agent session.
@@ -151,7 +161,10 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 		Fixtures: map[string]Tree{},
 	}
 	p.Agent = PlanAgent{Agent: s.Agent, Digest: DigestJSON(AgentIdentity(s.Agent))}
-	p.Limits = PlanLimits{Limits: s.Limits, Digest: DigestJSON(s.Limits)}
+	p.Limits = PlanLimits{Limits: s.Limits, Digest: DigestJSON(rolloutLimits(s.Limits))}
+	if err := compileEnvironments(s, p); err != nil {
+		return nil, err
+	}
 	if s.Judge != nil {
 		// The judge's identity: its fields (templates included), the seed
 		// of its A/B orders, and the layout of the packets it reads.
@@ -187,6 +200,9 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 			continue
 		}
 		pc := PlanCase{Case: c}
+		if err := caseInputs(s, p, &pc); err != nil {
+			return nil, err
+		}
 		for _, layer := range []struct {
 			rel string
 			dg  *digest.Digest
@@ -218,28 +234,32 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 			resume, session = s.Agent.Resume, s.Agent.SessionArgs
 		}
 		pc.RolloutDigest = DigestJSON(struct {
-			Prompt  string        `json:"prompt"`
-			Seed    []suite.Turn  `json:"seed"`
-			Fixture digest.Digest `json:"fixture"`
-			Overlay digest.Digest `json:"overlay,omitempty"`
-			Replies []string      `json:"replies,omitempty"`
-			Resume  []string      `json:"resume,omitempty"`
-			Session []string      `json:"session,omitempty"`
-		}{c.Prompt, c.Seed, pc.FixtureDigest, pc.OverlayDigest, c.Replies, resume, session})
+			Prompt      string        `json:"prompt"`
+			Seed        []suite.Turn  `json:"seed"`
+			Fixture     digest.Digest `json:"fixture"`
+			Overlay     digest.Digest `json:"overlay,omitempty"`
+			Replies     []string      `json:"replies,omitempty"`
+			Resume      []string      `json:"resume,omitempty"`
+			Session     []string      `json:"session,omitempty"`
+			Environment digest.Digest `json:"environment,omitempty"`
+			Setup       *setupKey     `json:"setup,omitempty"`
+		}{c.Prompt, c.Seed, pc.FixtureDigest, pc.OverlayDigest, c.Replies, resume, session, pc.EnvironmentDigest, setupOf(pc, s.Limits)})
 		var rubricPass *float64
 		if c.RubricPass != 1 {
 			rubricPass = &c.RubricPass
 		}
 		pc.GradeDigest = DigestJSON(struct {
-			Kind       string            `json:"kind"`
-			Safety     bool              `json:"safety"`
-			Routing    suite.Routing     `json:"routing"`
-			Writes     *[]string         `json:"writes"`
-			Assert     []suite.Assertion `json:"assert"`
-			Rubric     []string          `json:"rubric"`
-			RubricPass *float64          `json:"rubricPass,omitempty"`
-			Router     string            `json:"router,omitempty"`
-		}{c.Kind, c.Safety, c.Routing, c.Writes, c.Assert, c.Rubric, rubricPass, router})
+			Kind         string                   `json:"kind"`
+			Safety       bool                     `json:"safety"`
+			Routing      suite.Routing            `json:"routing"`
+			Writes       *[]string                `json:"writes"`
+			Assert       []suite.Assertion        `json:"assert"`
+			Rubric       []string                 `json:"rubric"`
+			RubricPass   *float64                 `json:"rubricPass,omitempty"`
+			Router       string                   `json:"router,omitempty"`
+			CaseDir      digest.Digest            `json:"caseDir,omitempty"`
+			Environments map[string]digest.Digest `json:"environments,omitempty"`
+		}{c.Kind, c.Safety, c.Routing, c.Writes, c.Assert, c.Rubric, rubricPass, router, pc.CaseDirDigest, checkEnvironments(p, pc)})
 		p.Cases = append(p.Cases, pc)
 	}
 	for _, pc := range p.Cases {

@@ -69,6 +69,11 @@ type Assertion struct {
 
 	Run     *string `json:"run,omitempty"`
 	Timeout string  `json:"timeout,omitempty"`
+
+	// Shell runs a run: check, "" for sh; Environment names the suite
+	// environment it runs in, "" for the cell's.
+	Shell       string `json:"shell,omitempty"`
+	Environment string `json:"environment,omitempty"`
 }
 
 // Case is one task given identically to every arm.
@@ -93,6 +98,13 @@ type Case struct {
 	Rubric      []string    `json:"rubric"`
 	// RubricPass is the fraction of criteria the rubric needs met.
 	RubricPass float64 `json:"rubricPass"`
+
+	// Environment names the suite environment the case runs in; in a
+	// plan, the one its cells run in after the suite's default applies.
+	Environment string `json:"environment,omitempty"`
+	// CaseDir is the case's own folder, seen by setup and checks only.
+	CaseDir string `json:"caseDir,omitempty"`
+	Setup   *Setup `json:"setup,omitempty"`
 }
 
 // Prices are the suite author's USD prices.
@@ -253,6 +265,11 @@ type Limits struct {
 	Prompt      string        `json:"prompt"`
 	PromptArg   string        `json:"promptArg"`
 	Collect     CollectLimits `json:"collect"`
+
+	// CheckOutput and Setup enter no digest of the limits (see #Limits);
+	// a plan leaves them out of its limits digest.
+	CheckOutput string `json:"checkOutput,omitempty"`
+	Setup       string `json:"setup,omitempty"`
 }
 
 // CollectLimits bound what is read back of a cell's workspace (#Limits.collect).
@@ -288,6 +305,11 @@ type Suite struct {
 	Audit       Audit            `json:"audit"`
 	RedactEnv   []string         `json:"redactEnv"`
 
+	// Environments by name, and the one cases run in by default ("" for
+	// the agent's own image).
+	Environments map[string]Environment `json:"environments"`
+	Environment  string                 `json:"environment,omitempty"`
+
 	// Dir is the suite folder, absolute.
 	Dir string `json:"-"`
 	// Root is the repository holding the suite, absolute: the nearest
@@ -296,6 +318,43 @@ type Suite struct {
 	// CaseOrder and ArmOrder list IDs in authored order.
 	CaseOrder []string `json:"-"`
 	ArmOrder  []string `json:"-"`
+}
+
+// Environment is where cells, their setup and their run: checks run
+// (schema #Environment): at most one of Debian, Dockerfile and Image.
+type Environment struct {
+	Description string            `json:"description,omitempty"`
+	Debian      *Debian           `json:"debian,omitempty"`
+	Dockerfile  *Dockerfile       `json:"dockerfile,omitempty"`
+	Image       *ImageRef         `json:"image,omitempty"`
+	Env         map[string]string `json:"env"`
+}
+
+// Debian is skillgate's Debian userland with extra packages (#Debian).
+type Debian struct {
+	Release  string   `json:"release"`
+	Packages []string `json:"packages"`
+}
+
+// Dockerfile is a repository folder with a Dockerfile (#Dockerfile); From
+// names the environment whose image is its BASE argument.
+type Dockerfile struct {
+	Path string `json:"path"`
+	From string `json:"from,omitempty"`
+}
+
+// ImageRef is a local image by reference and digest (#ImageRef).
+type ImageRef struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+}
+
+// Setup prepares a case's workspace before its agent starts (#Setup);
+// Shell "" is sh, Timeout "" is limits.setup.
+type Setup struct {
+	Run     string `json:"run"`
+	Shell   string `json:"shell,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // Audit is what the audit queue samples.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/runner/docker"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // recipe says where an agent's native binary is in its npm packages and where it
@@ -58,6 +60,21 @@ WORKDIR /workspace
 CMD ["/bin/bash"]
 `
 
+// layeredDockerfile puts an agent's CLI on an environment's image (a Debian userland, a
+// suite's own image), which brings its own shell, libraries and users.
+const layeredDockerfile = `FROM %s
+ADD ` + docker.LayerTar + ` /
+ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/home/agent USER=agent LANG=C.UTF-8 SHELL=/bin/bash%s
+USER 1000:1000
+WORKDIR /workspace
+`
+
+// Base is an environment's image that an agent's CLI is layered on: its reference, as a
+// Dockerfile's FROM names it, and its ID.
+type Base struct {
+	Ref, ID string
+}
+
 // Builder is what building an agent's image asks of an engine.
 type Builder interface {
 	ImageExists(ctx context.Context, ref string) (id string, ok bool, err error)
@@ -74,6 +91,54 @@ type Builder interface {
 // tarballs are cached under the user cache folder (skillgate/npm); an image whose
 // build context is unchanged is not rebuilt. Progress goes to log.
 func BuildImage(ctx context.Context, e Builder, agent string, version string, log io.Writer) (ref string, err error) {
+	return buildImage(ctx, e, agent, version, Base{}, log)
+}
+
+// BuildImageOn builds the image of an agent's CLI at a pinned version ("" for the default)
+// on base, an environment's image, and returns its reference
+// skillgate/AGENT:VERSION-on-KEY12, KEY12 covering the layered Dockerfile and the base's
+// ID, found without unpacking the CLI when the engine has it. Only the CLI's files and the
+// agent's folders (/home/agent, /workspace) are added; the shell, libraries and users are
+// the base's. A dynamically linked CLI (Claude Code) needs the base to have glibc. The npm
+// tarballs are cached as BuildImage caches them.
+func BuildImageOn(ctx context.Context, e Builder, agent string, version string, base Base, log io.Writer) (ref string, err error) {
+	if base.Ref == "" || base.ID == "" {
+		return "", fmt.Errorf("build %s image: no base image", agent)
+	}
+	// As VERSION names the image FROM scratch, the alias names this one without
+	// unpacking the CLI to digest its context again.
+	alias, err := layeredAlias(agent, version, base)
+	if err != nil {
+		return "", err
+	}
+	if _, ok, err := e.ImageExists(ctx, alias); err != nil || ok {
+		return alias, err
+	}
+	ref, err = buildImage(ctx, e, agent, version, base, log)
+	if err != nil {
+		return "", err
+	}
+	if err := e.Tag(ctx, ref, alias); err != nil {
+		return "", err
+	}
+	return alias, nil
+}
+
+// layeredAlias is the tag that names an agent's CLI at version on base:
+// skillgate/AGENT:VERSION-on-KEY12, KEY covering the layered Dockerfile and the base's ID.
+func layeredAlias(agent, version string, base Base) (string, error) {
+	r := Of(agent).recipe
+	if r == nil {
+		return "", fmt.Errorf("build agent image: unknown agent %q (want %s or %s)", agent, ClaudeCode, Codex)
+	}
+	if version == "" {
+		version = r.version
+	}
+	key := digest.FromString(fmt.Sprintf(layeredDockerfile, base.ID, r.env))
+	return ImageRepo(agent) + ":" + strings.ReplaceAll(version, "+", "_") + "-on-" + key.Encoded()[:12], nil
+}
+
+func buildImage(ctx context.Context, e Builder, agent string, version string, base Base, log io.Writer) (ref string, err error) {
 	if log == nil {
 		log = io.Discard
 	}
@@ -87,11 +152,14 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 	if !exactVersion.MatchString(version) {
 		return "", fmt.Errorf("build %s image: version %q is not an exact version (see npm view %s versions)", agent, version, r.pkg)
 	}
-	if err := docker.CheckStatic(docker.BusyboxPath); err != nil {
-		return "", fmt.Errorf("build %s image: needs a static busybox at %s: %w; install one with `apt-get install busybox-static`", agent, docker.BusyboxPath, err)
-	}
-	if err := docker.CheckStatic(bashStaticPath); err != nil {
-		return "", fmt.Errorf("build %s image: needs a static bash at %s: %w; install it with `apt-get install bash-static`", agent, bashStaticPath, err)
+	layered := base.Ref != ""
+	if !layered {
+		if err := docker.CheckStatic(docker.BusyboxPath); err != nil {
+			return "", fmt.Errorf("build %s image: needs a static busybox at %s: %w; install one with `apt-get install busybox-static`", agent, docker.BusyboxPath, err)
+		}
+		if err := docker.CheckStatic(bashStaticPath); err != nil {
+			return "", fmt.Errorf("build %s image: needs a static bash at %s: %w; install it with `apt-get install bash-static`", agent, bashStaticPath, err)
+		}
 	}
 	cache, err := NpmCacheDir()
 	if err != nil {
@@ -131,7 +199,12 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 	}
 
 	bc := docker.NewBuildContext(fmt.Sprintf(agentDockerfile, r.env))
-	if err := agentBase(bc); err != nil {
+	if layered {
+		bc = docker.NewBuildContext(fmt.Sprintf(layeredDockerfile, base.Ref, r.env))
+		bc.AddDir("home", 0o755, 0, 0)
+		bc.AddDir("home/agent", 0o755, 1000, 1000)
+		bc.AddDir("workspace", 0o755, 1000, 1000)
+	} else if err := agentBase(bc); err != nil {
 		return "", fmt.Errorf("build %s image: %w", agent, err)
 	}
 	rels := make([]string, 0, len(files))
@@ -145,6 +218,9 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 		addParents(bc, p)
 		bc.AddHostFile(p, files[rel], 0, 0)
 		// Every ELF file of the package gets the libraries it needs.
+		if layered {
+			continue // the base's own libraries serve
+		}
 		libs, interp, err := hostLibraries(files[rel])
 		if err != nil {
 			return "", fmt.Errorf("build %s image: %s: %w", agent, path.Join(r.dir, rel), err)
@@ -170,6 +246,10 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 	}
 	tag := strings.ReplaceAll(version, "+", "_")
 	ref = ImageRepo(agent) + ":" + tag + "-" + d.Encoded()[:12]
+	if layered {
+		// The context names the base by reference; its ID says what it is.
+		ref = ImageRepo(agent) + ":" + tag + "-" + d.Encoded()[:12] + "-on-" + digest.Digest(base.ID).Encoded()[:12]
+	}
 	if _, ok, err := e.ImageExists(ctx, ref); err != nil {
 		return "", err
 	} else if ok {
@@ -182,6 +262,9 @@ func BuildImage(ctx context.Context, e Builder, agent string, version string, lo
 			return "", err
 		}
 		fmt.Fprintf(log, "built %s in %s\n", ref, time.Since(t1).Round(100*time.Millisecond))
+	}
+	if layered {
+		return ref, nil // VERSION alone names the image FROM scratch
 	}
 	if err := e.Tag(ctx, ref, ImageRepo(agent)+":"+tag); err != nil {
 		return "", err

@@ -74,6 +74,7 @@ func (e *Engine) BuildImage(ctx context.Context, tag string, labels map[string]s
 		Remove:      true,
 		ForceRemove: true,
 		Dockerfile:  "Dockerfile",
+		BuildArgs:   bc.args,
 		Version:     build.BuilderV1,
 	})
 	if err != nil {

@@ -4,7 +4,7 @@
 // stays here. It builds images from build contexts assembled in memory
 // (owners in the tar headers, every file of a plan's tree verified while
 // it streams), the built-in sandbox image and the userland every image
-// built FROM scratch shares; runs hardened containers (no network, no
+// built FROM scratch shares; imports a root file system as an image; runs hardened containers (no network, no
 // capabilities, no privilege escalation, limits, an init, only the
 // environment given) to their end, reading back what they changed in their
 // workspace from their own upper layer or through the engine's API; keeps

@@ -41,6 +41,11 @@ type BuildContext struct {
 	dockerfile string
 	entries    map[string]*layerEntry
 	err        error
+	// tree: the entries are the context itself, its own Dockerfile among them
+	// (NewTreeContext), not a layer beside a Dockerfile.
+	tree bool
+	// args are the build arguments.
+	args map[string]*string
 }
 
 // layerEntry is one file, folder or symlink of the layer.
@@ -166,6 +171,11 @@ func (b *BuildContext) AddTree(prefix, dir string, files map[string]TreeFile, ui
 		return fmt.Errorf("add tree %s: %w", dir, err)
 	}
 	b.AddDir(root, 0o755, uid, gid)
+	return b.addTreeFiles(root, dir, files, uid, gid)
+}
+
+// addTreeFiles adds a tree's files below root ("" for the context's root).
+func (b *BuildContext) addTreeFiles(root, dir string, files map[string]TreeFile, uid, gid int) error {
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)
@@ -282,7 +292,7 @@ func (b *BuildContext) check() error {
 	if b.err != nil {
 		return b.err
 	}
-	if len(b.entries) > 0 && !strings.Contains(b.dockerfile, LayerTar) {
+	if !b.tree && len(b.entries) > 0 && !strings.Contains(b.dockerfile, LayerTar) {
 		return fmt.Errorf("dockerfile does not ADD %s, so its %d entries would be lost", LayerTar, len(b.entries))
 	}
 	return nil
@@ -296,6 +306,16 @@ func (b *BuildContext) WriteTo(w io.Writer) (int64, error) {
 	}
 	cw := &countingWriter{w: w}
 	tw := tar.NewWriter(cw)
+	if b.tree {
+		err := b.writeTree(tw)
+		if err == nil {
+			err = tw.Close()
+		}
+		if err != nil {
+			return cw.n, fmt.Errorf("write build context: %w", err)
+		}
+		return cw.n, nil
+	}
 	err := tw.WriteHeader(&tar.Header{
 		Typeflag: tar.TypeReg,
 		Name:     "Dockerfile",

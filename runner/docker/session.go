@@ -21,6 +21,7 @@ type SessionSpec struct {
 	User       string
 	WorkingDir string
 	Env        []string
+	Binds      []string // "hostpath:containerpath:ro"
 	Labels     map[string]string
 	Memory     int64
 	NanoCPUs   int64
@@ -61,7 +62,7 @@ type ExecOutcome struct {
 // that never comes, so any image with sh serves.
 func (e *Engine) StartSession(ctx context.Context, spec SessionSpec) (*Session, error) {
 	cs := ContainerSpec{Image: spec.Image, Cmd: []string{"sh"}, Env: spec.Env, User: spec.User, WorkingDir: spec.WorkingDir,
-		Labels: spec.Labels, Memory: spec.Memory, NanoCPUs: spec.NanoCPUs, PidsLimit: spec.PidsLimit}
+		Binds: spec.Binds, Labels: spec.Labels, Memory: spec.Memory, NanoCPUs: spec.NanoCPUs, PidsLimit: spec.PidsLimit}
 	id, err := e.createContainer(ctx, cs, true)
 	if err != nil {
 		return nil, err

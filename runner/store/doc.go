@@ -26,12 +26,12 @@
 //	                               content digest), kept as it was stored
 //	.lock                          held by the skillgate process using the folder
 //	store/rollouts/KEY/            one agent session, by rollout key:
-//	    rollout.json                 the normalized record (status, telemetry, changes, usage)
+//	    rollout.json                 the normalized record (status, telemetry, changes, usage, setup)
 //	    answer.txt                   the final answer as the agent gave it
 //	    stdout.txt, stderr.txt       the transcript, capped, redacted
-//	    files/HEX                    each changed file's content, by digest
-//	store/trees/HEX/               a skill or fixture tree the plan digested, by digest,
-//	                               copied and verified before the first cell (PinTree),
+//	    files/HEX                    each changed file's content, by digest, the setup's too
+//	store/trees/HEX/               a skill, fixture, case or Dockerfile folder the plan digested,
+//	                               by digest, copied and verified before the first cell (PinTree),
 //	                               read-only; cells are built, graded and judged from it
 //	store/grades/GRADE.json        a cell's result, by grade key (a rubric cell's once judged)
 //	store/packets/KEY.json         a blinded packet sent to the judge

@@ -70,16 +70,36 @@ type Rollout struct {
 	Transcript Transcript          `json:"transcript"`
 	Telemetry  grade.CellTelemetry `json:"telemetry"`
 	// Changes lists every workspace path whose final state differs from the initial
-	// workspace (the fixture and the installed skills), the skills folder included.
+	// workspace (the fixture and the installed skills, with what the case's setup left),
+	// the skills folder included.
 	Changes []grade.FileChange `json:"changes"`
 	// Collection says how the workspace was read back, and what its limits cut.
 	Collection Collection `json:"collection"`
+	// Setup is what the case's setup did before the agent started, when it
+	// has one; Changes are then relative to what it left.
+	Setup *Setup `json:"setup,omitempty"`
 
 	// Gateway is what the cell asked of its model, as the gateway saw it.
 	Gateway *gateway.CellUsage `json:"gateway,omitempty"`
 
 	Durations Durations `json:"durations"`
 	StartedAt time.Time `json:"startedAt"`
+}
+
+// Setup is the record of a case's setup in a cell: how it ended, what it printed, and the
+// workspace it left, the agent's starting point, as changes against the initial workspace
+// (the fixture and the installed skills) whose contents are stored with the rollout's.
+type Setup struct {
+	Run      string  `json:"run"`
+	ExitCode int     `json:"exitCode"`
+	TimedOut bool    `json:"timedOut,omitempty"`
+	Seconds  float64 `json:"seconds"`
+	// Output is its stdout and stderr, capped by limits.checkOutput, redacted.
+	Output string `json:"output"`
+	// Image is the ID of the image the agent started from: the cell image
+	// with the setup's workspace.
+	Image   string             `json:"image,omitempty"`
+	Changes []grade.FileChange `json:"changes"`
 }
 
 // Transcript describes the stored stdout and stderr.
@@ -111,6 +131,8 @@ type Durations struct {
 	Agent   float64 `json:"agent"`
 	Collect float64 `json:"collect"`
 	Total   float64 `json:"total"`
+	// Setup is the case's setup, shared by the trials of one cell image.
+	Setup float64 `json:"setup,omitempty"`
 }
 
 // Folders of the store, in the run folder (see the package's doc).

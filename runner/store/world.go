@@ -29,6 +29,9 @@ func (s *Store) Answer(ro *Rollout) ([]byte, error) {
 // without its snapshot is read from the suite folder.
 func (s *Store) World(p *plan.Plan, suiteDir string, pc plan.PlanCase, arm plan.PlanArm, ro *Rollout) grade.World {
 	w := grade.World{Changed: filepath.Join(s.RolloutDir(ro.Key), DirFiles), Changes: ro.Changes}
+	if ro.Setup != nil {
+		w.Baseline = ro.Setup.Changes
+	}
 	if pc.Fixture != "" {
 		t := p.Fixtures[path.Clean(pc.Fixture)]
 		w.Fixture, w.FixtureTree = s.TreeDir(pc.FixtureDigest), &t // the verified snapshot, not the live folder

@@ -1,0 +1,2 @@
+echo "cannot seed: no template here" >&2
+exit 3

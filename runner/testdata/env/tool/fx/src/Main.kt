@@ -1,0 +1,1 @@
+fun greet(): String = "hello"
