@@ -10,22 +10,63 @@ import (
 
 // Redactor removes a run's secrets from what it stores: the real credential,
 // the judges' and every variable the suite names in redactEnv.
-type Redactor struct{ secrets [][]byte }
+type Redactor struct {
+	secrets [][]byte
+	// names says whose each secret is (a variable's name), for Scrub.
+	names []string
+}
+
+// Secret is a value never to be stored, and the name of the host variable
+// it came from, which is what a redaction records.
+type Secret struct{ Name, Value string }
 
 // New is the redactor of plan p's run: the values of the variables its suite
 // names in redactEnv, and extra (a credential the run read). A value under
 // four bytes is no secret worth the noise.
 func New(p *plan.Plan, extra ...string) *Redactor {
-	r := &Redactor{}
-	for _, name := range p.Suite.RedactEnv {
-		extra = append(extra, os.Getenv(name))
+	named := make([]Secret, len(extra))
+	for i, s := range extra {
+		named[i] = Secret{Name: "credential", Value: s}
 	}
-	for _, s := range extra {
-		if len(s) >= 4 {
-			r.secrets = append(r.secrets, []byte(s))
+	return NewNamed(p, named...)
+}
+
+// NewNamed is New with the name of each extra secret's variable, so that
+// Scrub can say whose value it removed.
+func NewNamed(p *plan.Plan, extra ...Secret) *Redactor {
+	r := &Redactor{}
+	var all []Secret
+	if p != nil {
+		for _, name := range p.Suite.RedactEnv {
+			all = append(all, Secret{Name: name, Value: os.Getenv(name)})
+		}
+	}
+	for _, s := range append(all, extra...) {
+		if len(s.Value) >= 4 {
+			r.secrets = append(r.secrets, []byte(s.Value))
+			r.names = append(r.names, s.Name)
 		}
 	}
 	return r
+}
+
+// Scrub is b with every secret replaced by Redacted, and how many of each
+// variable's values it removed, by name; nil when none.
+func (r *Redactor) Scrub(b []byte) ([]byte, map[string]int) {
+	if r == nil {
+		return b, nil
+	}
+	var counts map[string]int
+	for i, s := range r.secrets {
+		if n := bytes.Count(b, s); n > 0 {
+			if counts == nil {
+				counts = map[string]int{}
+			}
+			counts[r.names[i]] += n
+			b = bytes.ReplaceAll(b, s, []byte(Redacted))
+		}
+	}
+	return b, counts
 }
 
 // Redacted marks where a secret was removed.
@@ -33,6 +74,9 @@ const Redacted = "[REDACTED]"
 
 // Bytes is b with every secret replaced by Redacted.
 func (r *Redactor) Bytes(b []byte) []byte {
+	if r == nil {
+		return b
+	}
 	for _, s := range r.secrets {
 		if bytes.Contains(b, s) {
 			b = bytes.ReplaceAll(b, s, []byte(Redacted))
