@@ -334,7 +334,10 @@ func cellEnv(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm, in cellInput) []s
 		env = append(env, "SKILLGATE_SKILLS_DIR="+path.Join(docker.Workspace, p.Agent.SkillsDir))
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Agent.Env)) {
-		env = append(env, k+"="+p.Agent.Env[k])
+		// "" leaves out a variable a preset sets (see schema/agents).
+		if v := p.Agent.Env[k]; v != "" {
+			env = append(env, k+"="+v)
+		}
 	}
 	return env
 }

@@ -168,11 +168,13 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 	if s.Judge != nil {
 		// The judge's identity: its fields (templates included), the seed
 		// of its A/B orders, and the layout of the packets it reads.
+		j := *s.Judge
+		j.Upstream, j.UpstreamEnv, j.UpstreamDefault, j.Auth, j.Headers = keyUpstream(j.Upstream, j.UpstreamDefault), "", "", "", nil
 		p.Judge = &PlanJudge{Judge: *s.Judge, Digest: DigestJSON(struct {
 			suite.Judge
 			Seed    int64 `json:"seed"`
 			Packets int   `json:"packets"`
-		}{*s.Judge, s.Seed, PacketFormat})}
+		}{j, s.Seed, PacketFormat})}
 	}
 	for key, sk := range s.Skills {
 		dir, err := s.Resolve(sk.Path)
@@ -243,7 +245,11 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 			Session     []string      `json:"session,omitempty"`
 			Environment digest.Digest `json:"environment,omitempty"`
 			Setup       *setupKey     `json:"setup,omitempty"`
-		}{c.Prompt, c.Seed, pc.FixtureDigest, pc.OverlayDigest, c.Replies, resume, session, pc.EnvironmentDigest, setupOf(pc, s.Limits)})
+			// Sampling overrides enter the key only when set, so keys
+			// of cases without them stay as they were.
+			Temperature *float64 `json:"temperature,omitempty"`
+			Effort      string   `json:"effort,omitempty"`
+		}{c.Prompt, c.Seed, pc.FixtureDigest, pc.OverlayDigest, c.Replies, resume, session, pc.EnvironmentDigest, setupOf(pc, s.Limits), c.Temperature, c.Effort})
 		var rubricPass *float64
 		if c.RubricPass != 1 {
 			rubricPass = &c.RubricPass
@@ -292,7 +298,8 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 }
 
 // AgentIdentity is the part of an agent that decides what it does in
-// every cell, which the agent digest covers. The forced-prompt template is
+// every cell, which the agent digest covers: how the host reaches the
+// provider is not (keyUpstream). The forced-prompt template is
 // in the forced arms' digests, the resume command and session flags in the
 // digests of cases with replies; the report flags count only when a report
 // is asked for.
@@ -301,6 +308,7 @@ func AgentIdentity(a suite.Agent) suite.Agent {
 	if a.Report == nil {
 		a.ReportArgs = nil
 	}
+	a.Upstream, a.UpstreamEnv, a.UpstreamDefault, a.Auth, a.Headers = keyUpstream(a.Upstream, a.UpstreamDefault), "", "", "", nil
 	return a
 }
 
@@ -381,6 +389,17 @@ func UnionArm(p *Plan, arm PlanArm) PlanArm {
 	out.Skills, out.Targets, out.Forced = ArmSkills(p, arm), false, nil
 	out.Digest = armDigest(p, out, nil)
 	return out
+}
+
+// keyUpstream is the base URL a rollout or grade key holds: the suite's
+// own, else the provider's default. How the gateway reaches it (a base URL
+// from the host, the credential's variable and header, extra headers)
+// decides nothing the agent or the judge does, and moves no key.
+func keyUpstream(upstream, def string) string {
+	if upstream != "" {
+		return upstream
+	}
+	return def
 }
 
 // computeDigest digests the plan's file, as Encode writes it, with its

@@ -78,10 +78,13 @@ type Assertion struct {
 
 // Case is one task given identically to every arm.
 type Case struct {
-	ID          string      `json:"id"`
-	Description string      `json:"description,omitempty"`
-	Prompt      string      `json:"prompt"`
-	Seed        []Turn      `json:"seed,omitempty"`
+	ID          string `json:"id"`
+	Description string `json:"description,omitempty"`
+	Prompt      string `json:"prompt"`
+	Seed        []Turn `json:"seed,omitempty"`
+	// Temperature and Effort override the agent's sampling controls.
+	Temperature *float64    `json:"temperature,omitempty"`
+	Effort      string      `json:"effort,omitempty"`
 	Fixture     string      `json:"fixture,omitempty"`
 	Overlay     string      `json:"overlay,omitempty"`
 	Targets     []string    `json:"targets,omitempty"`
@@ -118,18 +121,29 @@ type Prices struct {
 
 // Agent is the coding agent run in every cell.
 type Agent struct {
-	Kind          string            `json:"kind"`
-	Image         string            `json:"image"`
-	Command       []string          `json:"command"`
-	Model         string            `json:"model,omitempty"`
-	Provider      string            `json:"provider"`
-	Script        *Script           `json:"script,omitempty"`
-	Upstream      string            `json:"upstream,omitempty"`
-	CredentialEnv string            `json:"credentialEnv,omitempty"`
-	SkillsDir     string            `json:"skillsDir"`
-	User          string            `json:"user"`
-	Env           map[string]string `json:"env"`
-	ForcedPrompt  string            `json:"forcedPrompt"`
+	Kind          string   `json:"kind"`
+	Image         string   `json:"image"`
+	Command       []string `json:"command"`
+	Model         string   `json:"model,omitempty"`
+	Provider      string   `json:"provider"`
+	Script        *Script  `json:"script,omitempty"`
+	Upstream      string   `json:"upstream,omitempty"`
+	CredentialEnv string   `json:"credentialEnv,omitempty"`
+	// Replay is the recorded run folder a replay provider serves.
+	Replay string `json:"replay,omitempty"`
+	// UpstreamEnv, UpstreamDefault, Auth and Headers: how the gateway
+	// reaches the provider (see #Agent); none is in the rollout key.
+	UpstreamEnv     string            `json:"upstreamEnv,omitempty"`
+	UpstreamDefault string            `json:"upstreamDefault,omitempty"`
+	Auth            string            `json:"auth,omitempty"`
+	Headers         map[string]string `json:"headers,omitempty"`
+	// Temperature and Effort are the sampling controls the gateway sets.
+	Temperature  *float64          `json:"temperature,omitempty"`
+	Effort       string            `json:"effort,omitempty"`
+	SkillsDir    string            `json:"skillsDir"`
+	User         string            `json:"user"`
+	Env          map[string]string `json:"env"`
+	ForcedPrompt string            `json:"forcedPrompt"`
 	// Resume sends a case's next reply in the same session ({{prompt}},
 	// {{session}}).
 	Resume []string `json:"resume,omitempty"`
@@ -198,19 +212,25 @@ type Pair struct {
 
 // Judge grades rubrics and pairwise comparisons.
 type Judge struct {
-	Provider      string         `json:"provider"`
-	Model         string         `json:"model,omitempty"`
-	Command       []string       `json:"command,omitempty"`
-	Script        *Script        `json:"script,omitempty"`
-	Upstream      string         `json:"upstream,omitempty"`
-	CredentialEnv string         `json:"credentialEnv,omitempty"`
-	Mode          string         `json:"mode"`
-	Pairs         []Pair         `json:"pairs"`
-	Swap          bool           `json:"swap"`
-	Templates     JudgeTemplates `json:"templates"`
-	Prices        *Prices        `json:"prices,omitempty"`
-	Adjudication  Adjudication   `json:"adjudication"`
-	Packet        PacketCaps     `json:"packet"`
+	Provider      string   `json:"provider"`
+	Model         string   `json:"model,omitempty"`
+	Command       []string `json:"command,omitempty"`
+	Script        *Script  `json:"script,omitempty"`
+	Upstream      string   `json:"upstream,omitempty"`
+	CredentialEnv string   `json:"credentialEnv,omitempty"`
+	// UpstreamEnv, UpstreamDefault, Auth and Headers: how the judge
+	// reaches its provider (see #Judge).
+	UpstreamEnv     string            `json:"upstreamEnv,omitempty"`
+	UpstreamDefault string            `json:"upstreamDefault,omitempty"`
+	Auth            string            `json:"auth,omitempty"`
+	Headers         map[string]string `json:"headers,omitempty"`
+	Mode            string            `json:"mode"`
+	Pairs           []Pair            `json:"pairs"`
+	Swap            bool              `json:"swap"`
+	Templates       JudgeTemplates    `json:"templates"`
+	Prices          *Prices           `json:"prices,omitempty"`
+	Adjudication    Adjudication      `json:"adjudication"`
+	Packet          PacketCaps        `json:"packet"`
 }
 
 // PacketCaps bound a judge's packet, as #Bytes sizes (see #PacketCaps).
