@@ -61,6 +61,9 @@ type ProviderFault struct {
 // String is the fault as a cell's error reads it, such as
 // "provider: HTTP 401 authentication_error: invalid x-api-key (from https://…)".
 func (f ProviderFault) String() string {
+	if f.Kind == FaultReplay {
+		return "replay: " + f.Message
+	}
 	from := f.URL
 	if f.Retries > 0 {
 		from += fmt.Sprintf(", after %d %s", f.Retries, plural(f.Retries, "retry", "retries"))
@@ -199,6 +202,8 @@ type exchange struct {
 	err     error // the last try's transport error
 	stalled bool  // the stall timer cut the last try
 	readErr error // the upstream's body failed mid-stream
+	// sent are the headers of the request as forwarded (the last try's).
+	sent http.Header
 }
 
 type exchangeKey struct{}
@@ -432,7 +437,7 @@ func (e *PreflightError) Error() string { return e.Fault.String() }
 // *PreflightError: nothing would run. Any other answer lets the run go on, with a note
 // when it was not 2xx (a proxy without a model list answers 404).
 func (g *Gateway) Preflight(ctx context.Context) (note string, err error) {
-	if g.scripted != nil {
+	if g.upstream == nil {
 		return "", nil
 	}
 	ex := &exchange{}
@@ -443,11 +448,9 @@ func (g *Gateway) Preflight(ctx context.Context) (note string, err error) {
 		return "", fmt.Errorf("check provider: %w", err)
 	}
 	if g.family == "anthropic" {
-		req.Header.Set("X-Api-Key", g.cfg.APIKey)
 		req.Header.Set("Anthropic-Version", "2023-06-01")
-	} else {
-		req.Header.Set("Authorization", "Bearer "+g.cfg.APIKey)
 	}
+	g.authorize(req.Header)
 	f := ProviderFault{Method: http.MethodGet, URL: u.String()}
 	resp, err := g.transport.RoundTrip(req)
 	f.Retries = ex.retries

@@ -24,6 +24,9 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/runner/redact"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // GatewaySocket is the name of the gateway's socket in its folder. The folder is mounted
@@ -38,14 +41,40 @@ type GatewayConfig struct {
 	// Dir is the folder of the socket; it is created if missing and made mode 0755, and
 	// cells mount it read-only at /skillgate.
 	Dir string
-	// Provider is "anthropic", "openai" or "scripted".
+	// Provider is "anthropic", "openai", "scripted" or "replay" (Replay's
+	// recorded exchanges, served again).
 	Provider string
-	// Upstream is the base URL of the real provider, such as "https://api.anthropic.com";
-	// a request for /v1/messages goes to Upstream + "/v1/messages".
+	// Upstream is the base URL of the real provider, such as "https://api.anthropic.com",
+	// with or without its "/v1": a request for /v1/messages goes to
+	// https://api.anthropic.com/v1/messages either way.
 	Upstream string
 	// APIKey is the real credential. It stays in the gateway: it is sent only to Upstream,
 	// never logged, never stored, never given to a cell.
 	APIKey string
+	// Auth is how APIKey reaches the provider: "x-api-key", "bearer"
+	// (Authorization: Bearer), "oauth" (a bearer token, with Anthropic's
+	// OAuth beta added to anthropic-beta) or "api-key" (Azure OpenAI's
+	// header). Empty: the provider's own, x-api-key for anthropic, bearer
+	// for openai.
+	Auth string
+	// CredentialEnv names the host variable APIKey came from, for the
+	// redactions an exchange records.
+	CredentialEnv string
+	// Headers are extra headers sent upstream with every request, by name,
+	// with their real values; HeaderEnv names each one's host variable.
+	// Their values, like APIKey's, are never stored.
+	Headers   map[string]string
+	HeaderEnv map[string]string
+	// Redact scrubs the run's secrets from every recorded exchange.
+	Redact *redact.Redactor
+	// Record, when set, stores every exchange of every cell in its run
+	// folder (see Recorder).
+	Record *Recorder
+	// Sampling says what to set in a cell's model requests (the suite's or
+	// its case's temperature and reasoning effort); nil sets nothing.
+	Sampling func(cell string) *Sampling
+	// Replay is what provider "replay" serves.
+	Replay *Recording
 	// Script is what the scripted provider answers.
 	Script *suite.Script
 	// Prices turn token counts into USD; nil means no USD figures.
@@ -94,8 +123,23 @@ type gatewayCell struct {
 	asked    []string
 	answered []string
 	tokens   *grade.Tokens
+	provider *ProviderTokens
 	latency  time.Duration
 	calls    int // scripted replies given, for deterministic ids
+
+	// seq numbers the cell's exchanges in order of arrival.
+	seq       int
+	sampling  *Sampling
+	sampled   *Sampling
+	exchanges []Exchange
+	// logDigest is the stored log of the first logCount exchanges.
+	logDigest digest.Digest
+	logCount  int
+	recordErr error
+	replay    *replayCell
+	// replayMiss is the first request a replay could not match: the cell
+	// stays invalid whatever follows.
+	replayMiss *ProviderFault
 
 	retries        int
 	faults         []ProviderFault
@@ -123,13 +167,16 @@ func StartGateway(cfg GatewayConfig) (*Gateway, error) {
 		if cfg.APIKey == "" {
 			return nil, fmt.Errorf("start gateway: provider %s needs an API key", cfg.Provider)
 		}
-		u, err := url.Parse(cfg.Upstream)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("start gateway: upstream %q is not an http(s) URL", cfg.Upstream)
+		u, err := ParseUpstream(cfg.Upstream)
+		if err != nil {
+			return nil, fmt.Errorf("start gateway: %w", err)
 		}
-		u.Path = strings.TrimRight(u.Path, "/")
-		u.RawPath = ""
 		g.upstream = u
+		switch cfg.Auth {
+		case "", "x-api-key", "bearer", "oauth", "api-key":
+		default:
+			return nil, fmt.Errorf("start gateway: unknown auth %q (want x-api-key, bearer, oauth or api-key)", cfg.Auth)
+		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		if cfg.RootCAs != nil {
 			tr.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs}
@@ -160,8 +207,12 @@ func StartGateway(cfg GatewayConfig) (*Gateway, error) {
 			return nil, fmt.Errorf("start gateway: %w", err)
 		}
 		g.scripted = sm
+	case "replay":
+		if cfg.Replay == nil || cfg.Replay.Dir == "" {
+			return nil, errors.New("start gateway: provider replay needs a recorded run folder")
+		}
 	default:
-		return nil, fmt.Errorf("start gateway: unknown provider %q (want anthropic, openai or scripted)", cfg.Provider)
+		return nil, fmt.Errorf("start gateway: unknown provider %q (want anthropic, openai, scripted or replay)", cfg.Provider)
 	}
 	if cfg.Dir == "" {
 		return nil, errors.New("start gateway: no folder for the socket")
@@ -209,6 +260,15 @@ func StartGateway(cfg GatewayConfig) (*Gateway, error) {
 	return g, nil
 }
 
+// Upstream is the base URL a real provider's requests go to; "" for the
+// scripted model and replays.
+func (g *Gateway) Upstream() string {
+	if g.upstream == nil {
+		return ""
+	}
+	return g.upstream.String()
+}
+
 // Socket is the host path of the gateway's unix socket.
 func (g *Gateway) Socket() string { return g.socket }
 
@@ -225,11 +285,31 @@ func (g *Gateway) NewCellToken(cell string) string {
 	defer g.mu.Unlock()
 	c := g.cells[cell]
 	if c == nil {
-		c = &gatewayCell{name: cell}
+		c = &gatewayCell{name: cell, replay: &replayCell{}}
+		if g.cfg.Sampling != nil {
+			c.sampling = g.cfg.Sampling(cell)
+		}
 		g.cells[cell] = c
 	}
 	g.tokens[tok] = c
 	return tok
+}
+
+// ParseUpstream reads a provider's base URL, with or without its "/v1"
+// (ANTHROPIC_BASE_URL is usually written without it, OPENAI_BASE_URL with
+// it): the gateway appends the API's own paths, /v1 included, to what is
+// left.
+func ParseUpstream(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("upstream %q is not an http(s) URL (such as https://api.anthropic.com)", s)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("upstream %q: a base URL has no query or fragment", s)
+	}
+	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
+	u.RawPath = ""
+	return u, nil
 }
 
 // Close stops the gateway: it stops accepting, gives requests in flight a few seconds,
@@ -306,7 +386,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		g.idle.Broadcast()
 	}()
 	var fwdPath, fwdQuery string
-	if g.scripted == nil {
+	if g.upstream != nil {
 		var ok bool
 		if fwdPath, fwdQuery, ok = matchEndpoint(g.family, r.Method, r.RequestURI); !ok {
 			g.refuse(w, r, c)
@@ -330,10 +410,29 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	asked := requestModel(body)
+	counted := r.Method == http.MethodPost
+	g.mu.Lock()
+	c.seq++
+	rec := &exchangeRecord{seq: c.seq, method: r.Method, target: r.RequestURI, started: start, header: r.Header}
+	sampling := c.sampling
+	g.mu.Unlock()
+	if counted && !sampling.empty() {
+		p := r.URL.Path
+		if fwdPath != "" {
+			p = fwdPath
+		}
+		if b, set, err := applySampling(p, body, sampling); err == nil && set != nil {
+			body, rec.sampling = b, set
+		}
+	}
+	rec.body = body
 
 	ow := &observingWriter{ResponseWriter: w, obs: newUsageObserver(family)}
-	counted := r.Method == http.MethodPost
-	if g.scripted != nil {
+	if g.cfg.Record != nil {
+		ow.capture = &capture{}
+	}
+	switch {
+	case g.scripted != nil:
 		var call int
 		if counted {
 			g.mu.Lock()
@@ -342,7 +441,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			g.mu.Unlock()
 		}
 		g.scripted.serve(ow, r, body, call)
-		g.account(c, r, ow, nil, asked, counted, start, false)
+		g.account(c, r, ow, nil, rec, asked, counted, false)
+		return
+	case g.cfg.Replay != nil:
+		rec.replayOf, rec.fault = g.serveReplay(ow, r, c, body, rec.seq)
+		g.account(c, r, ow, nil, rec, asked, counted, false)
 		return
 	}
 	ex := &exchange{body: body}
@@ -354,12 +457,27 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	// with http.ErrAbortHandler: what was received is accounted all the same.
 	defer func() {
 		p := recover()
-		g.account(c, r, ow, ex, asked, counted, start, p != nil)
+		g.account(c, r, ow, ex, rec, asked, counted, p != nil)
 		if p != nil {
 			panic(p)
 		}
 	}()
 	g.proxy.ServeHTTP(ow, r)
+}
+
+// exchangeRecord is what the gateway keeps of one exchange while it is
+// served, for the cell's exchange log.
+type exchangeRecord struct {
+	seq            int
+	method, target string
+	started        time.Time
+	// header is the request's as received; the forwarded one, when the
+	// request went to a provider, is in the exchange.
+	header   http.Header
+	body     []byte // as forwarded or answered
+	sampling *Sampling
+	replayOf int
+	fault    *ProviderFault // a replay's miss
 }
 
 // rewrite turns a cell's request into the provider's: the dummy key out, the real one in.
@@ -370,11 +488,77 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	h.Del("Authorization")
 	// Uncompressed, so the response streams through unchanged and can be read for usage.
 	h.Set("Accept-Encoding", "identity")
-	if g.cfg.Provider == "anthropic" {
+	g.authorize(h)
+	if ex, _ := pr.In.Context().Value(exchangeKey{}).(*exchange); ex != nil {
+		ex.set(func() { ex.sent = h.Clone() })
+	}
+}
+
+// authorize puts the real credential and the extra headers into h, as the
+// provider expects them.
+func (g *Gateway) authorize(h http.Header) {
+	switch g.auth() {
+	case "x-api-key":
 		h.Set("X-Api-Key", g.cfg.APIKey)
-	} else {
+	case "api-key":
+		h.Set("Api-Key", g.cfg.APIKey)
+	case "oauth":
+		h.Set("Authorization", "Bearer "+g.cfg.APIKey)
+		beta := h.Get("Anthropic-Beta")
+		if !strings.Contains(beta, oauthBeta) {
+			if beta != "" {
+				beta += ","
+			}
+			h.Set("Anthropic-Beta", beta+oauthBeta)
+		}
+	default:
 		h.Set("Authorization", "Bearer "+g.cfg.APIKey)
 	}
+	for name, v := range g.cfg.Headers {
+		h.Set(name, v)
+	}
+}
+
+// oauthBeta is the anthropic-beta flag Anthropic's API wants with an OAuth
+// access token.
+const oauthBeta = "oauth-2025-04-20"
+
+// auth is how the credential is sent: the configured way, else the
+// provider's own.
+func (g *Gateway) auth() string {
+	if g.cfg.Auth != "" {
+		return g.cfg.Auth
+	}
+	if g.family == "anthropic" {
+		return "x-api-key"
+	}
+	return "bearer"
+}
+
+// secretHeaderVars names, by header, the host variable whose value the
+// gateway puts in it, for the redactions a recorded exchange lists.
+func (g *Gateway) secretHeaderVars() map[string]string {
+	m := map[string]string{}
+	cred := g.cfg.CredentialEnv
+	if cred == "" {
+		cred = "credential"
+	}
+	switch g.auth() {
+	case "x-api-key":
+		m["X-Api-Key"] = cred
+	case "api-key":
+		m["Api-Key"] = cred
+	default:
+		m["Authorization"] = cred
+	}
+	for name := range g.cfg.Headers {
+		env := g.cfg.HeaderEnv[name]
+		if env == "" {
+			env = "header " + name
+		}
+		m[http.CanonicalHeaderKey(name)] = env
+	}
+	return m
 }
 
 // gatewayError answers with an error in the provider's format.

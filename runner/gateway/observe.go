@@ -16,6 +16,8 @@ type observingWriter struct {
 	wroteHeader bool
 	// writeErr is the first failed write to the cell: the cell went away.
 	writeErr error
+	// capture keeps the response as sent, when exchanges are recorded.
+	capture *capture
 }
 
 func (o *observingWriter) WriteHeader(code int) {
@@ -32,6 +34,7 @@ func (o *observingWriter) Write(p []byte) (int, error) {
 	}
 	n, err := o.ResponseWriter.Write(p)
 	o.obs.write(p[:n])
+	o.capture.write(p[:n])
 	if err != nil && o.writeErr == nil {
 		o.writeErr = err
 	}
@@ -60,6 +63,8 @@ type usageObserver struct {
 	status int
 	model  string
 	tokens *grade.Tokens
+	// raw are the tokens as the provider counts them.
+	raw *ProviderTokens
 	// done: the stream's last event came (message_stop, response.completed, [DONE]).
 	done bool
 	// streamErr is an error event in a stream whose status was 200.
@@ -252,8 +257,9 @@ func (u *usageObserver) apply(w *wireUsage, fresh bool) {
 	}
 	if u.tokens == nil || fresh {
 		u.tokens = &grade.Tokens{}
+		u.raw = &ProviderTokens{Convention: u.family}
 	}
-	t := u.tokens
+	t, raw := u.tokens, u.raw
 	set := func(dst *int64, src *int64) {
 		if src != nil {
 			*dst = *src
@@ -278,14 +284,17 @@ func (u *usageObserver) apply(w *wireUsage, fresh bool) {
 		if in != nil {
 			t.Input = max(*in-cached, 0)
 			t.CacheRead = cached
+			raw.Input, raw.CacheRead = *in, cached
 		}
 		set(&t.Output, out)
+		set(&raw.Output, out)
 		return
 	}
 	set(&t.Input, w.InputTokens)
 	set(&t.Output, w.OutputTokens)
 	set(&t.CacheRead, w.CacheRead)
 	set(&t.CacheWrite, w.CacheCreation)
+	*raw = ProviderTokens{Convention: u.family, Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite}
 }
 
 // result returns the answering model and the reported tokens (nil if none).

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // CellUsage is what one cell asked of the model through the gateway.
@@ -41,6 +43,21 @@ type CellUsage struct {
 	// and never forwarded (the first maxRecorded; RefusedDropped counts the rest).
 	Refused        []RefusedRequest `json:"refused,omitempty"`
 	RefusedDropped int              `json:"refusedDropped,omitempty"`
+
+	// Upstream is the base URL a real provider's requests went to.
+	Upstream string `json:"upstream,omitempty"`
+	// ProviderTokens sum the responses' token counts in the provider's own
+	// convention (Tokens are skillgate's: input without cache reads).
+	ProviderTokens *ProviderTokens `json:"providerTokens,omitempty"`
+	// Sampling is what the gateway set in the cell's model requests.
+	Sampling *Sampling `json:"sampling,omitempty"`
+	// Exchanges names the cell's exchange log (store/exchanges/logs/HEX),
+	// when the gateway recorded; ExchangeCount is how many it holds.
+	Exchanges     digest.Digest `json:"exchanges,omitempty"`
+	ExchangeCount int           `json:"exchangeCount,omitempty"`
+	// Replayed names the recorded exchange log a replay answered the cell
+	// from.
+	Replayed digest.Digest `json:"replayed,omitempty"`
 }
 
 // maxRecorded bounds the faults and refusals a cell's usage lists.
@@ -78,6 +95,31 @@ func (g *Gateway) Usage(cell string) CellUsage {
 	if c.unrecovered != nil {
 		u.Unrecovered = c.unrecovered.String()
 	}
+	if c.replayMiss != nil {
+		u.Unrecovered = c.replayMiss.String()
+	}
+	if c.provider != nil {
+		p := *c.provider
+		u.ProviderTokens = &p
+	}
+	u.Sampling = c.sampled
+	if g.upstream != nil {
+		u.Upstream = g.upstream.String()
+	}
+	if g.cfg.Replay != nil {
+		u.Replayed = g.cfg.Replay.Logs[c.name]
+	}
+	if g.cfg.Record != nil {
+		d, err := g.cellLog(c)
+		if err == nil {
+			err = c.recordErr
+		}
+		if err != nil {
+			// Skillgate's fault, not the agent's: invalid, so the cell reruns.
+			u.Unrecovered = "record exchanges: " + err.Error()
+		}
+		u.Exchanges, u.ExchangeCount = d, len(c.exchanges)
+	}
 	return u
 }
 
@@ -96,21 +138,32 @@ func (g *Gateway) Spent() float64 {
 }
 
 // account records one exchange for its cell: the request, the model, the tokens seen
-// (of a cut stream too), the latency, and for a real provider whether the exchange
-// succeeded or failed by a provider fault.
-func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, ex *exchange, asked string, counted bool, start time.Time, cut bool) {
+// (of a cut stream too), the latency, for a real provider whether the exchange
+// succeeded or failed by a provider fault, and, when the gateway records, the
+// exchange itself.
+func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, ex *exchange, rec *exchangeRecord, asked string, counted bool, cut bool) {
 	model, tokens := ow.obs.result()
+	raw := ow.obs.raw
 	var fault *ProviderFault
 	succeeded := false
 	if ex != nil {
 		fault, succeeded = g.outcome(r, ow, ex, cut)
+	}
+	if rec.fault != nil {
+		fault = rec.fault
+	}
+	latency := time.Since(rec.started)
+	var recorded *Exchange
+	var recordErr error
+	if g.cfg.Record != nil {
+		recorded, recordErr = g.record(rec, ow, ex, asked, model, tokens, raw, fault, latency)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if counted {
 		c.requests++
 	}
-	c.latency += time.Since(start)
+	c.latency += latency
 	c.asked = appendDistinct(c.asked, asked)
 	c.answered = appendDistinct(c.answered, model)
 	if tokens != nil {
@@ -121,11 +174,26 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 		c.tokens.Output += tokens.Output
 		c.tokens.CacheRead += tokens.CacheRead
 		c.tokens.CacheWrite += tokens.CacheWrite
+		c.provider = c.provider.add(raw)
 	}
-	if ex == nil {
+	if rec.sampling != nil {
+		c.sampled = rec.sampling
+	}
+	if recorded != nil {
+		c.exchanges = append(c.exchanges, *recorded)
+	}
+	if recordErr != nil && c.recordErr == nil {
+		c.recordErr = recordErr
+	}
+	if rec.fault != nil && c.replayMiss == nil {
+		c.replayMiss = rec.fault
+	}
+	if ex == nil && rec.fault == nil {
 		return
 	}
-	c.retries += ex.retries
+	if ex != nil {
+		c.retries += ex.retries
+	}
 	switch {
 	case fault != nil:
 		if len(c.faults) < maxRecorded {
@@ -137,6 +205,72 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 	case succeeded:
 		c.unrecovered = nil
 	}
+}
+
+// record stores one exchange's bodies and returns its log entry.
+func (g *Gateway) record(rec *exchangeRecord, ow *observingWriter, ex *exchange, asked, model string, tokens *grade.Tokens, raw *ProviderTokens, fault *ProviderFault, latency time.Duration) (*Exchange, error) {
+	secret := g.secretHeaderVars()
+	reqHeader := rec.header
+	if ex != nil {
+		ex.mu.Lock()
+		if ex.sent != nil {
+			reqHeader = ex.sent
+		}
+		ex.mu.Unlock()
+	}
+	e := &Exchange{Seq: rec.seq, Method: rec.method, Path: rec.target, StartedAt: rec.started.UTC().Round(time.Microsecond),
+		LatencySeconds: latency.Seconds(), Status: ow.obs.status, ModelAsked: asked, ModelAnswered: model,
+		Tokens: tokens, ProviderTokens: raw, USD: PriceTokens(g.cfg.Prices, tokens), Sampling: rec.sampling, ReplayOf: rec.replayOf}
+	if e.Status == 0 {
+		e.Status = http.StatusOK
+	}
+	if ex != nil {
+		e.Retries = ex.retries
+	}
+	if fault != nil {
+		e.Fault = fault.String()
+	}
+	var err error
+	var reds []Redaction
+	if e.Request, reds, err = g.recordBody(rec.body, false, reqHeader, "request", secret); err != nil {
+		return nil, err
+	}
+	e.Redactions = append(e.Redactions, reds...)
+	var resp []byte
+	truncated := false
+	if ow.capture != nil {
+		resp, truncated = ow.capture.buf.Bytes(), ow.capture.truncated
+	}
+	if e.Response, reds, err = g.recordBody(resp, truncated, ow.Header(), "response", nil); err != nil {
+		return nil, err
+	}
+	e.Redactions = append(e.Redactions, reds...)
+	return e, nil
+}
+
+// cellLog stores the cell's exchange log, once per set of exchanges; the
+// caller holds g.mu.
+func (g *Gateway) cellLog(c *gatewayCell) (digest.Digest, error) {
+	if len(c.exchanges) == 0 {
+		return "", nil
+	}
+	if c.logCount == len(c.exchanges) {
+		return c.logDigest, nil
+	}
+	l := &ExchangeLog{Format: ExchangeFormat, Cell: c.name, Provider: g.cfg.Provider, Exchanges: slices.Clone(c.exchanges)}
+	if g.upstream != nil {
+		l.Upstream = g.upstream.String()
+	}
+	if g.cfg.Replay != nil {
+		l.Replayed = g.cfg.Replay.Logs[c.name]
+	}
+	slices.SortFunc(l.Exchanges, func(a, b Exchange) int { return a.Seq - b.Seq })
+	d, err := g.cfg.Record.PutLog(l)
+	if err != nil {
+		return "", err
+	}
+	c.logDigest, c.logCount = d, len(c.exchanges)
+	return d, nil
 }
 
 func appendDistinct(list []string, s string) []string {
