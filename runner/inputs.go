@@ -39,9 +39,12 @@ type inputTree struct {
 type inputs struct {
 	plan     *plan.Plan
 	suiteDir string
-	store    *store.Store
-	trees    map[string]*inputTree // by what
-	order    []string
+	// from, when set, is a run folder's store whose verified snapshots
+	// stand for the suite folder (a replay of an imported run).
+	from  *store.Store
+	store *store.Store
+	trees map[string]*inputTree // by what
+	order []string
 }
 
 func newInputs(p *plan.Plan, suiteDir string, st *store.Store) *inputs {
@@ -125,10 +128,13 @@ func (in *inputs) addTree(pc plan.PlanCase, arm plan.PlanArm, what string) error
 	if err != nil {
 		return err
 	}
-	if in.suiteDir == "" {
+	src := filepath.Join(in.suiteDir, filepath.FromSlash(rel))
+	if in.from != nil {
+		src = in.from.TreeDir(tree.Digest)
+	} else if in.suiteDir == "" {
 		return fmt.Errorf("pin inputs: %s: no suite folder to read it from", what)
 	}
-	in.trees[what] = &inputTree{what: what, src: filepath.Join(in.suiteDir, filepath.FromSlash(rel)), tree: tree}
+	in.trees[what] = &inputTree{what: what, src: src, tree: tree}
 	in.order = append(in.order, what)
 	return nil
 }

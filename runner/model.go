@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/skillgate/skillgate/runner/gateway"
+	"github.com/skillgate/skillgate/runner/redact"
+	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // cellGatewayMount is where the gateway's folder (its socket and the
@@ -22,36 +27,171 @@ const cellGatewayMount = "/skillgate"
 func usesGateway(p *plan.Plan) bool { return p.Agent.Provider != "none" }
 
 // startGateway starts the run's gateway and puts the forwarder beside its
-// socket. The real credential is read from the host here and nowhere else.
-func startGateway(p *plan.Plan) (*gateway.Gateway, string, error) {
-	key := ""
-	if p.Agent.Provider != "scripted" {
-		if p.Agent.CredentialEnv == "" {
-			return nil, "", fmt.Errorf("start gateway: agent.credentialEnv names no variable for provider %s", p.Agent.Provider)
+// socket. The real credential and the extra headers' values are read from
+// the host here and nowhere else; secrets are what the run must never
+// store. Every exchange is recorded into the run folder out; with
+// opts.Replay (or provider "replay") the cells are answered from a
+// recorded run folder instead, with no network.
+func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, secrets []redact.Secret, err error) {
+	a := p.Agent.Agent
+	cfg := gateway.GatewayConfig{Provider: a.Provider, Script: a.Script, Prices: a.Prices,
+		Record: &gateway.Recorder{Out: out}, Sampling: cellSampling(p)}
+	replay := opts.Replay
+	if a.Provider == "replay" && replay == "" {
+		if a.Replay == "" {
+			return nil, nil, errors.New("start gateway: provider replay needs agent.replay, the recorded run folder")
 		}
-		if key = os.Getenv(p.Agent.CredentialEnv); key == "" {
-			return nil, "", fmt.Errorf("start gateway: %s is not set; set it, or use provider \"scripted\" to run offline", p.Agent.CredentialEnv)
-		}
+		replay = filepath.Join(opts.SuiteDir, filepath.FromSlash(a.Replay))
 	}
-	retry, stall, err := gatewayLimits(p.Limits.Limits)
-	if err != nil {
-		return nil, "", err
+	switch {
+	case replay != "":
+		rec, err := loadRecording(p, replay, out)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Provider, cfg.Replay = "replay", rec
+	case a.Provider == "anthropic" || a.Provider == "openai":
+		conn, err := hostConnection(a.Provider, a.Upstream, a.UpstreamEnv, a.UpstreamDefault, a.CredentialEnv, a.Auth, a.Headers, "agent")
+		if err != nil {
+			return nil, nil, fmt.Errorf("start gateway: %w", err)
+		}
+		cfg.Upstream, cfg.APIKey, cfg.Auth, cfg.CredentialEnv = conn.upstream, conn.key, conn.auth, a.CredentialEnv
+		cfg.Headers, cfg.HeaderEnv = conn.headers, a.Headers
+		secrets = conn.secrets
+	}
+	cfg.Redact = redact.NewNamed(p, secrets...)
+	if cfg.Retry, cfg.Stall, err = gatewayLimits(p.Limits.Limits); err != nil {
+		return nil, nil, err
 	}
 	// A short folder: a unix socket path must fit in 108 bytes.
 	dir, err := os.MkdirTemp("", "sg-gw-")
 	if err != nil {
-		return nil, "", fmt.Errorf("start gateway: %w", err)
+		return nil, nil, fmt.Errorf("start gateway: %w", err)
 	}
-	g, err := gateway.StartGateway(gateway.GatewayConfig{Dir: dir, Provider: p.Agent.Provider, Upstream: p.Agent.Upstream, APIKey: key,
-		Script: p.Agent.Script, Prices: p.Agent.Prices, Retry: retry, Stall: stall})
+	cfg.Dir = dir
+	g, err = gateway.StartGateway(cfg)
 	if err == nil {
 		err = gateway.WriteForwarder(dir)
 	}
 	if err != nil {
+		if g != nil {
+			g.Close()
+		}
 		os.RemoveAll(dir)
-		return nil, "", err
+		return nil, nil, err
 	}
-	return g, key, nil
+	return g, secrets, nil
+}
+
+// connection is how the host reaches a real provider: the base URL, the
+// credential and the extra headers, read from the host.
+type connection struct {
+	upstream string
+	key      string
+	auth     string
+	headers  map[string]string
+	secrets  []redact.Secret
+}
+
+// hostConnection reads a real provider's connection from the host: the
+// upstream (the suite's, else the host's upstreamEnv variable, else the
+// provider's default), the credential, each extra header's variable. who
+// ("agent", "judge") prefixes the fields named in messages.
+func hostConnection(provider, upstream, upstreamEnv, upstreamDefault, credentialEnv, auth string, headers map[string]string, who string) (connection, error) {
+	c := connection{upstream: upstream, auth: auth, headers: map[string]string{}}
+	if c.upstream == "" && upstreamEnv != "" {
+		c.upstream = os.Getenv(upstreamEnv)
+	}
+	if c.upstream == "" {
+		c.upstream = upstreamDefault
+	}
+	if c.upstream == "" {
+		return c, fmt.Errorf("%s.upstream is unset for provider %s, and so are %s.upstreamEnv's variable and %s.upstreamDefault", who, provider, who, who)
+	}
+	if _, err := gateway.ParseUpstream(c.upstream); err != nil {
+		return c, fmt.Errorf("%s.upstream: %w", who, err)
+	}
+	if credentialEnv == "" {
+		return c, fmt.Errorf("%s.credentialEnv names no variable for provider %s", who, provider)
+	}
+	if c.key = os.Getenv(credentialEnv); c.key == "" {
+		return c, fmt.Errorf("%s is not set; set it, or use provider \"scripted\" to run offline", credentialEnv)
+	}
+	c.secrets = append(c.secrets, redact.Secret{Name: credentialEnv, Value: c.key})
+	for name, env := range headers {
+		v := os.Getenv(env)
+		if v == "" {
+			return c, fmt.Errorf("%s.headers: %s, the variable for header %s, is not set", who, env, name)
+		}
+		c.headers[name] = v
+		c.secrets = append(c.secrets, redact.Secret{Name: env, Value: v})
+	}
+	return c, nil
+}
+
+// cellSampling is what the gateway sets in each cell's model requests: its
+// case's temperature and effort, else the agent's.
+func cellSampling(p *plan.Plan) func(cell string) *gateway.Sampling {
+	byCell := map[string]*gateway.Sampling{}
+	cases := map[string]plan.PlanCase{}
+	for _, c := range p.Cases {
+		cases[c.ID] = c
+	}
+	for _, c := range p.Cells {
+		pc := cases[c.Case]
+		s := &gateway.Sampling{Temperature: p.Agent.Temperature, Effort: p.Agent.Effort}
+		if pc.Temperature != nil {
+			s.Temperature = pc.Temperature
+		}
+		if pc.Effort != "" {
+			s.Effort = pc.Effort
+		}
+		if s.Temperature != nil || s.Effort != "" {
+			byCell[c.ID] = s
+		}
+	}
+	return func(cell string) *gateway.Sampling { return byCell[cell] }
+}
+
+// loadRecording reads which exchange log each cell of a recorded run
+// folder left, for the plan's cells: by rollout key where the recording ran
+// the same plan, else by cell (case, arm, trial) through the recording's
+// own plan.
+func loadRecording(p *plan.Plan, dir, out string) (*gateway.Recording, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", dir, err)
+	}
+	if abs == out {
+		return nil, fmt.Errorf("replay %s: that is the run folder itself; replay into another one (--out)", dir)
+	}
+	recorded, err := plan.ReadPlan(filepath.Join(abs, store.FilePlan))
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", dir, err)
+	}
+	st := &store.Store{Dir: abs}
+	rec := &gateway.Recording{Dir: abs, Logs: map[string]digest.Digest{}}
+	byID := map[string]digest.Digest{}
+	for _, c := range recorded.Cells {
+		ro, ok, err := st.Rollout(c.Rollout)
+		if err != nil {
+			return nil, fmt.Errorf("replay %s: %w", dir, err)
+		}
+		if ok && ro.Gateway != nil && ro.Gateway.Exchanges != "" {
+			byID[c.ID] = ro.Gateway.Exchanges
+		}
+	}
+	n := 0
+	for _, c := range p.Cells {
+		if d, ok := byID[c.ID]; ok {
+			rec.Logs[c.ID] = d
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("replay %s: no recorded exchanges of any cell of this plan (was it run by a skillgate that records them?)", dir)
+	}
+	return rec, nil
 }
 
 // gatewayLimits reads limits.retry and limits.stall.
@@ -85,12 +225,12 @@ func gatewayLimits(l suite.Limits) (gateway.RetryPolicy, time.Duration, error) {
 // says what to fix when it fails: the credential variable for a refused key, the
 // upstream for a provider out of reach.
 func preflight(ctx context.Context, g *gateway.Gateway, p *plan.Plan, log io.Writer) error {
-	note, err := g.Preflight(ctx)
+	note, err := g.Preflight(ctx) // nothing to check for the scripted model or a replay
 	var pe *gateway.PreflightError
 	switch {
 	case errors.As(err, &pe) && pe.Fault.Kind == gateway.FaultStatus:
 		return fmt.Errorf("check provider %s: %s answered GET /v1/models with %s; the key in %s is refused: fix it and run again (no cell was started)",
-			p.Agent.Provider, p.Agent.Upstream, pe.Fault.What(), p.Agent.CredentialEnv)
+			p.Agent.Provider, g.Upstream(), pe.Fault.What(), p.Agent.CredentialEnv)
 	case errors.As(err, &pe):
 		tries := ""
 		if n := pe.Fault.Retries; n > 0 {

@@ -54,9 +54,9 @@ func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, 
 // will run; stop releases everything.
 func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string, st *store.Store, budget *store.SpendBudget) (r *cellRunner, stop func(), err error) {
 	var gateway *gateway.Gateway
-	var key string
+	var secrets []redact.Secret
 	if usesGateway(p) {
-		if gateway, key, err = startGateway(p); err != nil {
+		if gateway, secrets, err = startGateway(p, opts, out); err != nil {
 			return nil, nil, err
 		}
 		if err = preflight(ctx, gateway, p, opts.Log); err != nil {
@@ -91,7 +91,7 @@ func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string
 		gateway: gateway, budget: budget,
 		git: plan.SuiteGitRevision(p, opts.SuiteDir, out),
 	}
-	r.redact = redact.New(p, key)
+	r.redact = redact.NewNamed(p, secrets...)
 	return r, func() {
 		closeGateway()
 		engine.Close()

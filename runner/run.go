@@ -44,6 +44,13 @@ type Options struct {
 	// cell or judge call starts only when its worst case fits under what is
 	// left (see runner/store, spend.go); 0 means no cap.
 	SpendCapUSD float64
+	// Replay is a recorded run folder whose exchanges answer the cells'
+	// model requests, matched by their content, instead of the plan's
+	// provider: no network, no credential.
+	Replay string
+	// TreesFrom is a run folder whose verified tree snapshots the cells
+	// run when there is no suite folder (replaying an imported run).
+	TreesFrom string
 	// Log receives progress; Terminal draws a bar instead of lines.
 	Log      io.Writer
 	Terminal bool
@@ -181,6 +188,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	}
 	// The cells run the trees pinned here, verified against the plan.
 	in := newInputs(p, opts.SuiteDir, st)
+	if opts.TreesFrom != "" {
+		in.from = &store.Store{Dir: opts.TreesFrom}
+	}
 	for _, c := range todo {
 		if err := in.add(cases[c.Case], plan.CaseArm(p, cases[c.Case], arms[c.Arm])); err != nil {
 			return nil, err

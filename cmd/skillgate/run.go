@@ -50,6 +50,16 @@ the shard; "skillgate merge" unions the shards' folders into the plan's
 verdict. A shard exits 0 once every cell of its share has a valid result, 2
 while one has not, 3 when calibration failed.
 
+Every model exchange of every cell is recorded in the run folder
+(store/exchanges: each request and response, streamed bodies as received,
+secrets scrubbed). --replay DIR answers the cells from the run folder DIR's
+recording instead of the provider, with no network and no credential: the
+agent CLIs run again in their containers, each request matched by its
+content to one its cell recorded; a request that matches none makes its cell
+invalid, saying where it departs. Without a suite folder or plan, --replay
+runs DIR's own plan from DIR's own snapshots of the skills and fixtures, into
+DIR-replay unless --out says.
+
 Exit codes: 0 PASS, 1 FAIL, 2 INCOMPLETE (interrupted, filtered, spend cap
 reached, or a cell invalid because Docker, skillgate or the provider
 failed), 3 calibration failed.`,
@@ -64,21 +74,34 @@ failed), 3 calibration failed.`,
 			&cli.Float64Flag{Name: "spend-cap", Usage: "start a cell or judge call only while its worst case fits under `USD` spent in the run folder over all runs (needs agent.prices); a started cell always finishes, and a later run with a higher cap resumes"},
 			&cli.BoolFlag{Name: "calibrate", Usage: "run only the calibration checks: the agent quotes a line only its arm's skill copy holds, says it has no skill in a no-skill arm, runs a shell command (exit 3 when one fails)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would run and start nothing"},
+			&cli.StringFlag{Name: "replay", Usage: "answer the cells from the recorded run folder `DIR`, offline (without a suite or plan: DIR's own plan and inputs)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return exit(2, fmt.Errorf("run takes one suite folder or plan file, got %d arguments", c.NArg()))
 			}
 			target := c.Args().First()
-			if target == "" {
-				target = "."
-			}
-			t, err := plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case"))
-			if err != nil {
-				return exit(2, err)
+			replay := c.String("replay")
+			var t *plan.Target
+			var treesFrom string
+			if replay != "" && target == "" {
+				p, err := plan.ReadPlan(filepath.Join(replay, store.FilePlan))
+				if err != nil {
+					return exit(2, fmt.Errorf("replay %s: %w", replay, err))
+				}
+				t, treesFrom = &plan.Target{Plan: p}, replay
+			} else {
+				if target == "" {
+					target = "."
+				}
+				var err error
+				if t, err = plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case")); err != nil {
+					return exit(2, err)
+				}
 			}
 			var shard runner.Shard
 			if c.IsSet("shard") {
+				var err error
 				if shard, err = runner.ParseShard(c.String("shard")); err != nil {
 					return exit(2, err)
 				}
@@ -89,7 +112,11 @@ failed), 3 calibration failed.`,
 				return exit(2, err)
 			}
 			out := c.String("out")
-			if out == "" {
+			switch {
+			case out != "":
+			case replay != "":
+				out = filepath.Clean(replay) + "-replay"
+			default:
 				out = filepath.Join(".skillgate", t.Plan.Suite.Name)
 			}
 			ctx, finish, stop := interruptible(c.Context)
@@ -100,6 +127,7 @@ failed), 3 calibration failed.`,
 				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"), Shard: shard,
 				DryRun: c.Bool("dry-run"), Calibrate: c.Bool("calibrate"), SpendCapUSD: c.Float64("spend-cap"), Log: os.Stderr, Terminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
 				Finish: finish,
+				Replay: replay, TreesFrom: treesFrom,
 			})
 			if err != nil {
 				return exit(2, err)

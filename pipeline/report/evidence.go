@@ -50,12 +50,55 @@ type CellEvidence struct {
 	Requests     int           `json:"requests,omitempty"`
 	Model        string        `json:"model,omitempty"`
 	Collection   string        `json:"collection,omitempty"`
+	// ModelAsked and ModelAnswered are the models the cell's requests named
+	// and its responses did; LatencySeconds sums its model exchanges'.
+	ModelAsked     string  `json:"modelAsked,omitempty"`
+	ModelAnswered  string  `json:"modelAnswered,omitempty"`
+	LatencySeconds float64 `json:"latencySeconds,omitempty"`
+	// ProviderTokens are Tokens as the provider counted them (OpenAI's input
+	// includes the cached tokens); Sampling what the gateway set.
+	ProviderTokens *ProviderTokens `json:"providerTokens,omitempty"`
+	Sampling       string          `json:"sampling,omitempty"`
+	// Replayed says the cell was answered from a recording, not a provider.
+	Replayed bool `json:"replayed,omitempty"`
+	// Exchanges are the cell's recorded model exchanges, in order; the log
+	// itself is Files["exchanges"].
+	Exchanges []ExchangeEvidence `json:"exchanges,omitempty"`
 
 	// Files are the stored raw files, relative to the run folder: transcript, stderr,
 	// answer.
 	Files map[string]string `json:"files,omitempty"`
 	// Cut says something was shortened for the page; the stored files hold it whole.
 	Cut bool `json:"cut,omitempty"`
+}
+
+// ProviderTokens are token counts in a provider's own convention.
+type ProviderTokens struct {
+	Convention string `json:"convention"`
+	Input      int64  `json:"input"`
+	Output     int64  `json:"output"`
+	CacheRead  int64  `json:"cacheRead,omitempty"`
+	CacheWrite int64  `json:"cacheWrite,omitempty"`
+}
+
+// ExchangeEvidence is one recorded model exchange of a cell: what was asked
+// and answered, how long it took, what it cost, and where its stored
+// request and response are.
+type ExchangeEvidence struct {
+	Seq            int           `json:"seq"`
+	Method         string        `json:"method"`
+	Path           string        `json:"path"`
+	Status         int           `json:"status"`
+	ModelAsked     string        `json:"modelAsked,omitempty"`
+	ModelAnswered  string        `json:"modelAnswered,omitempty"`
+	LatencySeconds float64       `json:"latencySeconds"`
+	Tokens         *grade.Tokens `json:"tokens,omitempty"`
+	USD            *float64      `json:"usd,omitempty"`
+	Fault          string        `json:"fault,omitempty"`
+	// Request and Response are the stored bodies, relative to the run
+	// folder; empty for an empty body.
+	Request  string `json:"request,omitempty"`
+	Response string `json:"response,omitempty"`
 }
 
 // Turn is one step of an agent's session: a message, or a tool call with its result, and
@@ -134,6 +177,10 @@ func (e CellEvidence) forPage() CellEvidence {
 		diffs[i] = d
 	}
 	e.Diffs = diffs
+	if len(e.Exchanges) > pageTurns {
+		cut = true
+		e.Exchanges = e.Exchanges[:pageTurns]
+	}
 	checks := make([]grade.CheckResult, len(e.Checks))
 	for i, ch := range e.Checks {
 		ch.Detail = clip(ch.Detail, pageDetailBytes)

@@ -37,6 +37,17 @@
 //	store/packets/KEY.json         a blinded packet sent to the judge
 //	store/judgements/KEY.json      the judge's reply, usage and what was read from it
 //	store/judge-failures/KEY.json  the last failed judge call for KEY, until one succeeds
+//	store/exchanges/logs/HEX       one cell rollout's (or judge call's) model exchanges, by the
+//	                               digest of its JSON (gateway.ExchangeLog): each request as
+//	                               forwarded (sampling set, credentials out) and its response as
+//	                               received, in order, with status, models, latency, tokens
+//	                               (skillgate's and the provider's own), USD, the sampling set
+//	                               and every secret scrubbed (variable, where, how many); a
+//	                               rollout names its log in gateway.exchanges, a judgement in
+//	                               usage.exchanges; `run --replay` serves it again
+//	store/exchanges/bodies/HEX     a request or response body as stored (redacted; a stream
+//	                               byte for byte as it came), by digest, shared by every log
+//	                               that holds it
 //	store/spend.jsonl              the spend ledger: one line per priced cell or judge call,
 //	                               appended, never rewritten
 //	store/tmp/                     what is being written; cleared by OpenStore
