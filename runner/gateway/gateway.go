@@ -309,6 +309,11 @@ func ParseUpstream(s string) (*url.URL, error) {
 	}
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
 	u.RawPath = ""
+	if strings.HasSuffix(u.Path, "/v1") {
+		fixed := *u
+		fixed.Path = strings.TrimSuffix(u.Path, "/v1") + "/v1"
+		return nil, fmt.Errorf("upstream %q names /v1 twice, so requests would go to /v1/v1/...: write %q", s, fixed.String())
+	}
 	return u, nil
 }
 

@@ -35,10 +35,20 @@ type Server struct {
 	served   map[string]int // "POST /v1/messages" → requests received
 	keys     []string       // the credential of each request
 	faults   []Fault
-	always   *Fault        // every model call, after faults
-	models   *Fault        // GET /v1/models
-	text     string        // the reply's text
+	always   *Fault // every model call, after faults
+	models   *Fault // GET /v1/models
+	text     string // the reply's text
+	cached   int64  // cache-read tokens each reply reports
+	received []Request
 	released chan struct{} // closed on Close: stalls end
+}
+
+// Request is one request the stand-in received, as it arrived: what the
+// gateway forwarded, credentials and extra headers included.
+type Request struct {
+	Method, Path string
+	Header       http.Header
+	Body         []byte
 }
 
 // Fault is one fault the stand-in serves in place of an answer.
@@ -151,6 +161,30 @@ func (s *Server) Credentials() []string {
 	return slices.Clone(s.keys)
 }
 
+// Received are the requests it received, in order.
+func (s *Server) Received() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.received)
+}
+
+// Reply sets the text every model call is answered with.
+func (s *Server) Reply(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.text = text
+}
+
+// CacheRead makes every reply report n of its Input tokens as read from the
+// prompt cache, each API in its own convention: the Responses API counts
+// them in input_tokens (Input in all), the Messages API apart from it
+// (Input plus n).
+func (s *Server) CacheRead(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cached = n
+}
+
 // Pool trusts the stand-in's TLS certificate.
 func (s *Server) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
@@ -159,7 +193,7 @@ func (s *Server) Pool() *x509.CertPool {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	io.Copy(io.Discard, r.Body)
+	body, _ := io.ReadAll(r.Body)
 	family := "anthropic"
 	if strings.HasPrefix(r.URL.Path, "/v1/responses") || strings.HasPrefix(r.URL.Path, "/v1/chat") {
 		family = "openai"
@@ -171,6 +205,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.served[r.Method+" "+r.URL.Path]++
 	s.keys = append(s.keys, key)
+	s.received = append(s.received, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
 	var f *Fault
 	switch {
 	case r.URL.Path == "/v1/models" || strings.HasPrefix(r.URL.Path, "/v1/models/"):
@@ -181,7 +216,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		f = s.always
 	}
-	text := s.text
+	text, cached := s.text, s.cached
 	s.mu.Unlock()
 
 	if f != nil && f.StallBeforeHeaders {
@@ -229,9 +264,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"input_tokens":42}`)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-		s.stream(w, r, standInMessages(text), f)
+		s.stream(w, r, standInMessages(text, cached), f)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
-		s.stream(w, r, standInResponses(text), f)
+		s.stream(w, r, standInResponses(text, cached), f)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"chatcmpl-standin","object":"chat.completion","model":"stand-in-model","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d}}`,
@@ -290,12 +325,12 @@ func sse(name string, v any) string {
 }
 
 // standInMessages is a Messages stream answering text, as the API sends it.
-func standInMessages(text string) []string {
+func standInMessages(text string, cached int64) []string {
 	return []string{
 		sse("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 			"id": "msg_standin", "type": "message", "role": "assistant", "model": "stand-in-model", "content": []any{},
 			"stop_reason": nil, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": Input, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+			"usage": map[string]any{"input_tokens": Input, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached}}}),
 		sse("ping", map[string]any{"type": "ping"}),
 		sse("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}),
 		sse("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": text}}),
@@ -307,7 +342,7 @@ func standInMessages(text string) []string {
 }
 
 // standInResponses is a Responses stream answering text.
-func standInResponses(text string) []string {
+func standInResponses(text string, cached int64) []string {
 	msg := map[string]any{"type": "message", "id": "msg_standin", "role": "assistant", "status": "completed",
 		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
 	resp := func(status string, output []any, usage any) map[string]any {
@@ -324,7 +359,7 @@ func standInResponses(text string) []string {
 		sse("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "sequence_number": 2, "item_id": "msg_standin", "output_index": 0, "content_index": 0, "delta": text}),
 		sse("response.output_item.done", map[string]any{"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": msg}),
 		sse("response.completed", map[string]any{"type": "response.completed", "sequence_number": 4, "response": resp("completed", []any{msg},
-			map[string]any{"input_tokens": Input, "input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens": Output,
+			map[string]any{"input_tokens": Input, "input_tokens_details": map[string]any{"cached_tokens": cached}, "output_tokens": Output,
 				"output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": Input + Output})}),
 	}
 }
