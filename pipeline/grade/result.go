@@ -28,7 +28,10 @@ type RoutingEvent struct {
 	Evidence string `json:"evidence"`
 }
 
-// Tokens are what a provider reported; nil where it reported nothing.
+// Tokens are what a provider reported, in one convention for every provider: Input
+// excludes the tokens read from or written to the prompt cache (OpenAI's input counts its
+// cached tokens, Anthropic's does not: they are moved to CacheRead), so prices apply alike;
+// nil where it reported nothing.
 type Tokens struct {
 	Input      int64 `json:"input"`
 	Output     int64 `json:"output"`

@@ -98,10 +98,11 @@ var codexToolItems = map[string]bool{
 
 // parseCodex reads `codex exec --json` output (every turn's, for a session with replies:
 // `codex exec resume` prints the same events). The answer is the last agent message;
-// tokens are the sum of every turn's usage (input_tokens includes the cached ones, as the
-// Responses API reports them), except that a resumed session (a thread.started naming a
-// thread seen before) reports its thread's usage so far, which replaces what that thread
-// counted; turns count turn.completed events; tool calls count
+// tokens are the sum of every turn's usage, in skillgate's convention: the Responses API's
+// input_tokens include the cached ones, so Input is what is left without them, as Claude
+// Code reports it (the provider's own figures are in the gateway's usage); a resumed
+// session (a thread.started naming a thread seen before) reports its thread's usage so
+// far, which replaces what that thread counted; turns count turn.completed events; tool calls count
 // completed command executions, file changes, MCP tool calls and web searches. Codex has
 // no skill tool: a command that reads a skill's SKILL.md is inferred evidence, and one
 // that reads another file of a skill folder an inferred reference.
@@ -150,7 +151,7 @@ func parseCodex(stdout, _ []byte) Session {
 					tokens = &grade.Tokens{}
 					usage[thread] = tokens
 				}
-				tokens.Input += u.Input
+				tokens.Input += max(u.Input-u.CacheRead, 0)
 				tokens.CacheRead += u.CacheRead
 				tokens.CacheWrite += u.CacheWrite
 				tokens.Output += u.Output
