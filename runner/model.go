@@ -51,13 +51,14 @@ func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, s
 		}
 		cfg.Provider, cfg.Replay = "replay", rec
 	case a.Provider == "anthropic" || a.Provider == "openai":
-		conn, err := hostConnection(a.Provider, a.Upstream, a.UpstreamEnv, a.UpstreamDefault, a.CredentialEnv, a.Auth, a.Headers, "agent")
+		conn, err := gateway.ReadConnection(gateway.ConnectionSettings{Provider: a.Provider, Upstream: a.Upstream, UpstreamEnv: a.UpstreamEnv,
+			UpstreamDefault: a.UpstreamDefault, CredentialEnv: a.CredentialEnv, Auth: a.Auth, Headers: a.Headers}, "agent")
 		if err != nil {
 			return nil, nil, fmt.Errorf("start gateway: %w", err)
 		}
-		cfg.Upstream, cfg.APIKey, cfg.Auth, cfg.CredentialEnv = conn.upstream, conn.key, conn.auth, a.CredentialEnv
-		cfg.Headers, cfg.HeaderEnv = conn.headers, a.Headers
-		secrets = conn.secrets
+		cfg.Upstream, cfg.APIKey, cfg.Auth, cfg.CredentialEnv = conn.Upstream, conn.Key, conn.Auth, a.CredentialEnv
+		cfg.Headers, cfg.HeaderEnv = conn.Headers, a.Headers
+		secrets = conn.Secrets
 	}
 	cfg.Redact = redact.NewNamed(p, secrets...)
 	if cfg.Retry, cfg.Stall, err = gatewayLimits(p.Limits.Limits); err != nil {
@@ -81,52 +82,6 @@ func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, s
 		return nil, nil, err
 	}
 	return g, secrets, nil
-}
-
-// connection is how the host reaches a real provider: the base URL, the
-// credential and the extra headers, read from the host.
-type connection struct {
-	upstream string
-	key      string
-	auth     string
-	headers  map[string]string
-	secrets  []redact.Secret
-}
-
-// hostConnection reads a real provider's connection from the host: the
-// upstream (the suite's, else the host's upstreamEnv variable, else the
-// provider's default), the credential, each extra header's variable. who
-// ("agent", "judge") prefixes the fields named in messages.
-func hostConnection(provider, upstream, upstreamEnv, upstreamDefault, credentialEnv, auth string, headers map[string]string, who string) (connection, error) {
-	c := connection{upstream: upstream, auth: auth, headers: map[string]string{}}
-	if c.upstream == "" && upstreamEnv != "" {
-		c.upstream = os.Getenv(upstreamEnv)
-	}
-	if c.upstream == "" {
-		c.upstream = upstreamDefault
-	}
-	if c.upstream == "" {
-		return c, fmt.Errorf("%s.upstream is unset for provider %s, and so are %s.upstreamEnv's variable and %s.upstreamDefault", who, provider, who, who)
-	}
-	if _, err := gateway.ParseUpstream(c.upstream); err != nil {
-		return c, fmt.Errorf("%s.upstream: %w", who, err)
-	}
-	if credentialEnv == "" {
-		return c, fmt.Errorf("%s.credentialEnv names no variable for provider %s", who, provider)
-	}
-	if c.key = os.Getenv(credentialEnv); c.key == "" {
-		return c, fmt.Errorf("%s is not set; set it, or use provider \"scripted\" to run offline", credentialEnv)
-	}
-	c.secrets = append(c.secrets, redact.Secret{Name: credentialEnv, Value: c.key})
-	for name, env := range headers {
-		v := os.Getenv(env)
-		if v == "" {
-			return c, fmt.Errorf("%s.headers: %s, the variable for header %s, is not set", who, env, name)
-		}
-		c.headers[name] = v
-		c.secrets = append(c.secrets, redact.Secret{Name: env, Value: v})
-	}
-	return c, nil
 }
 
 // cellSampling is what the gateway sets in each cell's model requests: its

@@ -109,7 +109,7 @@ func overrideJudge(j suite.Judge, provider, model string, command []string) suit
 			j.Command = nil
 		}
 		if provider != "anthropic" && provider != "openai" {
-			j.Upstream, j.CredentialEnv = "", ""
+			j.Upstream, j.CredentialEnv, j.UpstreamEnv, j.UpstreamDefault, j.Auth, j.Headers = "", "", "", "", "", nil
 		}
 	}
 	if model != "" {

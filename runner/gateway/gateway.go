@@ -499,46 +499,14 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-// authorize puts the real credential and the extra headers into h, as the
-// provider expects them.
+// authorize puts the real credential and the extra headers into h.
 func (g *Gateway) authorize(h http.Header) {
-	switch g.auth() {
-	case "x-api-key":
-		h.Set("X-Api-Key", g.cfg.APIKey)
-	case "api-key":
-		h.Set("Api-Key", g.cfg.APIKey)
-	case "oauth":
-		h.Set("Authorization", "Bearer "+g.cfg.APIKey)
-		beta := h.Get("Anthropic-Beta")
-		if !strings.Contains(beta, oauthBeta) {
-			if beta != "" {
-				beta += ","
-			}
-			h.Set("Anthropic-Beta", beta+oauthBeta)
-		}
-	default:
-		h.Set("Authorization", "Bearer "+g.cfg.APIKey)
-	}
-	for name, v := range g.cfg.Headers {
-		h.Set(name, v)
-	}
+	Authorize(h, g.family, g.cfg.Auth, g.cfg.APIKey, g.cfg.Headers)
 }
-
-// oauthBeta is the anthropic-beta flag Anthropic's API wants with an OAuth
-// access token.
-const oauthBeta = "oauth-2025-04-20"
 
 // auth is how the credential is sent: the configured way, else the
 // provider's own.
-func (g *Gateway) auth() string {
-	if g.cfg.Auth != "" {
-		return g.cfg.Auth
-	}
-	if g.family == "anthropic" {
-		return "x-api-key"
-	}
-	return "bearer"
-}
+func (g *Gateway) auth() string { return authOf(g.family, g.cfg.Auth) }
 
 // secretHeaderVars names, by header, the host variable whose value the
 // gateway puts in it, for the redactions a recorded exchange lists.

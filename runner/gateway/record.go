@@ -196,7 +196,7 @@ func (rec *Recorder) PutLog(l *ExchangeLog) (digest.Digest, error) {
 }
 
 // LogPath is where the exchange log d lives, relative to the run folder.
-func LogPath(d digest.Digest) string { return DirExchangeLogs + "/" + d.Encoded() + ".json" }
+func LogPath(d digest.Digest) string { return DirExchangeLogs + "/" + d.Encoded() }
 
 // BodyPath is where the body d lives, relative to the run folder.
 func BodyPath(d digest.Digest) string { return DirExchangeBodies + "/" + d.Encoded() }

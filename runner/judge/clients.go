@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,15 +96,15 @@ func newJudge(pj suite.Judge, timeout time.Duration, suiteDir string) (Judge, fu
 		mj := &messagesJudge{client: client, url: "http://skillgate-judge/v1/messages", key: g.NewCellToken("judge"), model: pj.Model, timeout: timeout}
 		return mj, func() { g.Close(); os.RemoveAll(dir) }, nil
 	case "anthropic", "openai":
-		key, base, err := judgeCredential(pj)
+		conn, err := judgeConnection(pj)
 		if err != nil {
 			return nil, nil, err
 		}
 		client := &http.Client{}
 		if pj.Provider == "anthropic" {
-			return &messagesJudge{client: client, url: base + "/v1/messages", key: key, model: pj.Model, timeout: timeout, real: true}, nothing, nil
+			return &messagesJudge{client: client, url: conn.Upstream + "/v1/messages", key: conn.Key, auth: conn.Auth, headers: conn.Headers, model: pj.Model, timeout: timeout, real: true}, nothing, nil
 		}
-		return &responsesJudge{client: client, url: base + "/v1/responses", key: key, model: pj.Model, timeout: timeout}, nothing, nil
+		return &responsesJudge{client: client, url: conn.Upstream + "/v1/responses", key: conn.Key, auth: conn.Auth, headers: conn.Headers, model: pj.Model, timeout: timeout}, nothing, nil
 	case "command":
 		if len(pj.Command) == 0 {
 			return nil, nil, errors.New("new judge: provider command needs judge.command")
@@ -126,20 +125,20 @@ func newJudge(pj suite.Judge, timeout time.Duration, suiteDir string) (Judge, fu
 	}
 }
 
-// judgeCredential reads the real judge's key from the host and checks its
-// upstream.
-func judgeCredential(pj suite.Judge) (key, base string, err error) {
-	if pj.CredentialEnv == "" {
-		return "", "", fmt.Errorf("new judge: judge.credentialEnv names no variable holding the %s key", pj.Provider)
+// judgeConnection reads the real judge's connection from the host, as the
+// gateway reads the agent's: its base URL (the suite's, the host's
+// variable, the provider's default), its credential and extra headers.
+func judgeConnection(pj suite.Judge) (gateway.Connection, error) {
+	c, err := gateway.ReadConnection(judgeSettings(pj), "judge")
+	if err != nil {
+		return c, fmt.Errorf("new judge: %w", err)
 	}
-	if key = os.Getenv(pj.CredentialEnv); key == "" {
-		return "", "", fmt.Errorf("new judge: %s is not set; set it to the %s key, or use judge provider \"scripted\" or \"command\"", pj.CredentialEnv, pj.Provider)
-	}
-	u, err := url.Parse(pj.Upstream)
-	if pj.Upstream == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", "", fmt.Errorf("new judge: judge.upstream %q is not an http(s) URL (such as https://api.%s.com)", pj.Upstream, pj.Provider)
-	}
-	return key, strings.TrimRight(pj.Upstream, "/"), nil
+	return c, nil
+}
+
+func judgeSettings(pj suite.Judge) gateway.ConnectionSettings {
+	return gateway.ConnectionSettings{Provider: pj.Provider, Upstream: pj.Upstream, UpstreamEnv: pj.UpstreamEnv, UpstreamDefault: pj.UpstreamDefault,
+		CredentialEnv: pj.CredentialEnv, Auth: pj.Auth, Headers: pj.Headers}
 }
 
 // judgeMaxTokens bounds a judge's reply.
@@ -154,6 +153,8 @@ type messagesJudge struct {
 	client  *http.Client
 	url     string
 	key     string
+	auth    string
+	headers map[string]string
 	model   string
 	timeout time.Duration
 	real    bool
@@ -164,7 +165,8 @@ func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, store.J
 		"model": j.model, "max_tokens": judgeMaxTokens,
 		"messages": []map[string]any{{"role": "user", "content": prompt}},
 	})
-	h := http.Header{"Content-Type": {"application/json"}, "X-Api-Key": {j.key}, "Anthropic-Version": {"2023-06-01"}}
+	h := http.Header{"Content-Type": {"application/json"}, "Anthropic-Version": {"2023-06-01"}}
+	gateway.Authorize(h, "anthropic", j.auth, j.key, j.headers)
 	start := time.Now()
 	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, j.real)
 	if err != nil {
@@ -204,13 +206,16 @@ type responsesJudge struct {
 	client  *http.Client
 	url     string
 	key     string
+	auth    string
+	headers map[string]string
 	model   string
 	timeout time.Duration
 }
 
 func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, store.JudgeUsage, error) {
 	body, _ := json.Marshal(map[string]any{"model": j.model, "input": prompt, "max_output_tokens": judgeMaxTokens})
-	h := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + j.key}}
+	h := http.Header{"Content-Type": {"application/json"}}
+	gateway.Authorize(h, "openai", j.auth, j.key, j.headers)
 	start := time.Now()
 	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, true)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,11 +50,12 @@ func TestJudgeCommand(t *testing.T) {
 // a clear error before anything runs.
 func TestJudgeHTTPProviders(t *testing.T) {
 	var got struct {
-		path, key, auth, version string
-		body                     map[string]any
+		path, key, auth, version, team string
+		body                           map[string]any
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got.path, got.key, got.auth, got.version = r.URL.Path, r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"), r.Header.Get("Anthropic-Version")
+		got.team = r.Header.Get("X-Team")
 		b, _ := io.ReadAll(r.Body)
 		got.body = nil
 		json.Unmarshal(b, &got.body)
@@ -105,6 +107,26 @@ func TestJudgeHTTPProviders(t *testing.T) {
 	p.Judge.Upstream = ""
 	if _, _, err := NewJudge(p, ""); err == nil || !strings.Contains(err.Error(), "judge.upstream") {
 		t.Errorf("missing upstream: %v", err)
+	}
+	// No upstream in the suite: the host's base-URL variable gives it, with
+	// its /v1; the key goes as a bearer token, an extra header from its
+	// variable.
+	t.Setenv("JUDGE_TEST_BASE_URL", srv.URL+"/v1")
+	t.Setenv("JUDGE_TEST_TEAM", "team-secret-42")
+	p = plan("anthropic")
+	p.Judge.Upstream, p.Judge.UpstreamEnv, p.Judge.UpstreamDefault = "", "JUDGE_TEST_BASE_URL", "https://api.anthropic.com"
+	p.Judge.Auth, p.Judge.Headers = "bearer", map[string]string{"X-Team": "JUDGE_TEST_TEAM"}
+	if j, _, err = NewJudge(p, ""); err != nil {
+		t.Fatal(err)
+	}
+	if reply, _, err := j.Ask(context.Background(), "judge this"); err != nil || reply != `{"winner": "A"}` {
+		t.Errorf("host base URL: %q %v", reply, err)
+	}
+	if got.path != "/v1/messages" || got.key != "" || got.auth != "Bearer sk-test-123" || got.team != "team-secret-42" {
+		t.Errorf("host base URL request: %+v", got)
+	}
+	if s := judgeSecrets(p); !slices.Contains(s, "team-secret-42") || !slices.Contains(s, "sk-test-123") {
+		t.Errorf("secrets %v", s)
 	}
 	// An HTTP error is an error, not a reply.
 	mj := &messagesJudge{client: srv.Client(), url: srv.URL + "/nope", model: "m", timeout: 5 * time.Second}

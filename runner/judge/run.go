@@ -171,13 +171,16 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	return calls, failed, fatal
 }
 
-// judgeSecrets are the values of the judges' credential variables, which
-// nothing stored may hold.
+// judgeSecrets are the values of the judges' credential variables and
+// extra headers' variables, which nothing stored may hold.
 func judgeSecrets(p *plan.Plan) []string {
 	var out []string
 	aj, _ := grade.AdjudicatorOf(p.Judge)
-	for _, env := range []string{p.Judge.CredentialEnv, aj.CredentialEnv} {
-		if env != "" {
+	for _, j := range []suite.Judge{p.Judge.Judge, aj} {
+		if j.CredentialEnv != "" {
+			out = append(out, os.Getenv(j.CredentialEnv))
+		}
+		for _, env := range j.Headers {
 			out = append(out, os.Getenv(env))
 		}
 	}
