@@ -7,12 +7,17 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
 	"github.com/skillgate/skillgate/runner/agent"
+	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // evidenceDiffBytes bounds a changed file read for the report's diff: a larger one is
@@ -71,10 +76,26 @@ func rolloutEvidence(p *plan.Plan, st *store.Store, pc plan.PlanCase, arm plan.P
 			"answer": rel + "/" + store.FileAnswer, "rollout": rel + "/" + store.FileRollout,
 		},
 	}
-	if ro.Gateway != nil {
-		ce.Requests = ro.Gateway.Requests
+	if g := ro.Gateway; g != nil {
+		ce.Requests = g.Requests
 		if ce.Model == "" {
-			ce.Model = ro.Gateway.ModelAnswered
+			ce.Model = g.ModelAnswered
+		}
+		ce.ModelAsked, ce.ModelAnswered, ce.LatencySeconds = g.ModelAsked, g.ModelAnswered, g.LatencySeconds
+		if ce.USD == nil {
+			ce.USD = g.USD
+		}
+		if t := g.ProviderTokens; t != nil {
+			ce.ProviderTokens = &report.ProviderTokens{Convention: t.Convention, Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite}
+		}
+		if s := g.Sampling; s != nil {
+			ce.Sampling = samplingText(s)
+		}
+		ce.Replayed = g.Replayed != ""
+		if g.Exchanges != "" {
+			if err := exchangeEvidence(&ce, st.Dir, g.Exchanges); err != nil {
+				return ce, err
+			}
 		}
 	}
 	if ro.Transcript.Truncated {
@@ -113,6 +134,41 @@ func rolloutEvidence(p *plan.Plan, st *store.Store, pc plan.PlanCase, arm plan.P
 		ce.Judge = je
 	}
 	return ce, nil
+}
+
+// exchangeEvidence adds a cell's recorded model exchanges, each with
+// where its stored request and response are.
+func exchangeEvidence(ce *report.CellEvidence, out string, d digest.Digest) error {
+	l, err := gateway.ReadLog(out, d)
+	if err != nil {
+		return err
+	}
+	ce.Files["exchanges"] = gateway.LogPath(d)
+	for _, ex := range l.Exchanges {
+		ee := report.ExchangeEvidence{Seq: ex.Seq, Method: ex.Method, Path: ex.Path, Status: ex.Status,
+			ModelAsked: ex.ModelAsked, ModelAnswered: ex.ModelAnswered, LatencySeconds: ex.LatencySeconds,
+			Tokens: ex.Tokens, USD: ex.USD, Fault: ex.Fault}
+		if ex.Request.Digest != "" {
+			ee.Request = gateway.BodyPath(ex.Request.Digest)
+		}
+		if ex.Response.Digest != "" {
+			ee.Response = gateway.BodyPath(ex.Response.Digest)
+		}
+		ce.Exchanges = append(ce.Exchanges, ee)
+	}
+	return nil
+}
+
+// samplingText is what the gateway set, as the report shows it.
+func samplingText(s *gateway.Sampling) string {
+	var parts []string
+	if s.Temperature != nil {
+		parts = append(parts, "temperature "+strconv.FormatFloat(*s.Temperature, 'g', -1, 64))
+	}
+	if s.Effort != "" {
+		parts = append(parts, "effort "+s.Effort)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // readOptional reads a stored file; one the rollout never wrote reads as empty.

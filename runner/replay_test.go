@@ -144,6 +144,24 @@ schema.#Suite & {
 	if passes(r1) != passes(r2) || rep2.Verdict.Verdict != rep.Verdict.Verdict {
 		t.Errorf("grades: recorded %v %s, replayed %v %s", passes(r1), rep.Verdict.Verdict, passes(r2), rep2.Verdict.Verdict)
 	}
+	// The report's cell view: requests, models, latency, tokens in both
+	// conventions, USD, the sampling set, and each exchange's stored bodies.
+	ev, err := cellEvidence(p, st, r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce := ev.Cells[c.ID]
+	if ce.Requests != g.Requests || ce.ModelAnswered != "stand-in-model" || ce.LatencySeconds <= 0 || ce.USD == nil ||
+		ce.ProviderTokens == nil || ce.Sampling != "temperature 0, effort low" || len(ce.Exchanges) != g.ExchangeCount || ce.Files["exchanges"] == "" {
+		t.Errorf("evidence %+v", ce)
+	}
+	for _, x := range ce.Exchanges {
+		for _, f := range []string{x.Request, x.Response} {
+			if _, err := os.Stat(filepath.Join(out, f)); f == "" || err != nil {
+				t.Errorf("exchange %d: stored body %q: %v", x.Seq, f, err)
+			}
+		}
+	}
 	t.Logf("recorded %d exchanges (%d model calls); replayed from %s", g.ExchangeCount, models, gateway.LogPath(g.Exchanges))
 }
 

@@ -159,6 +159,21 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 	}
 	p("\n✓ passed · ✗ failed · – not run · ! invalid (neither pass nor fail); n/m passed counts passes over valid trials.\n\n")
 
+	// What each cell cost, where prices made it known.
+	var costs []string
+	for _, c := range r.Cases {
+		for _, arm := range arms {
+			for _, t := range c.Trials[arm] {
+				if t.USD != nil {
+					costs = append(costs, fmt.Sprintf("| %s | %s | %s |", mdCode(t.Cell), mdText(orAbsent(t.Model)), fmtUSD(*t.USD)))
+				}
+			}
+		}
+	}
+	if len(costs) > 0 {
+		p("<details><summary>Cost per cell (%d)</summary>\n\n| cell | model answering | USD |\n| --- | --- | --- |\n%s\n\n</details>\n\n", len(costs), strings.Join(costs, "\n"))
+	}
+
 	// Failed checks, so a red cell can be read without the HTML report.
 	var failed []string
 	for _, c := range r.Cases {

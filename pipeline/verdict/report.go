@@ -253,6 +253,10 @@ type TrialOutcome struct {
 	Rollout digest.Digest `json:"rollout"`
 	// Failed names the checks that failed.
 	Failed []string `json:"failed,omitempty"`
+	// USD is the cell's cost where its prices and tokens are known, and
+	// Model the model that answered it.
+	USD   *float64 `json:"usd,omitempty"`
+	Model string   `json:"model,omitempty"`
 }
 
 // Calibration checks: each asks the agent something only a correctly set

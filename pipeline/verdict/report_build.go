@@ -14,7 +14,7 @@ func trialOutcome(r grade.CellResult) TrialOutcome {
 			failed = append(failed, ch.Name)
 		}
 	}
-	return TrialOutcome{Cell: r.Cell, Trial: r.Trial, Status: r.Status, Passed: r.Passed, Score: r.Score, Rollout: r.Rollout, Failed: failed}
+	return TrialOutcome{Cell: r.Cell, Trial: r.Trial, Status: r.Status, Passed: r.Passed, Score: r.Score, Rollout: r.Rollout, Failed: failed, USD: r.Cost.USD, Model: r.Telemetry.Model}
 }
 
 // BuildReport builds a run's report from its plan and one result per plan
