@@ -180,3 +180,89 @@ func passes(rs []grade.CellResult) string {
 	}
 	return b.String()
 }
+
+// TestCodexStandInProvider: the real Codex CLI in a real cell, its
+// provider a stand-in reached through the host's OPENAI_BASE_URL written
+// the usual way, with /v1: the requests reach /v1/responses (never
+// /v1/v1), carry the reasoning effort and temperature the suite sets, the
+// preset's model is one the CLI knows (no missing-metadata warning), and
+// the cached tokens the Responses API counts inside its input are counted
+// apart, in the transcript's figures as in the gateway's.
+func TestCodexStandInProvider(t *testing.T) {
+	e := dockertest.Engine(t)
+	t.Setenv("SKILLGATE_TEST_KEY", "sk-stand-in-openai-key")
+	up := standin.New(t, false)
+	up.Reply("codex stand-in reply")
+	up.CacheRead(100)
+	t.Setenv("OPENAI_BASE_URL", up.URL+"/v1")
+	root := writeRepo(t, map[string]string{
+		"s/fx/README.md": "# fixture\n",
+		"s/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+)
+
+schema.#Suite & {
+	name: "gateway-codex-standin"
+	agent: agents.codex & {
+		credentialEnv: "SKILLGATE_TEST_KEY"
+		temperature:   0.2
+		effort:        "low"
+	}
+	trials: 1
+	limits: {timeout: "2m", stall: "30s"}
+	arms: none: {}
+	cases: q: {
+		prompt:  "Say hello."
+		fixture: "fx"
+		assert: [{answer: contains: "codex stand-in reply"}]
+	}
+	policy: uncovered: {}
+}
+`,
+	})
+	dir := filepath.Join(root, "s")
+	p, err := plan.CompileDir(dir)
+	if err != nil {
+		t.Fatal(suite.PrintError(err, root))
+	}
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
+	c := p.Cells[0]
+	out := t.TempDir()
+	sum, _, log, err := evaluateLogged(t, runSuite{Dir: dir, Plan: p}, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	ro, _, _ := (&store.Store{Dir: out}).Rollout(c.Rollout)
+	stdout, stderr := readStored(t, out, c, store.FileStdout), readStored(t, out, c, store.FileStderr)
+	if !sum.Complete() || ro.Status != store.StatusCompleted || !strings.Contains(ro.Answer, "codex stand-in reply") {
+		t.Fatalf("summary %+v, rollout %s %q %q\n%s\n%s", sum, ro.Status, ro.Error, ro.Answer, stdout, stderr)
+	}
+	if strings.Contains(stdout+stderr, "Model metadata for") {
+		t.Errorf("the CLI does not know the preset's model %s:\n%s%s", p.Agent.Model, stdout, stderr)
+	}
+	if n := up.Count("POST /v1/responses"); n == 0 || up.Count("POST /v1/v1/responses") != 0 {
+		t.Errorf("the stand-in served %v", up.Requests())
+	}
+	for _, r := range up.Received() {
+		if r.Method != "POST" {
+			continue
+		}
+		var body map[string]any
+		json.Unmarshal(r.Body, &body)
+		reasoning, _ := body["reasoning"].(map[string]any)
+		if body["temperature"] != 0.2 || reasoning["effort"] != "low" {
+			t.Errorf("forwarded temperature %v, reasoning %v", body["temperature"], body["reasoning"])
+		}
+	}
+	g, tel := ro.Gateway, ro.Telemetry
+	if g == nil || g.Tokens == nil || tel.Tokens == nil || g.ProviderTokens == nil {
+		t.Fatalf("gateway %+v, telemetry tokens %+v", g, tel.Tokens)
+	}
+	want := int64(g.Requests) * (standin.Input - 100)
+	if g.Tokens.Input != want || tel.Tokens.Input != want || tel.Tokens.CacheRead != g.Tokens.CacheRead || g.ProviderTokens.Input != int64(g.Requests)*standin.Input {
+		t.Errorf("tokens: gateway %+v, transcript %+v, provider's %+v; want input %d", g.Tokens, tel.Tokens, g.ProviderTokens, want)
+	}
+}
