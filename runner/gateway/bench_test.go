@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skillgate/skillgate/runner/gateway/standin"
+	"github.com/skillgate/skillgate/runner/redact"
 )
 
 // BenchmarkGatewayOverhead measures one streamed model call with a 100 KB request body
@@ -106,4 +108,70 @@ func TestRequestModel(t *testing.T) {
 			t.Errorf("%s: %q, want %q", body, got, want)
 		}
 	}
+}
+
+// BenchmarkGatewayRecording measures what recording every exchange costs: one streamed
+// model call with a distinct 100 KB request body (as a growing conversation sends) through
+// a gateway that records (bodies scrubbed of the run's secrets and stored by digest)
+// against the same call through one that does not, alternately, in the same run. The
+// ratio is recording's overhead per request; bytes-stored/call what it leaves on disk.
+func BenchmarkGatewayRecording(b *testing.B) {
+	up := standin.New(&testing.T{}, false)
+	defer up.Close()
+	start := func(rec *Recorder) (*Gateway, string) {
+		g, err := StartGateway(GatewayConfig{Dir: b.TempDir(), Provider: "anthropic", Upstream: up.URL, APIKey: "sk-real-key-0123",
+			Retry: RetryPolicy{Attempts: 4, Delay: time.Second, MaxDelay: time.Minute}, Stall: 2 * time.Minute, Record: rec,
+			Redact: redact.NewNamed(nil, redact.Secret{Name: "KEY", Value: "sk-real-key-0123"}, redact.Secret{Name: "TOKEN", Value: "tok-other-secret"})})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return g, g.NewCellToken("bench")
+	}
+	out := b.TempDir()
+	plain, plainTok := start(nil)
+	defer plain.Close()
+	recording, recTok := start(&Recorder{Out: out})
+	defer recording.Close()
+	pad := strings.Repeat("x", 100<<10)
+	n := 0
+	call := func(b *testing.B, c *http.Client, key string) {
+		n++
+		body := `{"model":"claude-sonnet-4-5","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"` + strconv.Itoa(n) + pad + `"}]}`
+		req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/messages?beta=true", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Api-Key", key)
+		resp, err := c.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || got < 500 {
+			b.Fatalf("%d, %d bytes", resp.StatusCode, got)
+		}
+	}
+	pc, rc := gwUnixClient(plain.Socket()), gwUnixClient(recording.Socket())
+	var p, r time.Duration
+	calls := 0
+	for b.Loop() {
+		t0 := time.Now()
+		call(b, pc, plainTok)
+		t1 := time.Now()
+		call(b, rc, recTok)
+		p, r = p+t1.Sub(t0), r+time.Since(t1)
+		calls++
+	}
+	if u := recording.Usage("bench"); u.Exchanges == "" || u.Unrecovered != "" {
+		b.Fatalf("usage %+v", u)
+	}
+	var stored int64
+	filepath.Walk(out, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			stored += fi.Size()
+		}
+		return err
+	})
+	b.ReportMetric(float64(r)/float64(p), "recording/plain")
+	b.ReportMetric(float64(r-p)/float64(calls)/1e3, "overhead-µs/call")
+	b.ReportMetric(float64(stored)/float64(calls), "bytes-stored/call")
 }

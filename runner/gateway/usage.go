@@ -153,10 +153,29 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 		fault = rec.fault
 	}
 	latency := time.Since(rec.started)
-	var recorded *Exchange
-	var recordErr error
 	if g.cfg.Record != nil {
-		recorded, recordErr = g.record(rec, ow, ex, asked, model, tokens, raw, fault, latency)
+		// Stored off the cell's path: the agent has its whole answer once
+		// the handler returns, and Usage waits for the cell's active ones.
+		resp := response{header: ow.Header().Clone(), status: ow.obs.status}
+		if ow.capture != nil {
+			resp.body, resp.truncated = ow.capture.buf.Bytes(), ow.capture.truncated
+		}
+		g.mu.Lock()
+		c.active++
+		g.mu.Unlock()
+		go func() {
+			recorded, err := g.record(rec, resp, ex, asked, model, tokens, raw, fault, latency)
+			g.mu.Lock()
+			if recorded != nil {
+				c.exchanges = append(c.exchanges, *recorded)
+			}
+			if err != nil && c.recordErr == nil {
+				c.recordErr = err
+			}
+			c.active--
+			g.mu.Unlock()
+			g.idle.Broadcast()
+		}()
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -178,12 +197,6 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 	}
 	if rec.sampling != nil {
 		c.sampled = rec.sampling
-	}
-	if recorded != nil {
-		c.exchanges = append(c.exchanges, *recorded)
-	}
-	if recordErr != nil && c.recordErr == nil {
-		c.recordErr = recordErr
 	}
 	if rec.fault != nil && c.replayMiss == nil {
 		c.replayMiss = rec.fault
@@ -207,8 +220,16 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 	}
 }
 
+// response is what the cell was answered, as recorded.
+type response struct {
+	header    http.Header
+	status    int
+	body      []byte
+	truncated bool
+}
+
 // record stores one exchange's bodies and returns its log entry.
-func (g *Gateway) record(rec *exchangeRecord, ow *observingWriter, ex *exchange, asked, model string, tokens *grade.Tokens, raw *ProviderTokens, fault *ProviderFault, latency time.Duration) (*Exchange, error) {
+func (g *Gateway) record(rec *exchangeRecord, resp response, ex *exchange, asked, model string, tokens *grade.Tokens, raw *ProviderTokens, fault *ProviderFault, latency time.Duration) (*Exchange, error) {
 	secret := g.secretHeaderVars()
 	reqHeader := rec.header
 	if ex != nil {
@@ -219,7 +240,7 @@ func (g *Gateway) record(rec *exchangeRecord, ow *observingWriter, ex *exchange,
 		ex.mu.Unlock()
 	}
 	e := &Exchange{Seq: rec.seq, Method: rec.method, Path: rec.target, StartedAt: rec.started.UTC().Round(time.Microsecond),
-		LatencySeconds: latency.Seconds(), Status: ow.obs.status, ModelAsked: asked, ModelAnswered: model,
+		LatencySeconds: latency.Seconds(), Status: resp.status, ModelAsked: asked, ModelAnswered: model,
 		Tokens: tokens, ProviderTokens: raw, USD: PriceTokens(g.cfg.Prices, tokens), Sampling: rec.sampling, ReplayOf: rec.replayOf}
 	if e.Status == 0 {
 		e.Status = http.StatusOK
@@ -236,12 +257,7 @@ func (g *Gateway) record(rec *exchangeRecord, ow *observingWriter, ex *exchange,
 		return nil, err
 	}
 	e.Redactions = append(e.Redactions, reds...)
-	var resp []byte
-	truncated := false
-	if ow.capture != nil {
-		resp, truncated = ow.capture.buf.Bytes(), ow.capture.truncated
-	}
-	if e.Response, reds, err = g.recordBody(resp, truncated, ow.Header(), "response", nil); err != nil {
+	if e.Response, reds, err = g.recordBody(resp.body, resp.truncated, resp.header, "response", nil); err != nil {
 		return nil, err
 	}
 	e.Redactions = append(e.Redactions, reds...)

@@ -161,7 +161,11 @@ func (s *Server) Credentials() []string {
 	return slices.Clone(s.keys)
 }
 
-// Received are the requests it received, in order.
+// maxReceived bounds the requests Received keeps, so a benchmark's
+// thousands of calls do not pile up.
+const maxReceived = 1000
+
+// Received are the requests it received, in order (the first maxReceived).
 func (s *Server) Received() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -205,7 +209,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.served[r.Method+" "+r.URL.Path]++
 	s.keys = append(s.keys, key)
-	s.received = append(s.received, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
+	if len(s.received) < maxReceived {
+		s.received = append(s.received, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
+	}
 	var f *Fault
 	switch {
 	case r.URL.Path == "/v1/models" || strings.HasPrefix(r.URL.Path, "/v1/models/"):
