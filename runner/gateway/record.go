@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -314,4 +315,47 @@ func (c *capture) write(p []byte) {
 		p = p[:max(room, 0)]
 	}
 	c.buf.Write(p)
+}
+
+// RawExchange is one HTTP exchange made outside a gateway (a real judge's
+// call from the host), as sent and received, for PutExchanges to store.
+type RawExchange struct {
+	Method, URL    string
+	StartedAt      time.Time
+	Latency        time.Duration
+	RequestHeader  http.Header
+	RequestBody    []byte
+	Status         int
+	ResponseHeader http.Header
+	ResponseBody   []byte
+	// Err is the transport's error, when no response came.
+	Err string
+}
+
+// PutExchanges stores exchanges made outside a gateway as one exchange log
+// named name, scrubbed as a gateway scrubs its own: credential headers
+// replaced, the run's secrets removed, each removal listed.
+func (rec *Recorder) PutExchanges(name, provider, upstream string, red *redact.Redactor, raws []RawExchange) (digest.Digest, error) {
+	g := &Gateway{cfg: GatewayConfig{Record: rec, Redact: red}}
+	l := &ExchangeLog{Format: ExchangeFormat, Cell: name, Provider: provider, Upstream: upstream, Exchanges: []Exchange{}}
+	for i, x := range raws {
+		e := Exchange{Seq: i + 1, Method: x.Method, Path: x.URL, StartedAt: x.StartedAt.UTC().Round(time.Microsecond),
+			LatencySeconds: x.Latency.Seconds(), Status: x.Status, Fault: x.Err}
+		if u, err := url.Parse(x.URL); err == nil {
+			e.Path = u.RequestURI()
+		}
+		e.ModelAsked = requestModel(x.RequestBody)
+		var err error
+		var reds []Redaction
+		if e.Request, reds, err = g.recordBody(x.RequestBody, false, x.RequestHeader, "request", nil); err != nil {
+			return "", err
+		}
+		e.Redactions = append(e.Redactions, reds...)
+		if e.Response, reds, err = g.recordBody(x.ResponseBody, false, x.ResponseHeader, "response", nil); err != nil {
+			return "", err
+		}
+		e.Redactions = append(e.Redactions, reds...)
+		l.Exchanges = append(l.Exchanges, e)
+	}
+	return rec.PutLog(l)
 }

@@ -168,9 +168,10 @@ func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, store.J
 	h := http.Header{"Content-Type": {"application/json"}, "Anthropic-Version": {"2023-06-01"}}
 	gateway.Authorize(h, "anthropic", j.auth, j.key, j.headers)
 	start := time.Now()
-	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, j.real)
+	var raws []gateway.RawExchange
+	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, j.real, &raws)
 	if err != nil {
-		return "", store.JudgeUsage{}, err
+		return "", store.JudgeUsage{Raw: raws}, err
 	}
 	var m struct {
 		Model   string `json:"model"`
@@ -194,7 +195,7 @@ func (j *messagesJudge) Ask(ctx context.Context, prompt string) (string, store.J
 			text.WriteString(c.Text)
 		}
 	}
-	u := store.JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
+	u := store.JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds(), Raw: raws}
 	if m.Usage != nil {
 		u.Tokens = &grade.Tokens{Input: m.Usage.Input, Output: m.Usage.Output, CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite}
 	}
@@ -217,9 +218,10 @@ func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, store.
 	h := http.Header{"Content-Type": {"application/json"}}
 	gateway.Authorize(h, "openai", j.auth, j.key, j.headers)
 	start := time.Now()
-	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, true)
+	var raws []gateway.RawExchange
+	b, err := postJudge(ctx, j.client, j.url, h, body, j.timeout, true, &raws)
 	if err != nil {
-		return "", store.JudgeUsage{}, err
+		return "", store.JudgeUsage{Raw: raws}, err
 	}
 	var m struct {
 		Model  string `json:"model"`
@@ -253,7 +255,7 @@ func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, store.
 			}
 		}
 	}
-	u := store.JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds()}
+	u := store.JudgeUsage{Model: m.Model, Seconds: time.Since(start).Seconds(), Raw: raws}
 	if m.Usage != nil {
 		u.Tokens = &grade.Tokens{Input: m.Usage.Input - m.Usage.InputDetails.Cached, Output: m.Usage.Output, CacheRead: m.Usage.InputDetails.Cached}
 	}
@@ -262,7 +264,7 @@ func (j *responsesJudge) Ask(ctx context.Context, prompt string) (string, store.
 
 // postJudge POSTs a judge request and returns the 200 response's body.
 // A real provider's 429, 5xx and connection errors are retried twice.
-func postJudge(ctx context.Context, client *http.Client, url string, h http.Header, body []byte, timeout time.Duration, retry bool) ([]byte, error) {
+func postJudge(ctx context.Context, client *http.Client, url string, h http.Header, body []byte, timeout time.Duration, retry bool, raws *[]gateway.RawExchange) ([]byte, error) {
 	attempts := 1
 	if retry {
 		attempts = 3
@@ -276,7 +278,7 @@ func postJudge(ctx context.Context, client *http.Client, url string, h http.Head
 			case <-time.After(time.Duration(i) * 2 * time.Second):
 			}
 		}
-		b, status, err := postOnce(ctx, client, url, h, body, timeout)
+		b, status, err := postOnce(ctx, client, url, h, body, timeout, raws)
 		switch {
 		case err == nil && status == http.StatusOK:
 			return b, nil
@@ -295,7 +297,9 @@ func postJudge(ctx context.Context, client *http.Client, url string, h http.Head
 	return nil, last
 }
 
-func postOnce(ctx context.Context, client *http.Client, url string, h http.Header, body []byte, timeout time.Duration) ([]byte, int, error) {
+// postOnce makes one try, and appends it to raws as made, for the
+// recording.
+func postOnce(ctx context.Context, client *http.Client, url string, h http.Header, body []byte, timeout time.Duration, raws *[]gateway.RawExchange) ([]byte, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -303,12 +307,22 @@ func postOnce(ctx context.Context, client *http.Client, url string, h http.Heade
 		return nil, 0, err
 	}
 	req.Header = h.Clone()
+	raw := gateway.RawExchange{Method: http.MethodPost, URL: url, StartedAt: time.Now(), RequestHeader: req.Header.Clone(), RequestBody: body}
+	defer func() {
+		raw.Latency = time.Since(raw.StartedAt)
+		*raws = append(*raws, raw)
+	}()
 	resp, err := client.Do(req)
 	if err != nil {
+		raw.Err = err.Error()
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, judgeMaxBody))
+	raw.Status, raw.ResponseHeader, raw.ResponseBody = resp.StatusCode, resp.Header.Clone(), b
+	if err != nil {
+		raw.Err = err.Error()
+	}
 	return b, resp.StatusCode, err
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/redact"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -47,6 +48,10 @@ type conversation struct {
 	// budget meters the calls; nil asks them unmetered.
 	budget *store.SpendBudget
 	redact *redact.Redactor
+	// record, when set, stores each call's exchanges in the run folder
+	// (the judgement names them in usage.exchanges); provider labels them.
+	record   *gateway.Recorder
+	provider string
 	// put stores a judgement.
 	put func(*store.Judgement) error
 }
@@ -87,18 +92,37 @@ func (c *conversation) ask(ctx context.Context, j Judge, q question) (*store.Jud
 func (c *conversation) call(ctx context.Context, j Judge, q question) (string, store.JudgeUsage, error) {
 	prompt := grade.RenderJudgePrompt(q.template, q.packet)
 	if c.budget == nil {
-		return askJudge(ctx, j, prompt, q.packet)
+		reply, usage, err := askJudge(ctx, j, prompt, q.packet)
+		return reply, usage, c.recordCall(q, &usage, err)
 	}
 	res, err := c.budget.Admit(ctx, store.SpendJudge)
 	if err != nil {
 		return "", store.JudgeUsage{}, err
 	}
 	reply, usage, err := askJudge(ctx, j, prompt, q.packet)
+	err = c.recordCall(q, &usage, err)
 	usd, estimated, priced := store.SpendCost(q.prices, usage.Tokens, err == nil || usage.Tokens != nil)
 	if serr := c.budget.Settle(res, store.SpendEntry{Kind: store.SpendJudge, ID: q.key, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
 		err = serr
 	}
 	return reply, usage, err
+}
+
+// recordCall stores the call's exchanges, when there are any and the
+// conversation records, and names them in its usage; err is the call's,
+// returned unless it had none and the recording failed.
+func (c *conversation) recordCall(q question, u *store.JudgeUsage, err error) error {
+	raws := u.Raw
+	u.Raw = nil
+	if c.record == nil || len(raws) == 0 {
+		return err
+	}
+	d, rerr := c.record.PutExchanges(q.role+" "+q.key, c.provider, "", c.redact, raws)
+	if rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	u.Exchanges = d
+	return err
 }
 
 // askJudge sends the prompt (and, to a command judge, the packet) to j.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skillgate/skillgate/runner/store"
 
+	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -121,7 +122,7 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 	}
 	rj := &rejudgeRun{run: p, plan: q, store: st, dir: RejudgeDir(out, q.Judge.Digest), opts: opts,
 		redact: redact.New(q, judgeSecrets(q)...), cases: map[string]plan.PlanCase{}}
-	rj.conv = &conversation{judge: q.Judge.Digest, redact: rj.redact, put: func(jd *store.Judgement) error {
+	rj.conv = &conversation{judge: q.Judge.Digest, redact: rj.redact, record: &gateway.Recorder{Out: out}, provider: q.Judge.Provider, put: func(jd *store.Judgement) error {
 		data, err := json.MarshalIndent(jd, "", "  ")
 		if err != nil {
 			return err

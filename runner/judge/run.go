@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillgate/skillgate/runner/store"
 
+	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -106,7 +107,7 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	adj, adjTemplate := grade.AdjudicatorOf(p.Judge)
 	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, adjPrices: adj.Prices, store: st, opts: opts,
 		redact: redact.New(p, judgeSecrets(p)...), cases: map[string]plan.PlanCase{}}
-	jr.conv = &conversation{judge: p.Judge.Digest, budget: budget, redact: jr.redact, put: func(jd *store.Judgement) error {
+	jr.conv = &conversation{judge: p.Judge.Digest, budget: budget, redact: jr.redact, record: &gateway.Recorder{Out: opts.Out}, provider: p.Judge.Provider, put: func(jd *store.Judgement) error {
 		if err := st.PutJudgement(jd); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/runner/gateway"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -149,6 +150,12 @@ type JudgeUsage struct {
 	Model   string        `json:"model,omitempty"`
 	Tokens  *grade.Tokens `json:"tokens,omitempty"`
 	Seconds float64       `json:"seconds"`
+	// Exchanges names the call's recorded exchange log
+	// (store/exchanges/logs/HEX): each try's request and response, scrubbed.
+	Exchanges digest.Digest `json:"exchanges,omitempty"`
+	// Raw are the call's exchanges as made, until they are recorded; never
+	// stored as such.
+	Raw []gateway.RawExchange `json:"-"`
 }
 
 // ReadJudgementFile reads a judgement stored in file, such as a rejudgement;
