@@ -5,7 +5,11 @@
 // exact model endpoints to the provider with the real key (which never
 // leaves it) or answers them with the scripted model, retries transient
 // provider faults, and records per cell the models, tokens, latency, cost
-// (PriceTokens) and the faults and refusals, redacted. It imports the
+// (PriceTokens) and the faults and refusals, redacted. It sets the suite's
+// sampling fields in the requests it forwards (sampling.go), reads a real
+// provider's connection from the host (connection.go: base URL, auth,
+// extra headers), stores every exchange in the run folder (record.go) and
+// serves a recorded run's exchanges again, offline (replay.go). It imports the
 // suite's types (scripts, prices, limits), grade's tokens and package
 // redact, nothing of the runner. Package standin is the stand-in provider
 // the tests put behind it.
