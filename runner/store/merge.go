@@ -21,6 +21,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
+	"github.com/skillgate/skillgate/runner/gateway"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -42,6 +43,10 @@ const (
 	KindJudgement    = "judgement"
 	KindJudgeFailure = "judge-failure"
 	KindCalibration  = "calibration"
+	// KindExchangeBody and KindExchangeLog are recorded model exchanges
+	// (gateway's record.go), named by the digest of their bytes.
+	KindExchangeBody = "exchange-body"
+	KindExchangeLog  = "exchange-log"
 )
 
 // MergeRecord is merge.json: the run folders a merge read, what it took of
@@ -368,6 +373,10 @@ func recordPath(kind, key string) string {
 		return filepath.Join(DirJudgements, key+".json")
 	case KindJudgeFailure:
 		return filepath.Join(DirJudgeFailures, key+".json")
+	case KindExchangeBody:
+		return filepath.Join(gateway.DirExchangeBodies, key)
+	case KindExchangeLog:
+		return filepath.Join(gateway.DirExchangeLogs, key)
 	}
 	return ""
 }
@@ -411,6 +420,12 @@ func (m *merger) scan(i int) error {
 			}
 			continue
 		}
+		if name == "exchanges" && part.IsDir() {
+			if err := m.scanExchanges(i); err != nil {
+				return err
+			}
+			continue
+		}
 		kind, ok := storeParts[name]
 		if !ok || !part.IsDir() {
 			return fmt.Errorf("verify %s: store/%s is no part of a run folder's store (see skillgate's runner/store): merge refuses what it cannot verify", in.dir, name)
@@ -441,6 +456,47 @@ func (m *merger) scan(i int) error {
 		return err
 	}
 	return m.scanAudits(i)
+}
+
+// scanExchanges verifies and indexes input i's recorded exchanges: each
+// body and log is named by the digest of its bytes, so equal names are
+// equal records.
+func (m *merger) scanExchanges(i int) error {
+	in := m.inputs[i]
+	for _, part := range []struct{ dir, kind string }{{gateway.DirExchangeBodies, KindExchangeBody}, {gateway.DirExchangeLogs, KindExchangeLog}} {
+		entries, err := os.ReadDir(filepath.Join(in.abs, part.dir))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", in.dir, err)
+		}
+		for _, e := range entries {
+			if !isHexKey(e.Name()) {
+				return fmt.Errorf("verify %s: %s/%s: not named by a digest (64 hex digits)", in.dir, part.dir, e.Name())
+			}
+			src := filepath.Join(in.abs, part.dir, e.Name())
+			b, err := os.ReadFile(src)
+			if err != nil {
+				return fmt.Errorf("verify %s: %w", in.dir, err)
+			}
+			d := digest.FromBytes(b)
+			if d.Encoded() != e.Name() {
+				return fmt.Errorf("verify %s: %s/%s: its bytes have digest %s: altered or damaged", in.dir, part.dir, short(e.Name()), d)
+			}
+			m.add(part.kind, e.Name(), i, &mergeVersion{src: src, digest: d, valid: true})
+		}
+	}
+	others, err := os.ReadDir(filepath.Join(in.abs, "store", "exchanges"))
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", in.dir, err)
+	}
+	for _, e := range others {
+		if e.Name() != "bodies" && e.Name() != "logs" {
+			return fmt.Errorf("verify %s: store/exchanges/%s is no part of a run folder's store (see skillgate's runner/store): merge refuses what it cannot verify", in.dir, e.Name())
+		}
+	}
+	return nil
 }
 
 func isHexKey(s string) bool {
@@ -813,8 +869,10 @@ func (m *merger) decide() error {
 			m.pinned[r] = chosen.held[r]
 		}
 	}
-	for _, k := range m.sorted(KindTree) {
-		choose(k, false) // one version: its files give its key
+	for _, kind := range []string{KindTree, KindExchangeBody, KindExchangeLog} {
+		for _, k := range m.sorted(kind) {
+			choose(k, false) // one version: its bytes give its key
+		}
 	}
 	winner := map[digest.Digest]digest.Digest{}
 	for _, k := range m.sorted(KindRollout) {
@@ -961,7 +1019,7 @@ func (m *merger) write() error {
 	if err := put(FilePlan, m.planB); err != nil {
 		return fmt.Errorf("write merged run folder: %w", err)
 	}
-	for _, kind := range []string{KindRollout, KindTree, KindGrade, KindPacket, KindJudgement, KindJudgeFailure, KindCalibration} {
+	for _, kind := range []string{KindRollout, KindTree, KindGrade, KindPacket, KindJudgement, KindJudgeFailure, KindCalibration, KindExchangeBody, KindExchangeLog} {
 		keys := m.sorted(kind)
 		if kind == KindCalibration {
 			keys = nil
