@@ -19,7 +19,7 @@ func exportCommand() *cli.Command {
 grades, judgements, every recorded model exchange, secrets already scrubbed)
 and its reports — into a gzip-compressed tar, with a manifest listing each
 file's digest and the pack's digest over them, printed on stdout. On
-another machine, 'skillgate import' unpacks it, checked against the
+another machine, 'skillgate unpack' unpacks it, checked against the
 manifest; 'report', 'gate' and 'regrade' then read it as they read the
 original, and 'run --replay' runs its cells again with no model and no key.`,
 		Flags: []cli.Flag{
@@ -53,9 +53,9 @@ original, and 'run --replay' runs its cells again with no model and no key.`,
 	}
 }
 
-func importCommand() *cli.Command {
+func unpackCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "import",
+		Name:      "unpack",
 		Usage:     "unpack a run folder packed by export, checked against its manifest",
 		ArgsUsage: "FILE OUT",
 		Description: `Unpacks the pack FILE into the new run folder OUT, refusing a pack whose
@@ -63,14 +63,14 @@ files do not match its manifest or whose manifest does not match its
 digest, and prints the pack's digest on stdout.`,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
-				return exit(2, errors.New("import needs the pack FILE and a new run folder OUT"))
+				return exit(2, errors.New("unpack needs the pack FILE and a new run folder OUT"))
 			}
 			f, err := os.Open(c.Args().Get(0))
 			if err != nil {
-				return exit(2, fmt.Errorf("import: %w", err))
+				return exit(2, fmt.Errorf("unpack pack: %w", err))
 			}
 			defer f.Close()
-			m, err := store.Import(f, c.Args().Get(1))
+			m, err := store.Unpack(f, c.Args().Get(1))
 			if err != nil {
 				return exit(2, err)
 			}

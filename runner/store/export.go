@@ -143,20 +143,20 @@ func packFile(tw *tar.Writer, out, rel string) (PackFile, error) {
 	return PackFile{Path: rel, Digest: dg.Digest(), Bytes: n}, nil
 }
 
-// Import unpacks a pack written by Export into the new run folder out,
+// Unpack unpacks a pack written by Export into the new run folder out,
 // checking every file against the manifest and the manifest's digest, so
 // a pack altered on its way is refused; out must not exist yet.
-func Import(r io.Reader, out string) (*Manifest, error) {
+func Unpack(r io.Reader, out string) (*Manifest, error) {
 	if _, err := os.Stat(out); err == nil {
-		return nil, fmt.Errorf("import into %s: it exists; name a new run folder", out)
+		return nil, fmt.Errorf("unpack into %s: it exists; name a new run folder", out)
 	}
 	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("import: read pack: %w", err)
+		return nil, fmt.Errorf("unpack pack: read pack: %w", err)
 	}
-	tmp := out + ".importing"
+	tmp := out + ".unpacking"
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, fmt.Errorf("unpack pack: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	got := map[string]PackFile{}
@@ -169,24 +169,24 @@ func Import(r io.Reader, out string) (*Manifest, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("import: read pack: %w", err)
+			return nil, fmt.Errorf("unpack pack: read pack: %w", err)
 		}
 		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeSymlink {
-			return nil, fmt.Errorf("import: %s: the pack holds only files and links", h.Name)
+			return nil, fmt.Errorf("unpack pack: %s: the pack holds only files and links", h.Name)
 		}
 		if h.Name == FileManifest {
 			m = &Manifest{}
 			if err := json.NewDecoder(tr).Decode(m); err != nil {
-				return nil, fmt.Errorf("import: read manifest: %w", err)
+				return nil, fmt.Errorf("unpack pack: read manifest: %w", err)
 			}
 			continue
 		}
 		clean := path.Clean(h.Name)
 		if clean != h.Name || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || packSkipped(clean) {
-			return nil, fmt.Errorf("import: %q is not a path inside a run folder", h.Name)
+			return nil, fmt.Errorf("unpack pack: %q is not a path inside a run folder", h.Name)
 		}
 		if _, dup := got[clean]; dup {
-			return nil, fmt.Errorf("import: %s is in the pack twice", clean)
+			return nil, fmt.Errorf("unpack pack: %s is in the pack twice", clean)
 		}
 		if h.Typeflag == tar.TypeSymlink {
 			got[clean] = PackFile{Path: clean, Link: h.Linkname}
@@ -195,11 +195,11 @@ func Import(r io.Reader, out string) (*Manifest, error) {
 		}
 		dst := filepath.Join(tmp, filepath.FromSlash(clean))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, fmt.Errorf("unpack pack: %w", err)
 		}
 		f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, os.FileMode(h.Mode)&0o755)
 		if err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, fmt.Errorf("unpack pack: %w", err)
 		}
 		dg := digest.Canonical.Digester()
 		n, err := io.Copy(io.MultiWriter(f, dg.Hash()), tr)
@@ -207,47 +207,47 @@ func Import(r io.Reader, out string) (*Manifest, error) {
 			err = cerr
 		}
 		if err != nil {
-			return nil, fmt.Errorf("import: %s: %w", clean, err)
+			return nil, fmt.Errorf("unpack pack: %s: %w", clean, err)
 		}
 		got[clean] = PackFile{Path: clean, Digest: dg.Digest(), Bytes: n}
 	}
 	for p := range got {
 		for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
 			if got[dir].Link != "" {
-				return nil, fmt.Errorf("import: %s lies under the link %s", p, dir)
+				return nil, fmt.Errorf("unpack pack: %s lies under the link %s", p, dir)
 			}
 		}
 	}
 	if m == nil {
-		return nil, fmt.Errorf("import: the pack has no %s", FileManifest)
+		return nil, fmt.Errorf("unpack pack: the pack has no %s", FileManifest)
 	}
 	if m.Format != PackFormat {
-		return nil, fmt.Errorf("import: pack format %d, this skillgate reads format %d", m.Format, PackFormat)
+		return nil, fmt.Errorf("unpack pack: pack format %d, this skillgate reads format %d", m.Format, PackFormat)
 	}
 	files, _ := json.Marshal(m.Files)
 	if digest.FromBytes(files) != m.Digest {
-		return nil, fmt.Errorf("import: the manifest's files do not match its digest %s", m.Digest)
+		return nil, fmt.Errorf("unpack pack: the manifest's files do not match its digest %s", m.Digest)
 	}
 	for _, f := range m.Files {
 		if g, ok := got[f.Path]; !ok || g != f {
-			return nil, fmt.Errorf("import: %s does not match the manifest (pack %s)", f.Path, m.Digest)
+			return nil, fmt.Errorf("unpack pack: %s does not match the manifest (pack %s)", f.Path, m.Digest)
 		}
 		delete(got, f.Path)
 	}
 	for p := range got {
-		return nil, fmt.Errorf("import: %s is not in the manifest (pack %s)", p, m.Digest)
+		return nil, fmt.Errorf("unpack pack: %s is not in the manifest (pack %s)", p, m.Digest)
 	}
 	for _, l := range links {
 		dst := filepath.Join(tmp, filepath.FromSlash(l.Path))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, fmt.Errorf("unpack pack: %w", err)
 		}
 		if err := os.Symlink(l.Link, dst); err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, fmt.Errorf("unpack pack: %w", err)
 		}
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, fmt.Errorf("unpack pack: %w", err)
 	}
 	return m, nil
 }

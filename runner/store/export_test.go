@@ -11,11 +11,11 @@ import (
 	"testing"
 )
 
-// TestExportImport: a run folder packed and unpacked elsewhere holds the
+// TestExportUnpack: a run folder packed and unpacked elsewhere holds the
 // same files and links, without the lock or what was being written; the
 // pack's digest depends on the files alone, and a pack altered on its way
 // (a byte of a file, a file added, a link out of the folder) is refused.
-func TestExportImport(t *testing.T) {
+func TestExportUnpack(t *testing.T) {
 	out := t.TempDir()
 	files := map[string]string{
 		FilePlan:                         `{"format":1}`,
@@ -56,9 +56,9 @@ func TestExportImport(t *testing.T) {
 	}
 
 	dst := filepath.Join(t.TempDir(), "run")
-	got, err := Import(bytes.NewReader(pack.Bytes()), dst)
+	got, err := Unpack(bytes.NewReader(pack.Bytes()), dst)
 	if err != nil || got.Digest != m.Digest {
-		t.Fatalf("import: %v %v", got, err)
+		t.Fatalf("unpack: %v %v", got, err)
 	}
 	for name, data := range files {
 		b, err := os.ReadFile(filepath.Join(dst, filepath.FromSlash(name)))
@@ -73,7 +73,7 @@ func TestExportImport(t *testing.T) {
 	if l, err := os.Readlink(filepath.Join(dst, "store/trees/ef/link")); err != nil || l != "run.sh" {
 		t.Errorf("link %q %v", l, err)
 	}
-	if _, err := Import(bytes.NewReader(pack.Bytes()), dst); err == nil || !strings.Contains(err.Error(), "exists") {
+	if _, err := Unpack(bytes.NewReader(pack.Bytes()), dst); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Errorf("import over a folder: %v", err)
 	}
 
@@ -119,7 +119,7 @@ func TestExportImport(t *testing.T) {
 		"a file through a link": {repack(func(h *tar.Header, d []byte) (*tar.Header, []byte) { return h, d },
 			&tar.Header{Name: "store/up", Typeflag: tar.TypeSymlink, Linkname: "/etc"}, &tar.Header{Name: "store/up/x", Typeflag: tar.TypeSymlink, Linkname: "y"}), "store/up/x lies under the link store/up"},
 	} {
-		if _, err := Import(bytes.NewReader(tc.pack), filepath.Join(t.TempDir(), "run")); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Unpack(bytes.NewReader(tc.pack), filepath.Join(t.TempDir(), "run")); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
 	}
