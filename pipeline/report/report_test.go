@@ -668,7 +668,9 @@ func TestReportHTMLInChromium(t *testing.T) {
 	}
 	dir := writeRich(t)
 	page := "file://" + filepath.Join(dir, FileReportHTML)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A guard against a hung browser, not a measure: the test opens several
+	// pages, each a fresh Chromium, on a machine that may be busy.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	run := func(extra ...string) (stdout, stderr string) {
 		t.Helper()
@@ -790,7 +792,7 @@ func TestReportPageErrorsDetects(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "bad.html")
 	os.WriteFile(p, []byte(`<!DOCTYPE html><html><body><p>x</p><script>console.error("boom"); undefinedCall();</script></body></html>`), 0o644)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
