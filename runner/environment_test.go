@@ -163,7 +163,7 @@ func TestEnvironmentDockerfileTool(t *testing.T) {
 func TestEnvironmentPinnedImage(t *testing.T) {
 	e := dockertest.Engine(t)
 	jq := copyTestdataSuite(t, e, "env/jq")
-	ref, id, err := newImages(e, jq.Plan, nil, io.Discard).environmentImage(context.Background(), "tools")
+	ref, id, err := newImages(dockerBackend{e}, jq.Plan, nil, io.Discard).environmentImage(context.Background(), "tools")
 	if err != nil {
 		t.Fatal(err)
 	}

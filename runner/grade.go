@@ -230,7 +230,7 @@ func shellOf(name string) string {
 // checkSession is the session of one environment's run: checks.
 type checkSession struct {
 	spec docker.SessionSpec
-	s    *docker.Session
+	s    session
 }
 
 // runChecks runs the case's run: assertions in containers holding the cell's final
@@ -257,7 +257,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		return out, nil
 	}
 	g.once.Do(func() {
-		if g.engine, g.err = newBackend(ctx); g.err != nil {
+		if g.engine, g.err = newBackend(ctx, g.opts); g.err != nil {
 			return
 		}
 		// The folder is locked: a container labelled for it is a dead run's.
@@ -348,7 +348,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 // startCheckSession starts a check container and lays the final workspace out in it: for
 // the setup's changes, then the agent's, the deleted paths removed, then the changed
 // entries unpacked over what is there.
-func startCheckSession(ctx context.Context, e backend, spec docker.SessionSpec, world checkWorldTars) (*docker.Session, error) {
+func startCheckSession(ctx context.Context, e backend, spec docker.SessionSpec, world checkWorldTars) (session, error) {
 	s, err := e.StartSession(ctx, spec)
 	if err != nil {
 		return nil, err

@@ -251,7 +251,7 @@ func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
 	if err := os.WriteFile(snap, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	im := &images{engine: e, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+	im := &images{engine: dockerBackend{e}, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 	ref, _, err := im.cellImage(context.Background(), pc, arm)
 	if want := "verify " + snap + ": digest " + string(digest.FromBytes(b)) + ", the plan says " + skillFileDigest(s.Plan); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("build from a changed snapshot: %v, want %q", err, want)
@@ -280,7 +280,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	newImages := func() *images {
-		return &images{engine: e, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+		return &images{engine: dockerBackend{e}, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 	}
 	ref, _, err := newImages().cellImage(context.Background(), pc, arm)
 	if err != nil {
@@ -326,7 +326,7 @@ func TestCellImageRemovedInUseIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	im := &images{engine: e, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+	im := &images{engine: dockerBackend{e}, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
 	ref, _, err := im.cellImage(ctx, pc, arm)
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string
 			os.RemoveAll(filepath.Dir(gateway.Socket()))
 		}
 	}
-	engine, err := newBackend(ctx)
+	engine, err := newBackend(ctx, opts)
 	if err != nil {
 		closeGateway()
 		return nil, nil, err

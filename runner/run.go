@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/kube"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -54,6 +55,9 @@ type Options struct {
 	// Log receives progress; Terminal draws a bar instead of lines.
 	Log      io.Writer
 	Terminal bool
+	// Kubernetes, when set, runs the cells and their checks as Pods of
+	// this cluster instead of containers of the Docker engine.
+	Kubernetes *kube.Config
 	// Finish is the context of what an interrupted Evaluate still does before it returns:
 	// grade the rollouts already stored and write the reports (no cell starts, no judge
 	// call). Cancelling it too (a second Ctrl-C) stops that; nil means it is not bounded.

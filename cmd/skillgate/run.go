@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/skillgate/skillgate/runner/kube"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -26,7 +27,8 @@ func runCommand() *cli.Command {
 		Description: `Runs every cell (case × arm × trial) of a suite folder, or of a plan file
 written by "skillgate plan" (exactly that plan: it refuses, saying which input,
 when the suite no longer matches it), one hardened Docker container per cell
-with the network disabled.
+with the network disabled (with --backend kubernetes, one hardened Pod per
+cell instead: see the README).
 
 Rollouts are stored in the run folder by their rollout key, so a run resumes
 by default: cells already stored never start again, and a later plan reuses
@@ -75,6 +77,10 @@ failed), 3 calibration failed.`,
 			&cli.BoolFlag{Name: "calibrate", Usage: "run only the calibration checks: the agent quotes a line only its arm's skill copy holds, says it has no skill in a no-skill arm, runs a shell command (exit 3 when one fails)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would run and start nothing"},
 			&cli.StringFlag{Name: "replay", Usage: "answer the cells from the recorded run folder `DIR`, offline (without a suite or plan: DIR's own plan and inputs)"},
+			&cli.StringFlag{Name: "backend", Value: "docker", Usage: "where cells and checks run: `docker` (containers of the local engine) or kubernetes (Pods of the cluster kubectl names)"},
+			&cli.StringFlag{Name: "kubeconfig", Usage: "with --backend kubernetes: the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
+			&cli.StringFlag{Name: "context", Usage: "with --backend kubernetes: the kubeconfig's context `NAME` (default: its current context)"},
+			&cli.StringFlag{Name: "namespace", Usage: "with --backend kubernetes: the `NAMESPACE` of the Pods (default: the context's, else default)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
@@ -111,6 +117,10 @@ failed), 3 calibration failed.`,
 			if err := store.CheckSpendCap(t.Plan, c.Float64("spend-cap")); err != nil {
 				return exit(2, err)
 			}
+			kube, err := kubernetesConfig(c)
+			if err != nil {
+				return exit(2, err)
+			}
 			out := c.String("out")
 			switch {
 			case out != "":
@@ -126,7 +136,7 @@ failed), 3 calibration failed.`,
 				Out: out, SuiteDir: t.SuiteDir, Jobs: c.Int("jobs"),
 				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"), Shard: shard,
 				DryRun: c.Bool("dry-run"), Calibrate: c.Bool("calibrate"), SpendCapUSD: c.Float64("spend-cap"), Log: os.Stderr, Terminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
-				Finish: finish,
+				Finish: finish, Kubernetes: kube,
 				Replay: replay, TreesFrom: treesFrom,
 			})
 			if err != nil {
@@ -177,5 +187,22 @@ func interruptible(parent context.Context) (run, finish context.Context, stop fu
 		close(done)
 		cancelRun()
 		cancelFinish()
+	}
+}
+
+// kubernetesConfig is the cluster --backend names, nil for Docker.
+func kubernetesConfig(c *cli.Context) (*kube.Config, error) {
+	switch b := c.String("backend"); b {
+	case "docker":
+		for _, f := range []string{"kubeconfig", "context", "namespace"} {
+			if c.IsSet(f) {
+				return nil, fmt.Errorf("run: --%s is for --backend kubernetes", f)
+			}
+		}
+		return nil, nil
+	case "kubernetes":
+		return &kube.Config{Kubeconfig: c.String("kubeconfig"), Context: c.String("context"), Namespace: c.String("namespace")}, nil
+	default:
+		return nil, fmt.Errorf("run: --backend %q: want docker or kubernetes", b)
 	}
 }

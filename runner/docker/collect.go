@@ -61,6 +61,13 @@ func (e WorkspaceEntry) Open() (io.ReadCloser, error) {
 	return e.open()
 }
 
+// WithContent returns the entry with its content read from open, for a
+// backend that reads a workspace another way than this package does.
+func (e WorkspaceEntry) WithContent(open func() (io.ReadCloser, error)) WorkspaceEntry {
+	e.open = open
+	return e
+}
+
 // CollectLimits bound what a collection reads of a container's workspace.
 type CollectLimits struct {
 	// Entries is the most paths visited; past it the rest is cut. 0 means no bound.

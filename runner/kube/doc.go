@@ -1,0 +1,22 @@
+// Package kube is the Kubernetes cell backend, and the only package that
+// imports client-go. It runs each cell as a Pod and each check session as
+// another, hardened as runner/docker hardens a container (uid 1000, no
+// privilege escalation, every capability dropped, a read-only root, the
+// runtime's seccomp profile, no service-account token, memory and CPU
+// limits, a deadline) and with no network but the gateway's folder, mounted
+// from the node by hostPath, which serves a single node.
+//
+// Nothing reaches a Pod through a registry but its image: the cell's
+// content (fixture, skills, agent files, prompt) streams through the API
+// into an init container that unpacks it into the Pod's emptyDir folders,
+// the agent's output is read by attaching to it, and its workspace comes
+// back through an exec of tar in a container that holds the folder
+// read-only once the agent has ended. Images are still built and named by
+// the local Docker engine (runner/docker): a cell image here is the
+// content of its build context, kept in memory and streamed into each Pod
+// that starts from it, and an agent image must be in the cluster already
+// (loaded into the node, or pulled from a registry).
+//
+// It knows nothing of suites or plans: runner hands it the specs of
+// runner/docker and reads back the same outcomes.
+package kube

@@ -1,0 +1,229 @@
+package kube
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+
+	"github.com/skillgate/skillgate/runner/docker"
+)
+
+// cellImage is a cell image as this backend keeps it: the image it is
+// FROM, which the cluster has, and the build context whose entries every
+// Pod started from it receives through the API.
+type cellImage struct {
+	tag, id string
+	base    string
+	labels  map[string]string
+	bc      *docker.BuildContext
+}
+
+// engine is the local Docker engine that builds and names images, connected
+// on first use.
+func (c *Cluster) engine(ctx context.Context) (*docker.Engine, error) {
+	c.dockerOnce.Do(func() {
+		c.docker, c.dockerErr = docker.NewEngine(ctx)
+		if c.dockerErr != nil {
+			c.dockerErr = fmt.Errorf("the kubernetes backend builds and names images with a local Docker engine: %w", c.dockerErr)
+		}
+	})
+	return c.docker, c.dockerErr
+}
+
+// cellFrom is the base image of a cell image's Dockerfile: "FROM base" and
+// "ADD " + docker.LayerTar + " /", nothing else, is what this backend can
+// stream instead of building.
+func cellFrom(dockerfile string) (string, bool) {
+	lines := strings.Split(strings.TrimSpace(dockerfile), "\n")
+	if len(lines) != 2 || lines[1] != "ADD "+docker.LayerTar+" /" {
+		return "", false
+	}
+	base, ok := strings.CutPrefix(lines[0], "FROM ")
+	return base, ok && base != "scratch" && !strings.ContainsAny(base, " \t")
+}
+
+// EnsureSandbox builds skillgate's sandbox image in the local Docker engine
+// when it lacks it; the cluster must have it too (see ImageMissingError).
+func (c *Cluster) EnsureSandbox(ctx context.Context) (string, error) {
+	e, err := c.engine(ctx)
+	if err != nil {
+		return "", err
+	}
+	return e.EnsureSandbox(ctx)
+}
+
+// ImageExists reports whether ref names a cell image of this backend or an
+// image of the local Docker engine.
+func (c *Cluster) ImageExists(ctx context.Context, ref string) (string, bool, error) {
+	id, _, ok, err := c.ImageLabels(ctx, ref)
+	return id, ok, err
+}
+
+// ImageLabels returns a cell image's ID and labels, or those the local
+// Docker engine has for ref.
+func (c *Cluster) ImageLabels(ctx context.Context, ref string) (string, map[string]string, bool, error) {
+	c.mu.Lock()
+	ci, ok := c.cells[ref]
+	c.mu.Unlock()
+	if ok {
+		return ci.id, maps.Clone(ci.labels), true, nil
+	}
+	if strings.HasPrefix(ref, docker.CellImageRepo+":") {
+		return "", nil, false, nil
+	}
+	e, err := c.engine(ctx)
+	if err != nil {
+		return "", nil, false, err
+	}
+	return e.ImageLabels(ctx, ref)
+}
+
+// BuildImage keeps a cell image's context, to stream into its Pods, and
+// has the local Docker engine build any other image (an agent's).
+func (c *Cluster) BuildImage(ctx context.Context, tag string, labels map[string]string, bc *docker.BuildContext) (string, error) {
+	base, ok := cellFrom(dockerfileOf(bc))
+	if !ok {
+		e, err := c.engine(ctx)
+		if err != nil {
+			return "", err
+		}
+		return e.BuildImage(ctx, tag, labels, bc)
+	}
+	// The digest reads every file and checks it against the plan, as a
+	// build does; each Pod's stream checks it again.
+	d, err := bc.Digest()
+	if err != nil {
+		return "", fmt.Errorf("build image %s: %w", tag, err)
+	}
+	ci := &cellImage{tag: tag, id: d.String(), base: base, labels: maps.Clone(labels), bc: bc}
+	c.mu.Lock()
+	c.cells[tag], c.cells[ci.id] = ci, ci
+	c.mu.Unlock()
+	return ci.id, nil
+}
+
+// ImageInfo inspects a cell image of this backend or an image of the local
+// Docker engine (an environment's, pinned by digest).
+func (c *Cluster) ImageInfo(ctx context.Context, ref string) (docker.ImageInfo, bool, error) {
+	c.mu.Lock()
+	ci, ok := c.cells[ref]
+	c.mu.Unlock()
+	if ok {
+		return docker.ImageInfo{ID: ci.id, Labels: maps.Clone(ci.labels)}, true, nil
+	}
+	e, err := c.engine(ctx)
+	if err != nil {
+		return docker.ImageInfo{}, false, err
+	}
+	return e.ImageInfo(ctx, ref)
+}
+
+// ImportImage has the local Docker engine make an image of a root file
+// system (an environment's userland); the cluster needs it loaded too.
+func (c *Cluster) ImportImage(ctx context.Context, tag string, labels map[string]string, changes []string, root io.Reader) (string, error) {
+	e, err := c.engine(ctx)
+	if err != nil {
+		return "", err
+	}
+	return e.ImportImage(ctx, tag, labels, changes, root)
+}
+
+// Tag names an image again: a cell image in this backend, any other in the
+// local Docker engine.
+func (c *Cluster) Tag(ctx context.Context, source, target string) error {
+	c.mu.Lock()
+	ci, ok := c.cells[source]
+	if ok {
+		c.cells[target] = ci
+	}
+	c.mu.Unlock()
+	if ok {
+		return nil
+	}
+	e, err := c.engine(ctx)
+	if err != nil {
+		return err
+	}
+	return e.Tag(ctx, source, target)
+}
+
+// dockerfileOf reads back a build context's Dockerfile from its stream.
+func dockerfileOf(bc *docker.BuildContext) string {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := bc.WriteTo(pw)
+		pw.CloseWithError(err)
+	}()
+	defer pr.Close()
+	tr := tar.NewReader(pr)
+	hdr, err := tr.Next()
+	if err != nil || hdr.Name != "Dockerfile" {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(tr, 1<<16))
+	return string(b)
+}
+
+// resolve is the image a Pod starts from and the cell content it receives:
+// a cell image's base and context, or ref itself with no content.
+func (c *Cluster) resolve(ref string) (base string, bc *docker.BuildContext) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ci, ok := c.cells[ref]; ok {
+		return ci.base, ci.bc
+	}
+	return ref, nil
+}
+
+// ImageMissingError says the cluster could not start a Pod's image: it was
+// not loaded into the node and cannot be pulled.
+type ImageMissingError struct {
+	Image, Reason, Message string
+}
+
+func (e *ImageMissingError) Error() string {
+	return fmt.Sprintf("start pod: image %s is not in the cluster (%s: %s): load it into the nodes (.ci/kube-load %s for the local cluster) or push it to a registry they pull from",
+		e.Image, e.Reason, e.Message, e.Image)
+}
+
+// layerEntries streams the entries of a build context's layer to fn, each
+// with its content readable from the tar reader while fn runs; the stream
+// checks every file of a plan's tree against its digest as it goes.
+func layerEntries(bc *docker.BuildContext, fn func(*tar.Header, io.Reader) error) error {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := bc.WriteTo(pw)
+		pw.CloseWithError(err)
+	}()
+	defer pr.Close()
+	outer := tar.NewReader(pr)
+	for {
+		hdr, err := outer.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if hdr.Name != docker.LayerTar {
+			continue
+		}
+		tr := tar.NewReader(outer)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if err := fn(h, tr); err != nil {
+				return err
+			}
+		}
+	}
+}
