@@ -2,6 +2,7 @@
 // function of files. It orchestrates, and its packages do the work:
 //
 //	docker   the cell backend: images, hardened containers, collection, check sessions
+//	kube     the other cell backend: cells and check sessions as hardened Pods of a cluster
 //	gateway  the cells' only way out to a model; the scripted model; the forwarder
 //	agent    one file per kind of agent: its image, environment, stdin rule, transcript
 //	store    the run folder's store, whose doc describes the folder's layout
@@ -23,7 +24,7 @@
 // shard.go splits a plan's cells into the shares of --shard I/N, the same
 // on every machine; store merges the shards' run folders.
 // backend.go is the seam to the cell backend: the runner holds the engine
-// as the interface of what it calls.
+// as the interface of what it calls, Docker's or Kubernetes' (Options.Kubernetes).
 //
 // It imports the pipeline's stages and its own packages; none of them
 // imports it.

@@ -51,7 +51,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	}
 	out = &docker.ContainerOutcome{}
 	t0 := time.Now()
-	base, bc := c.resolve(spec.Image)
+	base, baseID, bc := c.resolve(spec.Image)
 	folders := writableFolders(spec.Env)
 	folders = append(folders, filesFolders(spec.Files, folders)...)
 	extra, extraMounts, err := binds(spec.Binds, 0)
@@ -96,7 +96,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 		}
 	}()
 
-	if err := c.seed(ctx, name, bc, spec.Files, folders); err != nil {
+	if err := c.seed(ctx, name, baseID, bc, spec.Files, folders); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
@@ -174,7 +174,7 @@ var startReasons = map[string]bool{"CreateContainerConfigError": true, "CreateCo
 
 // waitRunning waits until a container of the Pod runs or has ended, and
 // returns its state; a container that cannot start is an error.
-func (c *Cluster) waitRunning(ctx context.Context, pod, container string, init bool) (corev1.ContainerState, error) {
+func (c *Cluster) waitRunning(ctx context.Context, pod, container string, init bool, seen ...func(*corev1.Pod)) (corev1.ContainerState, error) {
 	var st corev1.ContainerState
 	err := c.pods.until(ctx, c.namespace, pod, func(p *corev1.Pod) (bool, error) {
 		if p == nil {
@@ -188,6 +188,9 @@ func (c *Cluster) waitRunning(ctx context.Context, pod, container string, init b
 			return false, nil
 		}
 		st = s
+		for _, f := range seen {
+			f(p)
+		}
 		switch {
 		case s.Waiting != nil && imageReasons[s.Waiting.Reason]:
 			img := p.Spec.Containers[0].Image
@@ -232,10 +235,14 @@ func (c *Cluster) waitTerminated(ctx context.Context, pod, container string, ini
 
 // seed streams the cell's content into the Pod's seed container and waits
 // for it to have unpacked it.
-func (c *Cluster) seed(ctx context.Context, pod string, bc *docker.BuildContext, files []docker.SpecFile, folders []folder) error {
-	st, err := c.waitRunning(ctx, pod, seedContainer, true)
+func (c *Cluster) seed(ctx context.Context, pod, imageID string, bc *docker.BuildContext, files []docker.SpecFile, folders []folder) error {
+	var checked error
+	st, err := c.waitRunning(ctx, pod, seedContainer, true, func(p *corev1.Pod) { checked = checkImageID(p, seedContainer, true, imageID) })
 	if err != nil {
 		return err
+	}
+	if checked != nil {
+		return checked
 	}
 	if st.Terminated != nil {
 		return fmt.Errorf("seed pod %s: its seed container ended before its content came: exit %d: %s", pod, st.Terminated.ExitCode, st.Terminated.Message)

@@ -9,6 +9,8 @@ import (
 	"maps"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/skillgate/skillgate/runner/docker"
 )
 
@@ -18,8 +20,11 @@ import (
 type cellImage struct {
 	tag, id string
 	base    string
-	labels  map[string]string
-	bc      *docker.BuildContext
+	// baseID is the base image's ID in the local Docker engine, which a
+	// Pod's image must have when the cluster reports it.
+	baseID string
+	labels map[string]string
+	bc     *docker.BuildContext
 }
 
 // engine is the local Docker engine that builds and names images, connected
@@ -100,6 +105,11 @@ func (c *Cluster) BuildImage(ctx context.Context, tag string, labels map[string]
 		return "", fmt.Errorf("build image %s: %w", tag, err)
 	}
 	ci := &cellImage{tag: tag, id: d.String(), base: base, labels: maps.Clone(labels), bc: bc}
+	if e, err := c.engine(ctx); err == nil {
+		if id, ok, err := e.ImageExists(ctx, base); err == nil && ok {
+			ci.baseID = id
+		}
+	}
 	c.mu.Lock()
 	c.cells[tag], c.cells[ci.id] = ci, ci
 	c.mu.Unlock()
@@ -170,13 +180,36 @@ func dockerfileOf(bc *docker.BuildContext) string {
 
 // resolve is the image a Pod starts from and the cell content it receives:
 // a cell image's base and context, or ref itself with no content.
-func (c *Cluster) resolve(ref string) (base string, bc *docker.BuildContext) {
+func (c *Cluster) resolve(ref string) (base, baseID string, bc *docker.BuildContext) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ci, ok := c.cells[ref]; ok {
-		return ci.base, ci.bc
+		return ci.base, ci.baseID, ci.bc
 	}
-	return ref, nil
+	return ref, "", nil
+}
+
+// checkImageID fails when the cluster ran a Pod's container from another
+// image than the local engine's of the same name (loaded before a rebuild):
+// the cell would not run the image its rollout names. An image the node
+// pulled is known by its registry digest alone, which is not compared.
+func checkImageID(p *corev1.Pod, container string, init bool, want string) error {
+	if want == "" {
+		return nil
+	}
+	sts := p.Status.ContainerStatuses
+	if init {
+		sts = p.Status.InitContainerStatuses
+	}
+	for _, s := range sts {
+		if s.Name != container || s.ImageID == "" || strings.Contains(s.ImageID, "@") {
+			continue
+		}
+		if got := strings.TrimPrefix(s.ImageID, "docker-pullable://"); got != want {
+			return fmt.Errorf("start pod %s: the cluster's image %s is %s, the local engine's is %s: load it again (.ci/kube-load %s)", p.Name, s.Image, got, want, s.Image)
+		}
+	}
+	return nil
 }
 
 // ImageMissingError says the cluster could not start a Pod's image: it was
