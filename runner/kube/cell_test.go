@@ -218,3 +218,39 @@ func TestRunPodImageMissing(t *testing.T) {
 		t.Errorf("pods left: %q (%v)", pods, err)
 	}
 }
+
+// A cell whose agent image the cluster holds under its name, but another
+// build of it than the local engine's (loaded before a rebuild), is refused:
+// the rollout would name an image the cell did not run.
+func TestRunPodStaleImage(t *testing.T) {
+	c := kubetest.Cluster(t)
+	e := dockertest.Engine(t)
+	labels := testLabels(t, c)
+	dlabels, _ := dockertest.Labels(t, e)
+	ctx := context.Background()
+	sandbox, err := c.EnsureSandbox(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentRef := "skillgate-test/stale:" + dlabels[dockertest.Label]
+	build := func(content string) {
+		bc := docker.NewBuildContext("FROM " + sandbox + "\nADD " + docker.LayerTar + " /\nLABEL x=y\n")
+		bc.AddFile("etc/build.txt", 0o644, 0, 0, []byte(content))
+		if _, err := e.BuildImage(ctx, agentRef, dlabels, bc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build("first\n")
+	kubetest.Load(t, agentRef)
+	build("second\n") // the cluster keeps the first
+	bc := docker.NewBuildContext("FROM " + agentRef + "\nADD " + docker.LayerTar + " /\n")
+	bc.AddDir("workspace", 0o755, 1000, 1000)
+	cell := docker.CellImageRepo + ":stale-" + labels[dockertest.Label]
+	if _, err := c.BuildImage(ctx, cell, labels, bc); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.RunContainer(ctx, spec(cell, labels, "cat /etc/build.txt", collected{}))
+	if err == nil || !strings.Contains(err.Error(), "load it again") {
+		t.Fatalf("err = %v, want the stale image refused", err)
+	}
+}
