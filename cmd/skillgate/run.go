@@ -196,13 +196,13 @@ func kubernetesConfig(c *cli.Context) (*kube.Config, error) {
 	case "docker":
 		for _, f := range []string{"kubeconfig", "context", "namespace"} {
 			if c.IsSet(f) {
-				return nil, fmt.Errorf("run: --%s is for --backend kubernetes", f)
+				return nil, fmt.Errorf("choose backend: --%s is for --backend kubernetes", f)
 			}
 		}
 		return nil, nil
 	case "kubernetes":
 		return &kube.Config{Kubeconfig: c.String("kubeconfig"), Context: c.String("context"), Namespace: c.String("namespace")}, nil
 	default:
-		return nil, fmt.Errorf("run: --backend %q: want docker or kubernetes", b)
+		return nil, fmt.Errorf("choose backend: --backend %q: want docker or kubernetes", b)
 	}
 }
