@@ -18,6 +18,7 @@ import (
 	"github.com/skillgate/skillgate/runner/kube"
 	"github.com/skillgate/skillgate/runner/kube/kubetest"
 
+	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
@@ -36,7 +37,7 @@ func gradesOf(t *testing.T, p *plan.Plan, out string) map[string]string {
 	for _, r := range rs {
 		checks := make([]string, 0, len(r.Checks))
 		for _, ch := range r.Checks {
-			checks = append(checks, fmt.Sprintf("%s=%v", ch.Name, ch.Passed))
+			checks = append(checks, fmt.Sprintf("%s:%s=%v", ch.Kind, ch.Name, ch.Passed))
 		}
 		slices.Sort(checks)
 		g[r.Cell] = fmt.Sprintf("%s passed=%v score=%.3f %s", r.Status, r.Passed, r.Score, strings.Join(checks, " "))
@@ -82,7 +83,10 @@ func TestKubernetesDemoMatchesDocker(t *testing.T) {
 		if dg[c.ID] != kg[c.ID] {
 			t.Errorf("%s:\n docker     %s\n kubernetes %s", c.ID, dg[c.ID], kg[c.ID])
 		}
-		runChecks += strings.Count(kg[c.ID], "run: ")
+		runChecks += strings.Count(kg[c.ID], grade.CheckRun+":")
+	}
+	if runChecks == 0 {
+		t.Error("no run: check was compared: the check Pods went untested")
 	}
 	if len(kg) != len(p.Cells) {
 		t.Errorf("%d grades on kubernetes, want %d", len(kg), len(p.Cells))
