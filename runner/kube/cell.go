@@ -51,7 +51,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	}
 	out = &docker.ContainerOutcome{}
 	t0 := time.Now()
-	base, baseID, bc := c.resolve(spec.Image)
+	base, baseID, layers := c.resolve(spec.Image)
 	folders := writableFolders(spec.Env)
 	folders = append(folders, filesFolders(spec.Files, folders)...)
 	extra, extraMounts, err := binds(spec.Binds, 0)
@@ -96,7 +96,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 		}
 	}()
 
-	if err := c.seed(ctx, name, baseID, bc, spec.Files, folders); err != nil {
+	if err := c.seed(ctx, name, baseID, layers, spec.Files, folders); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
@@ -235,7 +235,7 @@ func (c *Cluster) waitTerminated(ctx context.Context, pod, container string, ini
 
 // seed streams the cell's content into the Pod's seed container and waits
 // for it to have unpacked it.
-func (c *Cluster) seed(ctx context.Context, pod, imageID string, bc *docker.BuildContext, files []docker.SpecFile, folders []folder) error {
+func (c *Cluster) seed(ctx context.Context, pod, imageID string, layers []*docker.BuildContext, files []docker.SpecFile, folders []folder) error {
 	var checked error
 	st, err := c.waitRunning(ctx, pod, seedContainer, true, func(p *corev1.Pod) { checked = checkImageID(p, seedContainer, true, imageID) })
 	if err != nil {
@@ -250,7 +250,7 @@ func (c *Cluster) seed(ctx context.Context, pod, imageID string, bc *docker.Buil
 	pr, pw := io.Pipe()
 	streamed := make(chan error, 1)
 	go func() {
-		err := seedStream(pw, bc, files, folders)
+		err := seedStream(pw, layers, files, folders)
 		pw.CloseWithError(err)
 		streamed <- err
 	}()

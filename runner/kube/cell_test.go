@@ -254,3 +254,31 @@ func TestRunPodStaleImage(t *testing.T) {
 		t.Fatalf("err = %v, want the stale image refused", err)
 	}
 }
+
+// An image built on a cell image (what a case's setup left) streams both
+// layers, in order; one that needs a build step on it is refused, saying so.
+func TestRunPodLayeredCellImage(t *testing.T) {
+	c := kubetest.Cluster(t)
+	labels := testLabels(t, c)
+	base := cellImage(t, c, labels)
+	ctx := context.Background()
+	bc := docker.NewBuildContext("FROM " + base + "\nADD " + docker.LayerTar + " /\n")
+	bc.AddFile("workspace/keep.txt", 0o644, 1000, 1000, []byte("set up\n"))
+	bc.AddFile("workspace/setup.txt", 0o644, 1000, 1000, []byte("by the setup\n"))
+	layered := docker.CellImageRepo + ":layered-" + labels[dockertest.Label]
+	if _, err := c.BuildImage(ctx, layered, labels, bc); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.RunContainer(ctx, spec(layered, labels, "cat keep.txt setup.txt gone.txt", collected{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Stdout); got != "set up\nby the setup\ndoomed\n" {
+		t.Errorf("stdout %q", got)
+	}
+	step := docker.NewBuildContext("FROM " + base + "\nADD " + docker.LayerTar + " /\nRUN rm -f /workspace/gone.txt\n")
+	step.AddFile("workspace/x", 0o644, 1000, 1000, nil)
+	if _, err := c.BuildImage(ctx, layered+"-step", labels, step); err == nil || !strings.Contains(err.Error(), "runs no build step") {
+		t.Errorf("a build step on a cell image: %v", err)
+	}
+}

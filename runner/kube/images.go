@@ -24,7 +24,9 @@ type cellImage struct {
 	// Pod's image must have when the cluster reports it.
 	baseID string
 	labels map[string]string
-	bc     *docker.BuildContext
+	// layers are unpacked in order: the cell's content, then what a
+	// case's setup left, built on it.
+	layers []*docker.BuildContext
 }
 
 // engine is the local Docker engine that builds and names images, connected
@@ -90,8 +92,12 @@ func (c *Cluster) ImageLabels(ctx context.Context, ref string) (string, map[stri
 // BuildImage keeps a cell image's context, to stream into its Pods, and
 // has the local Docker engine build any other image (an agent's).
 func (c *Cluster) BuildImage(ctx context.Context, tag string, labels map[string]string, bc *docker.BuildContext) (string, error) {
-	base, ok := cellFrom(dockerfileOf(bc))
+	df := dockerfileOf(bc)
+	base, ok := cellFrom(df)
 	if !ok {
+		if from, _, _ := strings.Cut(strings.TrimPrefix(df, "FROM "), "\n"); c.isCell(from) {
+			return "", fmt.Errorf("build image %s: the kubernetes backend streams a cell's content into its Pods and runs no build step on it (a setup that deletes paths of the fixture)", tag)
+		}
 		e, err := c.engine(ctx)
 		if err != nil {
 			return "", err
@@ -104,8 +110,15 @@ func (c *Cluster) BuildImage(ctx context.Context, tag string, labels map[string]
 	if err != nil {
 		return "", fmt.Errorf("build image %s: %w", tag, err)
 	}
-	ci := &cellImage{tag: tag, id: d.String(), base: base, labels: maps.Clone(labels), bc: bc}
-	if e, err := c.engine(ctx); err == nil {
+	ci := &cellImage{tag: tag, id: d.String(), base: base, labels: maps.Clone(labels), layers: []*docker.BuildContext{bc}}
+	c.mu.Lock()
+	parent, chained := c.cells[base]
+	c.mu.Unlock()
+	if chained {
+		// On a cell image (a setup's changes): its base and layers first.
+		ci.base, ci.baseID = parent.base, parent.baseID
+		ci.layers = append(append([]*docker.BuildContext{}, parent.layers...), bc)
+	} else if e, err := c.engine(ctx); err == nil {
 		if id, ok, err := e.ImageExists(ctx, base); err == nil && ok {
 			ci.baseID = id
 		}
@@ -180,13 +193,21 @@ func dockerfileOf(bc *docker.BuildContext) string {
 
 // resolve is the image a Pod starts from and the cell content it receives:
 // a cell image's base and context, or ref itself with no content.
-func (c *Cluster) resolve(ref string) (base, baseID string, bc *docker.BuildContext) {
+func (c *Cluster) resolve(ref string) (base, baseID string, layers []*docker.BuildContext) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ci, ok := c.cells[ref]; ok {
-		return ci.base, ci.baseID, ci.bc
+		return ci.base, ci.baseID, ci.layers
 	}
 	return ref, "", nil
+}
+
+// isCell reports whether ref names a cell image of this backend.
+func (c *Cluster) isCell(ref string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.cells[strings.TrimSpace(ref)]
+	return ok
 }
 
 // checkImageID fails when the cluster ran a Pod's container from another

@@ -219,11 +219,11 @@ func (s podShape) pod(containers []corev1.Container, roFor map[string]bool, extr
 }
 
 // seedStream writes the tar the seed container unpacks: the entries of the
-// cell image's layer and the files given, each placed in its folder, owned by
+// cell image's layers, in order, and the files given, each placed in its folder, owned by
 // whoever unpacks it. An entry outside every folder cannot be placed in a Pod
 // whose root is read-only: it is an error. A folder's own entry and those
 // above it are left out (the folders exist).
-func seedStream(w io.Writer, bc *docker.BuildContext, files []docker.SpecFile, folders []folder) error {
+func seedStream(w io.Writer, layers []*docker.BuildContext, files []docker.SpecFile, folders []folder) error {
 	tw := tar.NewWriter(w)
 	place := func(h *tar.Header, r io.Reader) error {
 		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
@@ -249,7 +249,7 @@ func seedStream(w io.Writer, bc *docker.BuildContext, files []docker.SpecFile, f
 		}
 		return nil
 	}
-	if bc != nil {
+	for _, bc := range layers {
 		if err := layerEntries(bc, place); err != nil {
 			return fmt.Errorf("stream the cell's content: %w", err)
 		}

@@ -30,7 +30,7 @@ type Session struct {
 // write to the workspace, the home, /tmp and the folders given, which is
 // where CopyIn may unpack.
 func (c *Cluster) StartSession(ctx context.Context, spec docker.SessionSpec, folders ...string) (*Session, error) {
-	base, baseID, bc := c.resolve(spec.Image)
+	base, baseID, layers := c.resolve(spec.Image)
 	fs := writableFolders(spec.Env)
 	for _, f := range folders {
 		if p := path.Clean(f); path.IsAbs(p) && placeOf(p, fs) == placeOutside {
@@ -61,7 +61,7 @@ func (c *Cluster) StartSession(ctx context.Context, spec docker.SessionSpec, fol
 		return nil, err
 	}
 	s := &Session{c: c, name: name, folders: fs}
-	if err := c.seed(ctx, name, baseID, bc, nil, fs); err != nil {
+	if err := c.seed(ctx, name, baseID, layers, nil, fs); err != nil {
 		s.Close()
 		return nil, err
 	}
