@@ -87,6 +87,11 @@ type GatewayConfig struct {
 	// RootCAs, if set, are the certificates the provider's must chain to instead of
 	// the host's.
 	RootCAs *x509.CertPool
+	// Conns is how many cells may be talking to the provider at once (the
+	// run's jobs). The gateway keeps that many idle connections to it, so a
+	// cell's next request reuses one instead of dialing and shaking hands
+	// again; below 2, the transport's own 2.
+	Conns int
 }
 
 // Gateway is the host side of the cells' only way out: an HTTP server on a unix socket
@@ -178,6 +183,8 @@ func StartGateway(cfg GatewayConfig) (*Gateway, error) {
 			return nil, fmt.Errorf("start gateway: unknown auth %q (want x-api-key, bearer, oauth or api-key)", cfg.Auth)
 		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = max(cfg.Conns, 2)
+		tr.MaxIdleConns = max(tr.MaxIdleConns, tr.MaxIdleConnsPerHost)
 		if cfg.RootCAs != nil {
 			tr.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs}
 		}
