@@ -30,14 +30,7 @@ const evidenceDiffBytes = 1 << 20
 // only the run folder (a skill stored without its snapshot reads as unchanged), so
 // `skillgate report` rebuilds it with no suite folder.
 func cellEvidence(p *plan.Plan, st *store.Store, results []grade.CellResult) (*report.Evidence, error) {
-	cases := map[string]plan.PlanCase{}
-	for _, c := range p.Cases {
-		cases[c.ID] = c
-	}
-	arms := map[string]plan.PlanArm{}
-	for _, a := range p.Arms {
-		arms[a.Name] = a
-	}
+	cases, arms := p.CasesByID(), p.ArmsByName()
 	ev := &report.Evidence{Cells: map[string]report.CellEvidence{}}
 	for _, res := range results {
 		if res.Status == grade.StatusMissing || res.Rollout == "" {

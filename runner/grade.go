@@ -38,14 +38,7 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 		return 0, err
 	}
 	defer unlock()
-	cases := map[string]plan.PlanCase{}
-	for _, c := range p.Cases {
-		cases[c.ID] = c
-	}
-	arms := map[string]plan.PlanArm{}
-	for _, a := range p.Arms {
-		arms[a.Name] = a
-	}
+	cases, arms := p.CasesByID(), p.ArmsByName()
 	var todo []plan.Cell
 	seen := map[digest.Digest]bool{}
 	for _, c := range cells {

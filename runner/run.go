@@ -183,13 +183,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		return sum, nil
 	}
 
-	cases, arms := map[string]plan.PlanCase{}, map[string]plan.PlanArm{}
-	for _, c := range p.Cases {
-		cases[c.ID] = c
-	}
-	for _, a := range p.Arms {
-		arms[a.Name] = a
-	}
+	cases, arms := p.CasesByID(), p.ArmsByName()
 	// The cells run the trees pinned here, verified against the plan.
 	in := newInputs(p, opts.SuiteDir, st)
 	if opts.TreesFrom != "" {

@@ -293,10 +293,7 @@ func BuildAdjudicationReport(p *plan.Plan, results []CellResult) *AdjudicationRe
 		model = aj.Script.Model // a scripted stand-in names its model there
 	}
 	rep := &AdjudicationReport{Blinded: true, Enabled: p.Judge.Adjudication.Enabled, Provider: aj.Provider, Model: model, Disputed: []DisputedCell{}}
-	cases := map[string]plan.PlanCase{}
-	for _, pc := range p.Cases {
-		cases[pc.ID] = pc
-	}
+	cases := p.CasesByID()
 	for _, r := range results {
 		if r.Judge == nil || r.Judge.Dispute == nil {
 			continue

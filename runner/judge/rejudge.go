@@ -121,7 +121,7 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 		return nil, "", err
 	}
 	rj := &rejudgeRun{run: p, plan: q, store: st, dir: RejudgeDir(out, q.Judge.Digest), opts: opts,
-		redact: redact.New(q, judgeSecrets(q)...), cases: map[string]plan.PlanCase{}}
+		redact: redact.New(q, judgeSecrets(q)...), cases: p.CasesByID()}
 	rj.conv = &conversation{judge: q.Judge.Digest, redact: rj.redact, record: &gateway.Recorder{Out: out}, provider: q.Judge.Provider, put: func(jd *store.Judgement) error {
 		data, err := json.MarshalIndent(jd, "", "  ")
 		if err != nil {
@@ -132,9 +132,6 @@ func Rejudge(ctx context.Context, out string, other suite.Judge, opts RejudgeOpt
 		}
 		return nil
 	}}
-	for _, pc := range p.Cases {
-		rj.cases[pc.ID] = pc
-	}
 	var asks []rejudgeAsk
 	var pairs []pairSlot
 	if q.Judge.Mode == "pairwise" {

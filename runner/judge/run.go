@@ -106,16 +106,13 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	}
 	adj, adjTemplate := grade.AdjudicatorOf(p.Judge)
 	jr := &judgeRun{plan: p, judge: j, adjudicator: adjudicator, adjTemplate: adjTemplate, adjPrices: adj.Prices, store: st, opts: opts,
-		redact: redact.New(p, judgeSecrets(p)...), cases: map[string]plan.PlanCase{}}
+		redact: redact.New(p, judgeSecrets(p)...), cases: p.CasesByID()}
 	jr.conv = &conversation{judge: p.Judge.Digest, budget: budget, redact: jr.redact, record: &gateway.Recorder{Out: opts.Out}, provider: p.Judge.Provider, put: func(jd *store.Judgement) error {
 		if err := st.PutJudgement(jd); err != nil {
 			return err
 		}
 		return st.ClearJudgeFailure(jd.Key)
 	}}
-	for _, pc := range p.Cases {
-		jr.cases[pc.ID] = pc
-	}
 	var tasks []func(context.Context) (string, error)
 	if p.Judge.Mode == "pairwise" {
 		tasks = jr.pairTasks(results)
@@ -448,10 +445,7 @@ func JudgedResults(p *plan.Plan, st *store.Store, results []grade.CellResult) ([
 		return results, nil, nil, "", nil
 	}
 	if p.Judge.Mode != "pairwise" {
-		cases := map[string]plan.PlanCase{}
-		for _, pc := range p.Cases {
-			cases[pc.ID] = pc
-		}
+		cases := p.CasesByID()
 		var missing []verdict.NotJudged
 		for i, r := range results {
 			if grade.RubricJudged(p, cases[r.Case]) && r.Valid() && r.Judge == nil {

@@ -233,10 +233,7 @@ func copyHashed(src, dst string, exec bool) (digest.Digest, error) {
 // is looked up before the first is copied, so a plan that lacks one
 // copies nothing.
 func (s *Store) PinFixtures(p *plan.Plan, suiteDir string, cells []plan.Cell) error {
-	cases := map[string]plan.PlanCase{}
-	for _, pc := range p.Cases {
-		cases[pc.ID] = pc
-	}
+	cases := p.CasesByID()
 	type pin struct {
 		what, src string
 		tree      plan.Tree
