@@ -1,6 +1,7 @@
 // Package pipeline holds skillgate's pure stages, one package each, in the
 // order a run goes through them:
 //
+//	formats  read other systems' own files (gstack, chrisbanes, ...) into suites
 //	suite    load and vet a suite (CUE), the Go mirror of the schema, vendoring, scaffolds
 //	plan     compile a suite into its content-addressed plan, trees, keys, diffs, git revisions
 //	grade    grade a cell from its stored rollout, the judge's packets and replies, the audit

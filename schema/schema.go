@@ -11,13 +11,14 @@ import (
 )
 
 // ImportPath is the CUE import path of the schema package. The presets live
-// below it, in ImportPath+"/agents" and ImportPath+"/policies".
+// below it, in ImportPath+"/agents" and ImportPath+"/policies", and the
+// packages reading other systems' files in ImportPath+"/formats/NAME".
 const ImportPath = "skillgate.dev/schema"
 
 // LanguageVersion is the CUE language version written into module files.
 const LanguageVersion = "v0.17.0"
 
-//go:embed *.cue agents/*.cue policies/*.cue
+//go:embed *.cue agents/*.cue policies/*.cue formats/*/*.cue
 var files embed.FS
 
 // Files returns the schema's CUE files by slash-separated path relative to

@@ -189,6 +189,20 @@ func (r *reasoner) arm(name, caseID string) []string {
 	return out
 }
 
+// caseName names a case in a reason, with the files in another system's
+// format its values come from, so an edit to a tasks.json or a case.md is
+// traced to the file.
+func (r *reasoner) caseName(id string) string {
+	c, ok := r.bCase[id]
+	if !ok {
+		c = r.aCase[id]
+	}
+	if len(c.Sources) == 0 {
+		return "case " + id
+	}
+	return fmt.Sprintf("case %s (%s)", id, strings.Join(c.Sources, ", "))
+}
+
 func (r *reasoner) caseRollout(id string) []string {
 	if rs, ok := r.memoCase[id]; ok {
 		return rs
@@ -197,10 +211,10 @@ func (r *reasoner) caseRollout(id string) []string {
 	var out []string
 	if a.RolloutDigest != b.RolloutDigest {
 		if a.Prompt != b.Prompt {
-			out = append(out, fmt.Sprintf("case %s: prompt changed", id))
+			out = append(out, fmt.Sprintf("%s: prompt changed", r.caseName(id)))
 		}
 		if !reflect.DeepEqual(a.Seed, b.Seed) {
-			out = append(out, fmt.Sprintf("case %s: seed conversation changed", id))
+			out = append(out, fmt.Sprintf("%s: seed conversation changed", r.caseName(id)))
 		}
 		for _, fx := range []struct {
 			field, a, b string
@@ -218,7 +232,7 @@ func (r *reasoner) caseRollout(id string) []string {
 			}
 		}
 		if !reflect.DeepEqual(a.Replies, b.Replies) {
-			out = append(out, fmt.Sprintf("case %s: replies changed", id))
+			out = append(out, fmt.Sprintf("%s: replies changed", r.caseName(id)))
 		} else if len(b.Replies) > 0 && !reflect.DeepEqual(r.a.Agent.Resume, r.b.Agent.Resume) {
 			out = append(out, "agent.resume changed")
 		} else if len(b.Replies) > 0 && !reflect.DeepEqual(r.a.Agent.SessionArgs, r.b.Agent.SessionArgs) {
@@ -226,7 +240,7 @@ func (r *reasoner) caseRollout(id string) []string {
 		}
 		out = append(out, r.environment(id, a, b)...)
 		if !reflect.DeepEqual(a.Setup, b.Setup) {
-			out = append(out, fmt.Sprintf("case %s: setup changed", id))
+			out = append(out, fmt.Sprintf("%s: setup changed", r.caseName(id)))
 		} else if b.Setup != nil && b.Setup.Timeout == "" && r.a.Limits.Setup != r.b.Limits.Setup {
 			out = append(out, fmt.Sprintf("limits.setup: %s → %s", r.a.Limits.Setup, r.b.Limits.Setup))
 		}
@@ -255,7 +269,7 @@ func (r *reasoner) grade(id string) []string {
 		}
 		ga := gradeInputs{a.Kind, a.Safety, a.Routing, a.Writes, a.Assert, a.Rubric}
 		gb := gradeInputs{b.Kind, b.Safety, b.Routing, b.Writes, b.Assert, b.Rubric}
-		out = append(out, fieldDiffs("case "+id, ga, gb)...)
+		out = append(out, fieldDiffs(r.caseName(id), ga, gb)...)
 		out = append(out, r.caseDir(id, a, b)...)
 		for _, name := range slices.Sorted(maps.Keys(checkEnvironments(r.b, b))) {
 			ae, be := r.a.Environments[name], r.b.Environments[name]

@@ -40,6 +40,11 @@ type Plan struct {
 	// Environments by name, and case folders by suite-relative path.
 	Environments map[string]PlanEnvironment `json:"environments,omitempty"`
 	CaseDirs     map[string]Tree            `json:"caseDirs,omitempty"`
+
+	// Formats are the other systems whose files the suite's cases come
+	// from (fields of the suite's `formats`), sorted; reports add each
+	// system's own output files.
+	Formats []string `json:"formats,omitempty"`
 }
 
 // PlanSuite identifies the suite a plan was compiled from.
@@ -157,6 +162,7 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 		Format:   PlanFormat,
 		Suite:    PlanSuite{Name: s.Name, Description: s.Description, Dir: filepath.ToSlash(rel), Trials: s.Trials, Seed: s.Seed, Audit: s.Audit, RedactEnv: s.RedactEnv, Router: s.Router},
 		Policy:   s.Policy,
+		Formats:  s.Formats,
 		Skills:   map[string]PlanSkill{},
 		Fixtures: map[string]Tree{},
 	}

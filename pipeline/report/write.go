@@ -54,7 +54,7 @@ func WriteReportsWith(dir string, r *verdict.Report, ev *Evidence) error {
 			return err
 		}
 	}
-	return nil
+	return writeFormats(dir, r, ev)
 }
 
 // ---- report.json ----

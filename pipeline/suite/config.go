@@ -108,6 +108,11 @@ type Case struct {
 	// CaseDir is the case's own folder, seen by setup and checks only.
 	CaseDir string `json:"caseDir,omitempty"`
 	Setup   *Setup `json:"setup,omitempty"`
+
+	// Sources are the files other than the suite's CUE files the case's
+	// values come from (another system's files named under `formats`),
+	// suite-relative; skillgate sets them, the schema has no such field.
+	Sources []string `json:"sources,omitempty"`
 }
 
 // Prices are the suite author's USD prices.
@@ -329,6 +334,10 @@ type Suite struct {
 	// the agent's own image).
 	Environments map[string]Environment `json:"environments"`
 	Environment  string                 `json:"environment,omitempty"`
+
+	// Formats are the fields of the suite's `formats` it sets: the other
+	// systems whose files its cases come from, sorted.
+	Formats []string `json:"-"`
 
 	// Dir is the suite folder, absolute.
 	Dir string `json:"-"`

@@ -136,11 +136,26 @@ func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 	if err != nil {
 		return cue.Value{}, nil, err
 	}
-	v := vals[0]
+	v, rerr := readFormats(vals[0], dir)
 	if !closed {
 		v = v.Unify(vals[1].LookupPath(pathSuite))
 	}
-	return v, insts[:1], v.Validate(cue.Concrete(true), cue.Final())
+	verr := v.Validate(cue.Concrete(true), cue.Final())
+	if rerr == nil {
+		return v, insts[:1], verr
+	}
+	if verr == nil {
+		return v, insts[:1], rerr
+	}
+	// A reader that failed filled nothing: drop the follow-on errors of the
+	// format packages that read its data.
+	out := rerr
+	for _, e := range cueerrors.Errors(verr) {
+		if !strings.Contains(e.Error(), "undefined field: read") {
+			out = cueerrors.Append(out, e)
+		}
+	}
+	return v, insts[:1], out
 }
 
 // closedForm reports whether a file's only expression is `X.#Suite & {...}`
@@ -234,7 +249,14 @@ func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
 		return err
 	}
 	for it.Next() {
-		if name := it.Selector().Unquoted(); name != "cases" {
+		name := it.Selector().Unquoted()
+		if name == "formats" {
+			// Other systems' inputs: their cases are in `cases`.
+			s.Formats = fieldOrder(it.Value())
+			slices.Sort(s.Formats)
+			continue
+		}
+		if name != "cases" {
 			b, err := it.Value().MarshalJSON()
 			if err != nil {
 				if lenient {
@@ -269,6 +291,8 @@ func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
 					err = decodeStrict(b, &cases[i])
 					if err != nil {
 						err = fmt.Errorf("decode case %s: %w", ids[i], err)
+					} else if len(s.Formats) > 0 {
+						cases[i].Sources = caseSources(vals[i], s.Dir)
 					}
 				} else if lenient {
 					err = decodeFields(vals[i], &cases[i])

@@ -116,6 +116,9 @@ type Report struct {
 	StandIn string `json:"standIn,omitempty"`
 	Policy  string `json:"policy"`
 	Trials  int    `json:"trials"`
+	// Formats are the other systems whose files the cases come from (the
+	// plan's Formats); reports add each one's own output files.
+	Formats []string `json:"formats,omitempty"`
 	// Arms in authored order.
 	Arms []ArmReport `json:"arms"`
 	// Cases in authored order.

@@ -43,6 +43,7 @@ func BuildJudgedReport(p *plan.Plan, results []grade.CellResult, pairwise []grad
 		},
 		Observed: emptyObserved(),
 		Policy:   p.Policy.Name,
+		Formats:  p.Formats,
 		Trials:   p.Suite.Trials,
 		Pairwise: pairwise,
 	}

@@ -1,0 +1,111 @@
+package suite
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
+
+	"github.com/skillgate/skillgate/pipeline/formats"
+)
+
+// pathFormats is the suite field holding other systems' inputs.
+var pathFormats = cue.ParsePath("formats")
+
+// readFormats fills formats.FIELD.read of every format the suite uses whose
+// files CUE cannot read, so the format's CUE package turns them into cases
+// when the suite is validated. A reader's problems come back as CUE errors
+// at positions in the user's files.
+func readFormats(v cue.Value, dir string) (cue.Value, cueerrors.Error) {
+	fv := v.LookupPath(pathFormats)
+	if !fv.Exists() {
+		return v, nil
+	}
+	it, err := fv.Fields()
+	if err != nil {
+		return v, nil // validation reports it
+	}
+	var errs cueerrors.Error
+	for it.Next() {
+		field := it.Selector().Unquoted()
+		f, ok := formats.ByField(field)
+		if !ok || f.Read == nil {
+			continue
+		}
+		data, err := f.Read(dir, it.Value())
+		if err != nil {
+			errs = cueerrors.Append(errs, cueerrors.Promote(err, "read "+f.Name+" files"))
+			continue
+		}
+		read := cue.MakePath(cue.Str("formats"), cue.Str(field), cue.Str("read"))
+		v = v.FillPath(read, v.Context().BuildExpr(data))
+	}
+	if errs != nil {
+		return v, errs
+	}
+	return v, nil
+}
+
+// usedFormats lists the fields of `formats` a suite sets, sorted.
+func usedFormats(raw map[string]json.RawMessage) []string {
+	out := make([]string, 0, len(raw))
+	for k := range raw {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// caseSources lists the files other than CUE files, relative to dir, that a
+// case's values come from: the user's files in another system's format
+// (read by CUE's @embed or by a format's reader), so a plan diff can name
+// the file a changed case was edited in.
+func caseSources(v cue.Value, dir string) []string {
+	seen := map[string]bool{}
+	var walk func(cue.Value)
+	walk = func(x cue.Value) {
+		switch x.IncompleteKind() {
+		case cue.StructKind:
+			it, err := x.Fields()
+			if err != nil {
+				return
+			}
+			for it.Next() {
+				walk(it.Value())
+			}
+			return
+		case cue.ListKind:
+			it, err := x.List()
+			if err != nil {
+				return
+			}
+			for it.Next() {
+				walk(it.Value())
+			}
+			return
+		}
+		name := x.Pos().Filename()
+		if name == "" || strings.HasSuffix(name, ".cue") {
+			return
+		}
+		if filepath.IsAbs(name) {
+			if rel, err := filepath.Rel(dir, name); err == nil {
+				name = rel
+			}
+		}
+		seen[filepath.ToSlash(name)] = true
+	}
+	walk(v)
+	if len(seen) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
