@@ -37,25 +37,31 @@ func TestBaseSuiteIsValid(t *testing.T) {
 // does not have: a suite that sets it must fail to load, naming the field, rather than
 // lose it; one that does not set it still loads.
 func TestDecodeRefusesFieldsGoLacks(t *testing.T) {
-	orig := schemaFiles
-	t.Cleanup(func() { schemaFiles = orig })
-	schemaFiles = func() map[string][]byte {
-		files := orig()
-		const anchor = "#Case: {\n"
-		if !strings.Contains(string(files["case.cue"]), anchor) {
-			t.Fatalf("case.cue lacks %q", anchor)
-		}
-		files["case.cue"] = []byte(strings.Replace(string(files["case.cue"]), anchor, anchor+"\tcolour?: string\n", 1))
-		return files
-	}
-	root := suitetest.WriteSuite(t, suitetest.BaseSuite)
-	if _, err := LoadSuite(filepath.Join(root, "suite")); err != nil {
-		t.Fatalf("a suite that does not use the new field: %s", PrintError(err, root))
-	}
-	root = suitetest.WriteSuite(t, suitetest.Edit(t, "suite/cases.cue", `prompt:  "Add an entry."`, `prompt: "Add an entry.", colour: "red"`))
-	_, err := LoadSuite(filepath.Join(root, "suite"))
-	if err == nil || !strings.Contains(err.Error(), `unknown field "colour"`) || !strings.Contains(err.Error(), "case a") {
-		t.Fatalf("LoadSuite with a field Go lacks = %v, want an error naming the field and the case", err)
+	for _, tc := range []struct{ anchor, old, new string }{
+		{"#Case: {\n", `prompt:  "Add an entry."`, `prompt: "Add an entry.", colour: "red"`},
+		{"#Assertion: {\n", `{file: "CHANGELOG.md", contains: "retry"}`, `{file: "CHANGELOG.md", contains: "retry", colour: "red"}`},
+	} {
+		t.Run(strings.Trim(tc.anchor, ": {\n"), func(t *testing.T) {
+			orig := schemaFiles
+			t.Cleanup(func() { schemaFiles = orig })
+			schemaFiles = func() map[string][]byte {
+				files := orig()
+				if !strings.Contains(string(files["case.cue"]), tc.anchor) {
+					t.Fatalf("case.cue lacks %q", tc.anchor)
+				}
+				files["case.cue"] = []byte(strings.Replace(string(files["case.cue"]), tc.anchor, tc.anchor+"\tcolour?: string\n", 1))
+				return files
+			}
+			root := suitetest.WriteSuite(t, suitetest.BaseSuite)
+			if _, err := LoadSuite(filepath.Join(root, "suite")); err != nil {
+				t.Fatalf("a suite that does not use the new field: %s", PrintError(err, root))
+			}
+			root = suitetest.WriteSuite(t, suitetest.Edit(t, "suite/cases.cue", tc.old, tc.new))
+			_, err := LoadSuite(filepath.Join(root, "suite"))
+			if err == nil || !strings.Contains(err.Error(), `unknown field "colour"`) || !strings.Contains(err.Error(), "case a") {
+				t.Fatalf("LoadSuite with a field Go lacks = %v, want an error naming the field and the case", err)
+			}
+		})
 	}
 }
 
