@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,15 +53,21 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 		direct := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		through := gwUnixClient(g.Socket())
 		var d, gw time.Duration
+		var added []float64 // µs per pair, for min/median/max
 		for b.Loop() {
 			t0 := time.Now()
 			call(b, direct, up.URL+"/v1/messages?beta=true", "sk-real")
 			t1 := time.Now()
 			call(b, through, "http://gateway/v1/messages?beta=true", tok)
 			d, gw = d+t1.Sub(t0), gw+time.Since(t1)
+			added = append(added, float64(time.Since(t1)-t1.Sub(t0))/1e3)
 		}
+		slices.Sort(added)
 		b.ReportMetric(float64(gw)/float64(d), "gateway/direct")
 		b.ReportMetric(float64(gw-d)/float64(b.N)/1e3, "overhead-µs/call")
+		b.ReportMetric(added[len(added)/2], "median-overhead-µs")
+		b.Logf("added per call at 100 KB, µs: min %.0f, p25 %.0f, median %.0f, p75 %.0f, max %.0f (%d pairs)",
+			added[0], added[len(added)/4], added[len(added)/2], added[len(added)*3/4], added[len(added)-1], len(added))
 	})
 	b.Run("direct", func(b *testing.B) {
 		c := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}

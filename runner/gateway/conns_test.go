@@ -93,3 +93,46 @@ func BenchmarkGatewayConns(b *testing.B) {
 	b.ReportMetric(float64(sized)/calls, "sized-dials/call")
 	b.ReportMetric(float64(floor)/calls, "2idle-dials/call")
 }
+
+// TestGatewayHTTP2ToTLSUpstream: to an HTTPS provider that offers HTTP/2, as
+// the providers' endpoints do, the gateway speaks HTTP/2, so concurrent
+// cells share one connection instead of a TLS handshake each; the agent's
+// side stays HTTP/1.1 over the unix socket.
+func TestGatewayHTTP2ToTLSUpstream(t *testing.T) {
+	up := standin.New(t, true)
+	g := gwStart(t, GatewayConfig{Provider: "anthropic", Upstream: up.URL, APIKey: "k", RootCAs: up.Pool(), Conns: 8})
+	var dials atomic.Int64
+	base := g.transport.base.(*http.Transport)
+	dial := base.DialContext
+	base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return dial(ctx, network, addr)
+	}
+	call := func() {
+		if status, _, err := gwModelCall(t, g, gwUnixClient(g.Socket()), "anthropic", "cell"); status != 200 || err != nil {
+			t.Errorf("call through the gateway: %d %v", status, err)
+		}
+	}
+	call() // the first call opens the connection; calls racing it may dial their own
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call()
+		}()
+	}
+	wg.Wait()
+	got := up.Received()
+	if len(got) < 9 {
+		t.Fatalf("the stand-in received %d requests, want 9 or more", len(got))
+	}
+	for _, r := range got {
+		if r.Proto != "HTTP/2.0" {
+			t.Errorf("%s %s reached the provider over %s, want HTTP/2.0", r.Method, r.Path, r.Proto)
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("the gateway dialed the provider %d times for one call and then 8 concurrent ones over HTTP/2, want 1", n)
+	}
+}

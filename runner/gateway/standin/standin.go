@@ -47,8 +47,11 @@ type Server struct {
 // gateway forwarded, credentials and extra headers included.
 type Request struct {
 	Method, Path string
-	Header       http.Header
-	Body         []byte
+	// Proto is the request's protocol as the server read it ("HTTP/2.0" over
+	// a TLS stand-in, which offers HTTP/2 as the providers' endpoints do).
+	Proto  string
+	Header http.Header
+	Body   []byte
 }
 
 // Fault is one fault the stand-in serves in place of an answer.
@@ -79,13 +82,14 @@ const (
 	Output = 7
 )
 
-// New starts a stand-in, with TLS when tlsServer is set, and stops it when the
-// test ends.
+// New starts a stand-in, with TLS (offering HTTP/2 and HTTP/1.1) when tlsServer
+// is set, and stops it when the test ends.
 func New(t *testing.T, tlsServer bool) *Server {
 	t.Helper()
 	s := &Server{t: t, served: map[string]int{}, text: "stand-in reply", released: make(chan struct{})}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	if tlsServer {
+		s.EnableHTTP2 = true
 		s.StartTLS()
 	} else {
 		s.Start()
@@ -210,7 +214,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.served[r.Method+" "+r.URL.Path]++
 	s.keys = append(s.keys, key)
 	if len(s.received) < maxReceived {
-		s.received = append(s.received, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
+		s.received = append(s.received, Request{Method: r.Method, Path: r.URL.RequestURI(), Proto: r.Proto, Header: r.Header.Clone(), Body: body})
 	}
 	var f *Fault
 	switch {
