@@ -147,7 +147,11 @@ func spread(xs []float64) string {
 // (target: under 1 s an operation).
 func BenchmarkPlan10000Cells(b *testing.B) {
 	dir := generateSuite(b, 500, 5)
+	var live uint64
 	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		p, err := CompileDir(dir)
 		if err != nil {
 			b.Fatal(suite.PrintError(err, dir))
@@ -156,5 +160,63 @@ func BenchmarkPlan10000Cells(b *testing.B) {
 			b.Fatalf("cells = %d", len(p.Cells))
 		}
 		_ = p.Encode()
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		live += after.HeapAlloc - before.HeapAlloc
+		runtime.KeepAlive(p)
+		b.StartTimer()
 	}
+	// The plan held, its cases included, per cell (target ≤ 2 KB).
+	b.ReportMetric(float64(live)/float64(b.N)/10000, "live-B/cell")
+}
+
+// BenchmarkPlanMillionCells loads and compiles 2,500 cases × 4 arms × 100
+// trials = 1,000,000 cells and encodes the plan (targets: under 10 s, under
+// 2 GiB at its peak, and at most 2 KB of live heap per cell while the plan is
+// held). The wall time is the machine's to give; cpu-s/plan is the work, the
+// same on a busy machine. The peak is the process's (VmHWM), so run it alone:
+// go test ./pipeline/plan -run '^$' -bench PlanMillionCells -benchtime 1x.
+func BenchmarkPlanMillionCells(b *testing.B) {
+	dir := generateSuite(b, 2500, 100)
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		t0, c0 := time.Now(), processCPU(b)
+		p, err := CompileDir(dir)
+		if err != nil {
+			b.Fatal(suite.PrintError(err, dir))
+		}
+		enc := p.Encode()
+		elapsed, cpu := time.Since(t0), processCPU(b)-c0
+		if len(p.Cells) != 1_000_000 {
+			b.Fatalf("cells = %d", len(p.Cells))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(elapsed.Seconds(), "s/plan")
+		b.ReportMetric(cpu.Seconds(), "cpu-s/plan")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "live-B/cell")
+		b.ReportMetric(float64(len(enc))/1e6, "json-B/cell")
+		b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-MiB")
+		runtime.KeepAlive(p)
+	}
+}
+
+// peakRSS is the process's peak resident set size in bytes (VmHWM).
+func peakRSS(tb testing.TB) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb)
+			return kb << 10
+		}
+	}
+	tb.Fatal("no VmHWM in /proc/self/status")
+	return 0
 }

@@ -274,27 +274,20 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 		}{c.Kind, c.Safety, c.Routing, c.Writes, c.Assert, c.Rubric, rubricPass, router, pc.CaseDirDigest, checkEnvironments(p, pc)})
 		p.Cases = append(p.Cases, pc)
 	}
+	p.Cells = make([]Cell, 0, len(p.Cases)*len(p.Arms)*s.Trials)
+	var keys cellKeys
 	for _, pc := range p.Cases {
 		judged := p.Judge != nil && (len(pc.Rubric) > 0 || p.Judge.Mode == "pairwise")
+		var judge digest.Digest
+		if judged {
+			judge = p.Judge.Digest
+		}
 		for _, arm := range p.Arms {
 			arm := CaseArm(p, pc, arm)
 			for trial := 1; trial <= s.Trials; trial++ {
-				rollout := DigestJSON(struct {
-					Agent  digest.Digest `json:"agent"`
-					Limits digest.Digest `json:"limits"`
-					Arm    digest.Digest `json:"arm"`
-					Case   digest.Digest `json:"case"`
-					Trial  int           `json:"trial"`
-				}{p.Agent.Digest, p.Limits.Digest, arm.Digest, pc.RolloutDigest, trial})
-				var judge digest.Digest
-				if judged {
-					judge = p.Judge.Digest
-				}
-				grade := DigestJSON(struct {
-					Rollout digest.Digest `json:"rollout"`
-					Case    digest.Digest `json:"case"`
-					Judge   digest.Digest `json:"judge,omitempty"`
-				}{rollout, pc.GradeDigest, judge})
+				// The keys are the digests of rolloutKey and gradeKey.
+				rollout := keys.rollout(p.Agent.Digest, p.Limits.Digest, arm.Digest, pc.RolloutDigest, trial)
+				grade := keys.grade(rollout, pc.GradeDigest, judge)
 				p.Cells = append(p.Cells, Cell{ID: CellID(pc.ID, arm.Name, trial), Case: pc.ID, Arm: arm.Name, Trial: trial, Rollout: rollout, Grade: grade})
 			}
 		}
@@ -414,7 +407,11 @@ func keyUpstream(upstream, def string) string {
 func (p *Plan) ComputeDigest() digest.Digest {
 	q := *p
 	q.Digest = ""
-	return digest.FromBytes(q.Encode())
+	h := digest.SHA256.Digester()
+	if err := writePlan(h.Hash(), &q); err != nil {
+		panic(fmt.Sprintf("encode plan: %v", err))
+	}
+	return h.Digest()
 }
 
 // digestField is the plan's own digest as its file holds it.
@@ -425,9 +422,8 @@ func digestField(d digest.Digest) []byte {
 // Encode writes the plan as indented canonical JSON.
 func (p *Plan) Encode() []byte {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(p); err != nil {
+	buf.Grow(4<<10 + 300*len(p.Cells))
+	if err := writePlan(&buf, p); err != nil {
 		panic(fmt.Sprintf("encode plan: %v", err))
 	}
 	return buf.Bytes()
