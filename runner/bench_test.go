@@ -224,48 +224,92 @@ func (ph *phases) report(b *testing.B, what string, jobs int) {
 }
 
 // BenchmarkCellOverhead compares skillgate's wall time per cell (agent
-// `true`, one job, cell image prebuilt) with a bare
-// `docker run --rm --network none IMAGE true` of the same cell image,
-// alternating the two. Target: ratio ≤ 1.25.
+// `true`, one job, cell image prebuilt) with the API floor: the same
+// hardened container (no network, capabilities dropped, init, the plan's
+// memory, CPU and process limits, the agent's user, a read-only bind like the
+// gateway's) created, started, waited for and removed through the engine's
+// API from this process, and nothing else (docker.Engine.RunBare). Target:
+// ratio ≤ 1.05. A second line compares with a bare
+// `docker run --rm --network none IMAGE true`, whose own CLI process is part
+// of its time. The three sides take turns going first.
 func BenchmarkCellOverhead(b *testing.B) {
 	const name, trials = "bench-overhead", 10
 	needDocker(b, name)
 	dir, p := writeSuite(b, benchSuite{name: name, trials: trials, command: []string{"true"}})
 	_, image := warmUp(b, dir, p, 1)
-	// One bare run first, so both sides start warm.
+	e, err := docker.NewEngine(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	mem, err := suite.ParseBytes(p.Limits.Memory)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare := docker.ContainerSpec{
+		Image: image, Cmd: []string{"true"}, User: p.Agent.User, WorkingDir: docker.Workspace,
+		Binds:  []string{b.TempDir() + ":/skillgate-gateway:ro"},
+		Labels: map[string]string{docker.LabelSuite: name},
+		Memory: mem, NanoCPUs: int64(p.Limits.CPUs * 1e9), PidsLimit: p.Limits.Pids,
+	}
+	// One of each first, so every side starts warm.
 	dockerOut(b, "run", "--rm", "--network", "none", image, "true")
+	if code, err := e.RunBare(context.Background(), bare); err != nil || code != 0 {
+		b.Fatalf("bare container: exit %d, %v", code, err)
+	}
 
-	var sg, dk time.Duration
+	var sg, api, cli time.Duration
+	var ratios, cliRatios []float64
 	var ph phases
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		skillgate := func() {
-			el, out := runPlan(b, dir, p, 1)
-			sg += el
-			ph.add(rollouts(b, p, out), el)
+		var s, a, c time.Duration
+		sides := []func(){
+			func() {
+				el, out := runPlan(b, dir, p, 1)
+				s = el
+				ph.add(rollouts(b, p, out), el)
+			},
+			func() {
+				t0 := time.Now()
+				for range trials {
+					if code, err := e.RunBare(context.Background(), bare); err != nil || code != 0 {
+						b.Fatalf("bare container: exit %d, %v", code, err)
+					}
+				}
+				a = time.Since(t0)
+			},
+			func() {
+				t0 := time.Now()
+				for range trials {
+					dockerOut(b, "run", "--rm", "--network", "none", image, "true")
+				}
+				c = time.Since(t0)
+			},
 		}
-		docker := func() {
-			t0 := time.Now()
-			for range trials {
-				dockerOut(b, "run", "--rm", "--network", "none", image, "true")
-			}
-			dk += time.Since(t0)
+		for j := range sides {
+			sides[(i+j)%len(sides)]()
 		}
-		// Alternate which goes first, so both see the same machine state.
-		if i%2 == 0 {
-			skillgate()
-			docker()
-		} else {
-			docker()
-			skillgate()
-		}
+		sg, api, cli = sg+s, api+a, cli+c
+		ratios = append(ratios, float64(s)/float64(a))
+		cliRatios = append(cliRatios, float64(s)/float64(c))
 	}
 	b.StopTimer()
 	cells := float64(b.N * trials)
 	b.ReportMetric(sg.Seconds()/cells, "skillgate-s/cell")
-	b.ReportMetric(dk.Seconds()/cells, "docker-run-s/cell")
-	b.ReportMetric(float64(sg)/float64(dk), "ratio")
+	b.ReportMetric(api.Seconds()/cells, "api-floor-s/cell")
+	b.ReportMetric(cli.Seconds()/cells, "docker-run-s/cell")
+	b.ReportMetric(float64(sg)/float64(api), "ratio")
+	b.ReportMetric(float64(sg)/float64(cli), "cli-ratio")
+	b.Logf("ratio to the API floor min/median/max %s; to docker run %s", spread(ratios), spread(cliRatios))
 	ph.report(b, "skillgate", 1)
+}
+
+// spread formats min/median/max of xs.
+func spread(xs []float64) string {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return fmt.Sprintf("%.2f/%.2f/%.2f", s[0], s[len(s)/2], s[len(s)-1])
 }
 
 // BenchmarkTrialSetupFixtureSize compares the time per trial of a case whose

@@ -6,7 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,6 +173,17 @@ func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *Con
 	}
 	out = &ContainerOutcome{}
 	t0 := time.Now()
+	files := spec.Files
+	if host, dir, ok, err := bindFiles(files); err != nil {
+		return nil, err
+	} else if ok {
+		defer func() {
+			os.Chmod(host, 0o755) // so that a non-root skillgate can remove the files
+			os.RemoveAll(host)
+		}()
+		spec.Binds = slices.Concat(spec.Binds, []string{host + ":" + dir + ":ro"})
+		files = nil
+	}
 	id, err := e.createContainer(ctx, spec, false)
 	if err != nil {
 		return nil, err
@@ -184,8 +198,8 @@ func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *Con
 		}
 	}()
 
-	if len(spec.Files) > 0 {
-		if err := e.copyFiles(ctx, id, spec.Files); err != nil {
+	if len(files) > 0 {
+		if err := e.copyFiles(ctx, id, files); err != nil {
 			return nil, err
 		}
 	}
@@ -290,6 +304,39 @@ func (e *Engine) wait(ctx context.Context, id string, waitCh <-chan container.Wa
 	}
 }
 
+// bindFiles writes files that all sit directly in one folder of the container (a cell's
+// /skillgate-input) into a fresh host folder, to be bind-mounted there read-only: one
+// more mount at create, where copying them in is another API call that has the engine
+// mount the container's file system and unpack a tar. The container's user can read
+// them and never change them either way. It reports false, writing nothing, for files
+// in more than one folder or in the container's root.
+func bindFiles(files []SpecFile) (host, dir string, ok bool, err error) {
+	if len(files) == 0 {
+		return "", "", false, nil
+	}
+	dir = path.Dir(path.Clean(files[0].Path))
+	for _, f := range files {
+		if path.Dir(path.Clean(f.Path)) != dir || dir == "/" || !path.IsAbs(dir) {
+			return "", "", false, nil
+		}
+	}
+	host, err = os.MkdirTemp("", "skillgate-input-")
+	if err != nil {
+		return "", "", false, fmt.Errorf("write container input files: %w", err)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(host, path.Base(f.Path)), f.Data, os.FileMode(f.Mode&0o444)); err != nil {
+			os.RemoveAll(host)
+			return "", "", false, fmt.Errorf("write container input files: %w", err)
+		}
+	}
+	if err := os.Chmod(host, 0o555); err != nil {
+		os.RemoveAll(host)
+		return "", "", false, fmt.Errorf("write container input files: %w", err)
+	}
+	return host, dir, true, nil
+}
+
 // copyFiles writes files into a created container, root-owned, with their folders
 // root-owned and world-readable.
 func (e *Engine) copyFiles(ctx context.Context, id string, files []SpecFile) error {
@@ -337,4 +384,27 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 		c.buf = append(c.buf, p[:min(room, int64(len(p)))]...)
 	}
 	return len(p), nil
+}
+
+// RunBare runs spec's hardened container with the lifecycle alone: create, start, wait,
+// remove, through the same API calls and configuration as RunContainer, and nothing of a
+// cell's (no files written in, no output attached, no collection, no inspection). It is
+// the floor a cell's cost is measured against; it returns the exit code.
+func (e *Engine) RunBare(ctx context.Context, spec ContainerSpec) (int, error) {
+	id, err := e.createContainer(ctx, spec, false)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		e.c.ContainerRemove(rctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	}()
+	waitCh, waitErr := e.c.ContainerWait(ctx, id, container.WaitConditionNextExit)
+	if err := e.c.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return 0, fmt.Errorf("start container %s: %w", shortID(id), err)
+	}
+	var timedOut bool
+	exit, err := e.wait(ctx, id, waitCh, waitErr, nil, &timedOut)
+	return int(exit), err
 }
