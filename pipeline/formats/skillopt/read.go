@@ -153,7 +153,7 @@ func readWorkspace(dir, rel string, pos token.Pos, fixtures string) (e *exported
 	}
 	e = &exported{rel: rel, abs: abs, manifest: manifest, pos: pos}
 	var ws Workspace
-	if json.Unmarshal(src, &ws) == nil && ws.SchemaVersion == manifestSchema && ModeSplits[ws.Mode] != nil {
+	if decodeManifest(src, &ws) == nil {
 		e.ws = &ws
 	}
 	var probs []problem

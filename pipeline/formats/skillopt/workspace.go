@@ -399,3 +399,20 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// decodeManifest decodes workspace.json, refusing a field SkillOpt's
+// manifest does not have.
+func decodeManifest(b []byte, w *Workspace) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(w); err != nil {
+		return err
+	}
+	if w.SchemaVersion != manifestSchema {
+		return fmt.Errorf("schemaVersion %d is not SkillOpt's manifest version %d", w.SchemaVersion, manifestSchema)
+	}
+	if ModeSplits[w.Mode] == nil {
+		return fmt.Errorf("mode %q is none of optimize, evaluate, release", w.Mode)
+	}
+	return nil
+}
