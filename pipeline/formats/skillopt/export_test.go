@@ -115,3 +115,6 @@ func TestExampleManifests(t *testing.T) {
 		}
 	}
 }
+
+// ExportManifest is exportManifest for the package's external tests.
+var ExportManifest = exportManifest
