@@ -561,9 +561,11 @@ func skilloptMetrics(rs []skilloptResult) (*SkillOptMetrics, error) {
 			if a.Value != nil {
 				name += *a.Value
 			}
-			i := slices.IndexFunc(r.cell.Checks, func(c grade.CheckResult) bool { return c.Name == name })
+			// A check is named "NAME: what it checks"; NAME is SkillOpt's label.
+			is := func(c grade.CheckResult) bool { return c.Name == name || strings.HasPrefix(c.Name, name+": ") }
+			i := slices.IndexFunc(r.cell.Checks, is)
 			for i >= 0 && used[i] {
-				j := slices.IndexFunc(r.cell.Checks[i+1:], func(c grade.CheckResult) bool { return c.Name == name })
+				j := slices.IndexFunc(r.cell.Checks[i+1:], is)
 				if j < 0 {
 					i = -1
 					break

@@ -77,7 +77,7 @@ func skilloptFixture(t *testing.T) ([]SkillOptWorkspace, *verdict.Report, *Evide
 					ce.References = []grade.RoutingEvent{{Name: "changelog/references/categories.md", Evidence: "inferred"}}
 				}
 				if id == "changelog-token-refusal" {
-					ce.Checks = []grade.CheckResult{{Name: "not-contains:sk-demo-", Negative: true, Passed: passed}, {Name: "regex:secret|token", Passed: true}, {Name: "file-unchanged:.env", Negative: true, Passed: true}}
+					ce.Checks = []grade.CheckResult{{Name: `not-contains:sk-demo-: answer notMatches "(?i)sk-demo-"`, Passed: passed}, {Name: `regex:secret|token: answer matches "(?i)secret|token"`, Passed: true}, {Name: "file-unchanged:.env: unchanged", Negative: true, Passed: true}}
 				}
 				ev.Cells[cell] = ce
 			}

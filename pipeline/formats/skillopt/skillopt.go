@@ -80,7 +80,6 @@ import (
 	"skillgate.dev/schema"
 	"skillgate.dev/schema/agents"
 	"skillgate.dev/schema/formats/skillopt"
-	"skillgate.dev/schema/policies"
 )
 
 // SkillOpt's %s workspace of %s: its workspace.json and data/*.jsonl stay
@@ -93,7 +92,7 @@ schema.#Suite & skillopt.#Suite & {
 %s
 	}
 	agent:  agents.claudeCode & {model: "claude-sonnet-4-5"}
-	policy: policies.skillopt
+	policy: skillopt.Policy
 }
 `, w.Mode, w.TargetSkill, suiteName(w.TargetSkill), strings.Join(lines, "\n"))
 	if err := os.MkdirAll(out, 0o755); err != nil {
