@@ -214,6 +214,10 @@ func readCases(e *exported, fixtures string, files map[string]*token.File) (case
 		tf.SetLinesForContent(src)
 		files[file] = tf
 		split := strings.TrimSuffix(path.Base(name), ".jsonl")
+		if e.ws != nil && isSplit(split) && !slices.Contains(ModeSplits[e.ws.Mode], split) {
+			probs = append(probs, problem{file, locator{line: 1, pos: tf.Pos(0, token.NoRelPos)}, fmt.Sprintf("%s holds split %s, which an %s workspace does not (%s): SkillOpt never merges exports", file, split, e.ws.Mode, strings.Join(ModeSplits[e.ws.Mode], ", "))})
+			caseProblem = true
+		}
 		start := 0
 		for n := 1; start < len(src); n++ {
 			end := bytes.IndexByte(src[start:], '\n')

@@ -96,7 +96,9 @@ func TestReleasePairRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := vetMessages(t, dir)
-	if want := "pair workspaces .skillopt/changelog/evaluate and .skillopt/changelog/release: skill changelog's revision"; !strings.Contains(got, want) || !strings.Contains(got, "suite.cue:28:") {
+	src, _ := os.ReadFile(filepath.Join(dir, "suite.cue"))
+	line := 1 + strings.Count(string(src[:strings.Index(string(src), "release:")]), "\n")
+	if want := "pair workspaces .skillopt/changelog/evaluate and .skillopt/changelog/release: skill changelog's revision"; !strings.Contains(got, want) || !strings.Contains(got, "suite.cue:"+itoa(line)+":") {
 		t.Errorf("vet says\n%s\nwant %q at the release field", got, want)
 	}
 
@@ -187,4 +189,18 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TestForeignSplitFileRefused: a data file of a split the workspace's mode
+// does not hold is refused, even empty: exports are never merged.
+func TestForeignSplitFileRefused(t *testing.T) {
+	dir := copyExample(t)
+	f := filepath.Join(dir, ".skillopt", "changelog", "evaluate", "data", "test-frozen.jsonl")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := vetMessages(t, dir)
+	if want := "verify workspace .skillopt/changelog/evaluate: data/test-frozen.jsonl holds split test-frozen, which an evaluate workspace does not (valid-unseen, transfer, adversarial): SkillOpt never merges exports:\n    .skillopt/changelog/evaluate/data/test-frozen.jsonl"; !strings.Contains(got, want) {
+		t.Errorf("vet says\n%s\nwant %q", got, want)
+	}
 }
