@@ -419,6 +419,10 @@ func skilloptAggregate(phase string, ws []*SkillOptWorkspace, r *verdict.Report,
 		role = "candidate"
 	}
 	model := one(arm.Observed.Models, r.Agent.Model)
+	judged := false
+	for _, item := range items {
+		judged = judged || item.OracleStrength == "trajectory-rubric" || item.OracleStrength == "mixed"
+	}
 	a := &SkillOptAggregate{
 		SchemaVersion:           skilloptReportSchema,
 		Phase:                   phase,
@@ -445,6 +449,12 @@ func skilloptAggregate(phase string, ws []*SkillOptWorkspace, r *verdict.Report,
 		RunCount:                len(results),
 		Metrics:                 *metrics,
 		Cost:                    skilloptCost(results, targetBytes),
+	}
+	if judged && r.Judge != nil {
+		// SkillOpt names a judge only when a case is judged.
+		a.JudgeModelID, a.JudgeModel, a.JudgeModelVersion = r.Judge.Model, r.Judge.Model, r.Judge.Model
+		a.JudgeHost = skilloptJudgeHost(r.Judge.Provider)
+		a.JudgeAdapterVersion = "skillgate " + r.Harness
 	}
 	return a, nil
 }
@@ -478,6 +488,17 @@ func skilloptHost(kind string) string {
 		return "codex"
 	}
 	return kind
+}
+
+// skilloptJudgeHost names a judge's provider as SkillOpt's hosts do.
+func skilloptJudgeHost(provider string) string {
+	switch provider {
+	case "anthropic":
+		return "claude"
+	case "openai":
+		return "codex"
+	}
+	return provider
 }
 
 // negativeKinds are SkillOpt's assertions whose success means a

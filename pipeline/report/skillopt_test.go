@@ -184,3 +184,28 @@ func TestSkillOptReleaseRefused(t *testing.T) {
 		t.Errorf("with a missing candidate cell the reports are %v", len(reports))
 	}
 }
+
+// TestSkillOptJudgeIdentity: a report names the judge when a case is
+// judged (trajectory-rubric or mixed), and only then.
+func TestSkillOptJudgeIdentity(t *testing.T) {
+	ws, r, ev := skilloptFixture(t)
+	r.Judge = &verdict.JudgeIdentity{Provider: "anthropic", Model: "claude-judge", Mode: "rubric"}
+	for _, judged := range []bool{false, true} {
+		if judged {
+			c := ws[0].Cases["changelog-retry-fix"]
+			c.OracleStrength = "mixed"
+			ws[0].Cases["changelog-retry-fix"] = c
+		}
+		reports, err := SkillOptReports(ws, r, ev, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a SkillOptAggregate
+		if err := json.Unmarshal(reports["evaluate.candidate.json"], &a); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.JudgeModelID == "claude-judge" && a.JudgeHost == "claude" && a.JudgeAdapterVersion == "skillgate test"; got != judged {
+			t.Errorf("judged %v: judge identity %q %q %q", judged, a.JudgeModelID, a.JudgeHost, a.JudgeAdapterVersion)
+		}
+	}
+}

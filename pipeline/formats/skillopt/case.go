@@ -58,7 +58,9 @@ const (
 )
 
 // fillDefaults gives absent fields SkillOpt's defaults, as its parser does
-// before the exporter serializes a case.
+// before the exporter serializes a case. They are SkillOpt's, not
+// skillgate's: part of how it digests a case, and the same as #EvalCase's
+// in skillgate.dev/schema/formats/skillopt, which say what they mean.
 func (c *EvalCase) fillDefaults() {
 	for _, l := range []*[]string{&c.ExpectedSkills, &c.ForbiddenSkills, &c.RequiredReferences, &c.ForbiddenReferences, &c.Rubric, &c.SourceIDs} {
 		if *l == nil {
