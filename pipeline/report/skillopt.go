@@ -61,9 +61,12 @@ func writeSkillOpt(dir string, r *verdict.Report, ev *Evidence) error {
 	if err != nil {
 		return fmt.Errorf("read plan: %w", err)
 	}
-	ws, err := pinnedWorkspaces(dir, p)
+	ws, partial, err := pinnedWorkspaces(dir, p)
 	if err != nil {
 		return err
+	}
+	if partial && !slices.ContainsFunc(ws, func(w SkillOptWorkspace) bool { return w.Manifest.Mode == skillopt.ModeEvaluate }) {
+		return nil // the evaluate workspace's cells did not run here: no report is complete
 	}
 	reports, err := SkillOptReports(ws, r, ev, p.Suite.Seed)
 	if err != nil {
@@ -78,9 +81,9 @@ func writeSkillOpt(dir string, r *verdict.Report, ev *Evidence) error {
 }
 
 // pinnedWorkspaces reads the workspaces the plan's cases came from out of
-// the run folder's snapshots, in the order their cases appear.
-func pinnedWorkspaces(dir string, p *plan.Plan) ([]SkillOptWorkspace, error) {
-	var out []SkillOptWorkspace
+// the run folder's snapshots, in the order their cases appear; partial
+// when one has none, since none of its cells ran here.
+func pinnedWorkspaces(dir string, p *plan.Plan) (out []SkillOptWorkspace, partial bool, err error) {
 	for _, c := range p.Cases {
 		if c.CaseDir == "" || slices.ContainsFunc(out, func(w SkillOptWorkspace) bool { return w.Dir == c.CaseDir }) {
 			continue
@@ -92,14 +95,15 @@ func pinnedWorkspaces(dir string, p *plan.Plan) ([]SkillOptWorkspace, error) {
 		root := filepath.Join(dir, filepath.FromSlash(storeTrees), t.Digest.Encoded())
 		w, err := ReadSkillOptWorkspace(c.CaseDir, root)
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // not rolled out here: no cell of it has a result
+			partial = true // not rolled out here: no cell of it has a result
+			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, w)
 	}
-	return out, nil
+	return out, partial, nil
 }
 
 // ReadSkillOptWorkspace reads a workspace's manifest and cases from root.
