@@ -217,6 +217,18 @@ func withoutFollowOns(checks, cueErrs cueerrors.Error) cueerrors.Error {
 	return out
 }
 
+// withoutPaths drops the errors at exactly the given top-level paths.
+func withoutPaths(errs cueerrors.Error, paths ...string) cueerrors.Error {
+	var out cueerrors.Error
+	for _, e := range cueerrors.Errors(errs) {
+		if p := e.Path(); len(p) == 1 && slices.Contains(paths, p[0]) {
+			continue
+		}
+		out = cueerrors.Append(out, e)
+	}
+	return out
+}
+
 func isPrefix(a, b []string) bool { return len(a) <= len(b) && slices.Equal(a, b[:len(a)]) }
 
 // outsideFiles reports every .cue file of the suite folder that CUE left

@@ -65,7 +65,7 @@ func loadSuite(name, abs, root string) (*Suite, error) {
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("load suite %s: not a folder", name)
 	}
-	v, insts, err := buildSuite(abs, root)
+	v, insts, readFailed, err := buildSuite(abs, root)
 	if insts == nil {
 		if err != nil && strings.Contains(err.Error(), "matched no packages") || strings.Contains(fmt.Sprint(err), "no CUE files") {
 			return nil, fmt.Errorf("load suite %s: no CUE package in the folder", name)
@@ -83,6 +83,11 @@ func loadSuite(name, abs, root string) (*Suite, error) {
 		return nil, cueerrors.Promote(derr, "decode suite")
 	}
 	checks := withoutFollowOns(checkSuite(s, v), errs)
+	if readFailed {
+		// The cases and arms a failed reader would have given are missing:
+		// that it failed is the error, not their absence.
+		checks = withoutPaths(checks, "cases", "arms")
+	}
 	errs = cueerrors.Append(errs, outsideFiles(insts[0]))
 	errs = cueerrors.Append(errs, checkDuplicateCases(insts))
 	errs = cueerrors.Append(errs, checks)
@@ -101,7 +106,7 @@ func loadSuite(name, abs, root string) (*Suite, error) {
 // otherwise (a file embedding the definition beside other fields is not
 // closed) the value is unified with #Suite once more, which costs a second
 // evaluation but rejects every misspelt field all the same.
-func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
+func buildSuite(dir, root string) (v cue.Value, insts []*build.Instance, readFailed bool, err error) {
 	modRoot := moduleRoot(dir, root)
 	overlay := map[string]load.Source{}
 	if _, err := os.Stat(filepath.Join(modRoot, "cue.mod", "module.cue")); err != nil {
@@ -112,7 +117,7 @@ func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 		overlay[filepath.Join(pkgDir, filepath.FromSlash(p))] = load.FromBytes(b)
 	}
 	cfg := &load.Config{Dir: dir, ModuleRoot: modRoot, Overlay: overlay}
-	insts := load.Instances([]string{"."}, cfg)
+	insts = load.Instances([]string{"."}, cfg)
 	var multiple *load.MultiplePackageError
 	if errors.As(insts[0].Err, &multiple) {
 		// Load the suite's package; outsideFiles names every other file.
@@ -120,7 +125,7 @@ func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 		insts = load.Instances([]string{"."}, cfg)
 	}
 	if insts[0].Err != nil {
-		return cue.Value{}, nil, insts[0].Err
+		return cue.Value{}, nil, false, insts[0].Err
 	}
 	closed := true
 	for _, f := range insts[0].Files {
@@ -129,12 +134,12 @@ func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 	if !closed {
 		insts = append(insts, load.Instances([]string{schema.ImportPath}, cfg)...)
 		if insts[1].Err != nil {
-			return cue.Value{}, nil, insts[1].Err
+			return cue.Value{}, nil, false, insts[1].Err
 		}
 	}
 	vals, err := cuecontext.New().BuildInstances(insts)
 	if err != nil {
-		return cue.Value{}, nil, err
+		return cue.Value{}, nil, false, err
 	}
 	v, rerr := readFormats(vals[0], dir)
 	if !closed {
@@ -142,10 +147,10 @@ func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 	}
 	verr := v.Validate(cue.Concrete(true), cue.Final())
 	if rerr == nil {
-		return v, insts[:1], verr
+		return v, insts[:1], false, verr
 	}
 	if verr == nil {
-		return v, insts[:1], rerr
+		return v, insts[:1], true, rerr
 	}
 	// A reader that failed filled nothing: drop the follow-on errors of the
 	// format packages that read its data.
@@ -155,7 +160,7 @@ func buildSuite(dir, root string) (cue.Value, []*build.Instance, error) {
 			out = cueerrors.Append(out, e)
 		}
 	}
-	return v, insts[:1], out
+	return v, insts[:1], true, out
 }
 
 // closedForm reports whether a file's only expression is `X.#Suite & {...}`
