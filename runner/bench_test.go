@@ -39,6 +39,9 @@ type benchSuite struct {
 	// cell image is the benchmark's own (cell image tags do not depend on the
 	// suite's name, only on the agent, fixture and skills).
 	fixture func(tb testing.TB, dir string)
+	// cases is how many cases the suite has (default 1), all alike, so a plan
+	// can hold more cells than the schema's trials allow.
+	cases int
 }
 
 // writeSuite writes s into a fresh repository folder and returns the suite
@@ -80,19 +83,46 @@ schema.#Suite & {
 	agent: agents.command & {command: [%s]}
 	trials: %d
 	arms: {none: {}}
-	cases: c: {prompt: "p", fixture: "fx"}
+	cases: {%s}
 	policy: policies.advisory
 }
-`, s.name, strings.Join(cmd, ", "), s.trials)
+`, s.name, strings.Join(cmd, ", "), s.trials, benchCases(max(s.cases, 1)))
 	must(os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(src), 0o644))
 	p, err := plan.CompileDir(dir)
 	if err != nil {
 		tb.Fatal(suite.PrintError(err, dir))
 	}
-	if len(p.Cells) != s.trials {
-		tb.Fatalf("plan has %d cells, want %d", len(p.Cells), s.trials)
+	if len(p.Cells) != s.trials*max(s.cases, 1) {
+		tb.Fatalf("plan has %d cells, want %d", len(p.Cells), s.trials*max(s.cases, 1))
 	}
 	return dir, p
+}
+
+// benchCases are n cases over the fixture fx, c, c-2, c-3, ..., each with
+// its own prompt so that no two share rollout keys.
+func benchCases(n int) string {
+	cs := []string{`c: {prompt: "p", fixture: "fx"}`}
+	for i := 2; i <= n; i++ {
+		cs = append(cs, fmt.Sprintf(`"c-%d": {prompt: "p%d", fixture: "fx"}`, i, i))
+	}
+	return strings.Join(cs, ", ")
+}
+
+// bareSpec is the hardened container of the plan's cells, for the API floor
+// (docker.Engine.RunBare): its image, the plan's limits and agent user, a
+// read-only bind like the gateway's, and cmd.
+func bareSpec(b *testing.B, p *plan.Plan, image string, cmd ...string) docker.ContainerSpec {
+	b.Helper()
+	mem, err := suite.ParseBytes(p.Limits.Memory)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return docker.ContainerSpec{
+		Image: image, Cmd: cmd, User: p.Agent.User, WorkingDir: docker.Workspace,
+		Binds:  []string{b.TempDir() + ":/skillgate-gateway:ro"},
+		Labels: map[string]string{docker.LabelSuite: p.Suite.Name},
+		Memory: mem, NanoCPUs: int64(p.Limits.CPUs * 1e9), PidsLimit: p.Limits.Pids,
+	}
 }
 
 func nonce() string {
@@ -242,16 +272,7 @@ func BenchmarkCellOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	mem, err := suite.ParseBytes(p.Limits.Memory)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bare := docker.ContainerSpec{
-		Image: image, Cmd: []string{"true"}, User: p.Agent.User, WorkingDir: docker.Workspace,
-		Binds:  []string{b.TempDir() + ":/skillgate-gateway:ro"},
-		Labels: map[string]string{docker.LabelSuite: name},
-		Memory: mem, NanoCPUs: int64(p.Limits.CPUs * 1e9), PidsLimit: p.Limits.Pids,
-	}
+	bare := bareSpec(b, p, image, "true")
 	// One of each first, so every side starts warm.
 	dockerOut(b, "run", "--rm", "--network", "none", image, "true")
 	if code, err := e.RunBare(context.Background(), bare); err != nil || code != 0 {
@@ -417,6 +438,71 @@ func BenchmarkJobs(b *testing.B) {
 	b.ReportMetric(float64(j1)/float64(j8), "speedup")
 	ph1.report(b, "jobs 1", 1)
 	ph8.report(b, "jobs 8", 8)
+}
+
+// BenchmarkJobsFloor runs 128 cells whose agent is `sleep 5` with
+// `--jobs 128` against the engine's parallel floor: the same 128 hardened
+// containers (docker.Engine.RunBare) started at once from this process,
+// alternating which goes first. Both wait on the engine creating, starting
+// and removing 128 containers; the target is ratio ≤ 1.05.
+func BenchmarkJobsFloor(b *testing.B) {
+	const name, cases, trials = "bench-jobs-floor", 2, 64
+	const jobs = cases * trials
+	needDocker(b, name)
+	dir, p := writeSuite(b, benchSuite{name: name, cases: cases, trials: trials, command: []string{"sleep", "5"}})
+	_, image := warmUp(b, dir, p, jobs)
+	e, err := docker.NewEngine(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	bare := bareSpec(b, p, image, "sleep", "5")
+	floor := func() time.Duration {
+		t0 := time.Now()
+		errs := make(chan error, jobs)
+		for range jobs {
+			go func() {
+				code, err := e.RunBare(context.Background(), bare)
+				if err == nil && code != 0 {
+					err = fmt.Errorf("exit %d", code)
+				}
+				errs <- err
+			}()
+		}
+		for range jobs {
+			if err := <-errs; err != nil {
+				b.Fatalf("bare container: %v", err)
+			}
+		}
+		return time.Since(t0)
+	}
+	var sg, fl time.Duration
+	var ratios []float64
+	var ph phases
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var s, f time.Duration
+		run := func() {
+			el, out := runPlan(b, dir, p, jobs)
+			s = el
+			ph.add(rollouts(b, p, out), el)
+		}
+		if i%2 == 0 {
+			run()
+			f = floor()
+		} else {
+			f = floor()
+			run()
+		}
+		sg, fl = sg+s, fl+f
+		ratios = append(ratios, float64(s)/float64(f))
+	}
+	b.StopTimer()
+	b.ReportMetric(sg.Seconds()/float64(b.N), "skillgate-s")
+	b.ReportMetric(fl.Seconds()/float64(b.N), "floor-s")
+	b.ReportMetric(float64(sg)/float64(fl), "ratio")
+	b.Logf("ratio min/median/max %s", spread(ratios))
+	ph.report(b, "jobs 128", jobs)
 }
 
 // BenchmarkPinTree measures what pinning a fixture costs once per run
