@@ -1,6 +1,325 @@
 package report
 
-import "github.com/skillgate/skillgate/pipeline/verdict"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
 
-// writeRunBenchmark writes the system's own output files into the run folder dir.
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/verdict"
+)
+
+// run-benchmark's split names: a scenario is in one or the other.
+const (
+	runBenchTrain      = "train"
+	runBenchValidation = "validation"
+)
+
+// RunBenchmarkStatusPending marks a scenario row with no valid result in
+// one of the two modes (its cells invalid, missing or not selected): it
+// counts in no pass@k, as the source leaves out a scenario it could not
+// grade.
+const RunBenchmarkStatusPending = "pending_agent_eval"
+
+// RunBenchmarkOptions say how a report's cases map to run-benchmark's
+// terms: which arms are the two modes, which definition's skill each case
+// belongs to, k, and how scores are rounded (the passAtK rule's).
+type RunBenchmarkOptions struct {
+	// With and Without are the arms of the with-skill and without-skill
+	// modes.
+	With, Without string
+	// Skill gives the skill a case belongs to and the scenario ID it was
+	// written with; ok is false for a case of no definition.
+	Skill func(caseID string) (skill, scenario string, ok bool)
+	// K is the k of pass@k (the source's passes/runs is k = 1).
+	K int
+	// Decimals rounds every score, as the source rounds to 2.
+	Decimals int
+	// Date is the run date, YYYY-MM-DD.
+	Date string
+}
+
+// RunBenchmark is one definition's benchmark in run-benchmark's terms.
+type RunBenchmark struct {
+	Skill string
+	Date  string
+	// Runs is the number of runs per scenario in each mode.
+	Runs       int
+	Train      RunBenchmarkSplit
+	Validation RunBenchmarkSplit
+	// Scenarios in the definition's order.
+	Scenarios []RunBenchmarkScenario
+	decimals  int
+}
+
+// RunBenchmarkSplit is one split's weighted pass@k in each mode and Δ.
+type RunBenchmarkSplit struct {
+	With, Without, Delta float64
+	// Scenarios are the split's scenario IDs.
+	Scenarios []string
+}
+
+// RunBenchmarkScenario is one scenario's pass rates.
+type RunBenchmarkScenario struct {
+	ID, Split            string
+	With, Without, Delta float64
+	Weight               float64
+	// Pending: a mode has no valid result, so the rates are unknown.
+	Pending bool
+}
+
+// RunBenchmarks computes, per definition's skill in case order, the
+// scenarios' pass rates (passes over valid runs), each split's weighted
+// pass@k = Σ weight × rate / Σ weight in each mode, and Δ = with −
+// without, rounded as the options say (the two scores first, then Δ from
+// them, as the source does).
+func RunBenchmarks(r *verdict.Report, o RunBenchmarkOptions) []RunBenchmark {
+	scale := math.Pow(10, float64(o.Decimals))
+	round := func(x float64) float64 { return math.Round(x*scale) / scale }
+	k := max(o.K, 1)
+	rate := func(ts []verdict.TrialOutcome) (float64, bool) {
+		n, c := 0, 0
+		for _, t := range ts {
+			if t.Status == grade.StatusInvalid || t.Status == grade.StatusMissing || t.Status == "" {
+				continue
+			}
+			n++
+			if t.Passed {
+				c++
+			}
+		}
+		if n == 0 {
+			return 0, false
+		}
+		return verdict.PassAtKEstimate(n, c, k), true
+	}
+	var out []RunBenchmark
+	index := map[string]int{}
+	type sums struct{ with, without, w float64 }
+	acc := map[string]map[string]*sums{}
+	for _, cr := range r.Cases {
+		skill, id, ok := o.Skill(cr.ID)
+		if !ok {
+			continue
+		}
+		i, seen := index[skill]
+		if !seen {
+			i = len(out)
+			index[skill] = i
+			out = append(out, RunBenchmark{Skill: skill, Date: o.Date, Runs: r.Trials, decimals: o.Decimals,
+				Train: RunBenchmarkSplit{Scenarios: []string{}}, Validation: RunBenchmarkSplit{Scenarios: []string{}}})
+			acc[skill] = map[string]*sums{runBenchTrain: {}, runBenchValidation: {}}
+		}
+		b := &out[i]
+		split := runBenchValidation
+		if cr.Split == runBenchTrain {
+			split = runBenchTrain
+		}
+		sp := &b.Validation
+		if split == runBenchTrain {
+			sp = &b.Train
+		}
+		sp.Scenarios = append(sp.Scenarios, id)
+		row := RunBenchmarkScenario{ID: id, Split: split, Weight: cr.Weight}
+		with, okW := rate(cr.Trials[o.With])
+		without, okWo := rate(cr.Trials[o.Without])
+		if !okW || !okWo {
+			row.Pending = true
+			b.Scenarios = append(b.Scenarios, row)
+			continue
+		}
+		row.With, row.Without, row.Delta = round(with), round(without), round(with-without)
+		b.Scenarios = append(b.Scenarios, row)
+		s := acc[skill][split]
+		s.with += cr.Weight * with
+		s.without += cr.Weight * without
+		s.w += cr.Weight
+	}
+	for i := range out {
+		b := &out[i]
+		for split, sp := range map[string]*RunBenchmarkSplit{runBenchTrain: &b.Train, runBenchValidation: &b.Validation} {
+			s := acc[b.Skill][split]
+			if s.w == 0 {
+				continue
+			}
+			sp.With, sp.Without = round(s.with/s.w), round(s.without/s.w)
+			sp.Delta = round(sp.With - sp.Without)
+		}
+	}
+	return out
+}
+
+// fixed is a score written with the definition's decimals, as the source's
+// reports show them ("0.60").
+type fixed struct {
+	v float64
+	d int
+}
+
+// MarshalJSON writes the score with its decimals.
+func (f fixed) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.FormatFloat(f.v+0, 'f', f.d, 64)), nil
+}
+
+// RenderRunBenchmarkJSON renders specs/benchmarks/reports/benchmark-<skill>.json
+// as run-benchmark writes it: one line of compact JSON, no newline after it.
+func RenderRunBenchmarkJSON(b RunBenchmark) ([]byte, error) {
+	type split struct {
+		WithSkill    fixed    `json:"with_skill"`
+		WithoutSkill fixed    `json:"without_skill"`
+		Delta        fixed    `json:"delta"`
+		Scenarios    []string `json:"scenarios"`
+	}
+	conv := func(s RunBenchmarkSplit) split {
+		return split{fixed{s.With, b.decimals}, fixed{s.Without, b.decimals}, fixed{s.Delta, b.decimals}, s.Scenarios}
+	}
+	doc := struct {
+		Skill           string `json:"skill"`
+		RunDate         string `json:"run_date"`
+		RunsPerScenario int    `json:"runs_per_scenario"`
+		Train           split  `json:"train"`
+		Validation      split  `json:"validation"`
+	}{b.Skill, b.Date, b.Runs, conv(b.Train), conv(b.Validation)}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("render benchmark-%s.json: %w", b.Skill, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// RenderRunBenchmarkYAML renders
+// specs/benchmarks/reports/BENCHMARK-<skill>-<YYYY-MM-DD>.yaml in the
+// source's shape: the splits' scores with their decimals, each scenario's
+// rates as a number's shortest form (1.0, 0.67).
+func RenderRunBenchmarkYAML(b RunBenchmark) []byte {
+	var w strings.Builder
+	num := func(x float64) string { return strconv.FormatFloat(x+0, 'f', b.decimals, 64) }
+	fmt.Fprintf(&w, "skill: %s\n", yamlString(b.Skill))
+	fmt.Fprintf(&w, "run_date: %q\n", b.Date)
+	fmt.Fprintf(&w, "runs_per_scenario: %d\n", b.Runs)
+	for _, s := range []struct {
+		name string
+		sp   RunBenchmarkSplit
+	}{{runBenchTrain, b.Train}, {runBenchValidation, b.Validation}} {
+		fmt.Fprintf(&w, "%s:\n  pass_at_k_with: %s\n  pass_at_k_without: %s\n  delta: %s\n", s.name, num(s.sp.With), num(s.sp.Without), num(s.sp.Delta))
+	}
+	if len(b.Scenarios) == 0 {
+		w.WriteString("scenarios: []\n")
+		return []byte(w.String())
+	}
+	w.WriteString("scenarios:\n")
+	for _, sc := range b.Scenarios {
+		fmt.Fprintf(&w, "  - id: %s\n    split: %s\n", yamlString(sc.ID), sc.Split)
+		if sc.Pending {
+			fmt.Fprintf(&w, "    status: %s\n", RunBenchmarkStatusPending)
+		} else {
+			fmt.Fprintf(&w, "    with_pass_rate: %s\n    without_pass_rate: %s\n    delta: %s\n", pyFloat(sc.With), pyFloat(sc.Without), pyFloat(sc.Delta))
+		}
+		fmt.Fprintf(&w, "    weight: %s\n", pyFloat(sc.Weight))
+	}
+	return []byte(w.String())
+}
+
+// pyFloat writes a float as Python's repr does for the values a report
+// holds: the shortest form, with ".0" on a whole number.
+func pyFloat(x float64) string {
+	s := strconv.FormatFloat(x+0, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
+}
+
+// yamlPlain is a string YAML reads back as itself without quotes.
+var yamlPlain = regexp.MustCompile(`^[a-z_][a-z0-9._-]*$`)
+
+// yamlString writes a string plain when YAML reads it back as that string,
+// quoted otherwise (a number, a boolean, null).
+func yamlString(s string) string {
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~":
+		return strconv.Quote(s)
+	}
+	if yamlPlain.MatchString(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// Outcomes of a comparison with the pinned baseline.
+const (
+	RunBenchmarkImproved   = "IMPROVED"
+	RunBenchmarkRegression = "REGRESSION"
+	RunBenchmarkStable     = "STABLE"
+)
+
+// RunBenchmarkBaseline is what a comparison reads of a pinned
+// baseline-<skill>.json: its validation Δ.
+type RunBenchmarkBaseline struct {
+	Validation struct {
+		Delta *float64 `json:"delta"`
+	} `json:"validation"`
+}
+
+// ReadRunBenchmarkBaseline reads the validation Δ of a benchmark.json.
+func ReadRunBenchmarkBaseline(b []byte) (float64, error) {
+	var doc RunBenchmarkBaseline
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return 0, fmt.Errorf("read baseline: %w", err)
+	}
+	if doc.Validation.Delta == nil {
+		return 0, fmt.Errorf("read baseline: no validation.delta")
+	}
+	return *doc.Validation.Delta, nil
+}
+
+// CompareRunBenchmark compares the validation Δ with the baseline's: a
+// change of at most stableWithin is STABLE. The line is the source's:
+// "IMPROVED: Δ 0.17 → 0.25", "REGRESSION: Δ 0.25 → 0.17 — do NOT ship",
+// "STABLE: Δ 0.25 → 0.25".
+func CompareRunBenchmark(b RunBenchmark, baseline, stableWithin float64) (outcome, line string) {
+	cur := b.Validation.Delta
+	num := func(x float64) string { return strconv.FormatFloat(x+0, 'f', b.decimals, 64) }
+	const tolerance = 1e-9
+	switch {
+	case cur > baseline+stableWithin+tolerance:
+		outcome = RunBenchmarkImproved
+	case cur < baseline-stableWithin-tolerance:
+		outcome = RunBenchmarkRegression
+	default:
+		outcome = RunBenchmarkStable
+	}
+	line = fmt.Sprintf("%s: Δ %s → %s", outcome, num(baseline), num(cur))
+	if outcome == RunBenchmarkRegression {
+		line += " — do NOT ship"
+	}
+	return outcome, line
+}
+
+// RunBenchmarkGate is the source's delta threshold gate on the validation
+// Δ: below failBelow blocks ("REGRESSION: validation Δ -0.10 — do NOT
+// ship"), below warnBelow warns ("WARN: ... — marginal contribution"),
+// else "OK: validation Δ 0.23". blocked is true when it blocks.
+func RunBenchmarkGate(b RunBenchmark, failBelow, warnBelow float64) (line string, blocked bool) {
+	d := strconv.FormatFloat(b.Validation.Delta+0, 'f', b.decimals, 64)
+	const tolerance = 1e-9
+	switch {
+	case b.Validation.Delta < failBelow-tolerance:
+		return "REGRESSION: validation Δ " + d + " — do NOT ship", true
+	case b.Validation.Delta < warnBelow-tolerance:
+		return "WARN: validation Δ " + d + " — marginal contribution", false
+	}
+	return "OK: validation Δ " + d, false
+}
+
+// writeRunBenchmark writes the system's own output files into the run
+// folder dir: none, since run-benchmark's reports carry a run date and live
+// beside the definitions (specs/benchmarks/reports/), where the
+// run-benchmark command writes them.
 func writeRunBenchmark(dir string, r *verdict.Report, ev *Evidence) error { return nil }

@@ -1,0 +1,174 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/skillgate/skillgate/pipeline/verdict"
+)
+
+// runBenchReport is a run of two definitions' scenarios: survey-context
+// with two train and three validation scenarios (one of them with no
+// valid run without the skill), and lint-fix with one.
+func runBenchReport() *verdict.Report {
+	c := func(id, split string, weight float64, with, without string) verdict.CaseReport {
+		return verdict.CaseReport{ID: id, Split: split, Weight: weight, Trials: map[string][]verdict.TrialOutcome{
+			"with_skill":    rptTrials(id, "with_skill", with),
+			"without_skill": rptTrials(id, "without_skill", without),
+		}}
+	}
+	return &verdict.Report{Suite: "bench", Trials: 3, Cases: []verdict.CaseReport{
+		c("survey-context.s01", "train", 1, "PPP", "PPF"),
+		c("survey-context.s02", "train", 1, "PPF", "PFF"),
+		c("survey-context.s03", "validation", 2, "PPP", "PFF"),
+		c("survey-context.s04", "validation", 1, "PPF", "PPF"),
+		c("survey-context.s05", "validation", 1, "PPP", "III"),
+		c("lint-fix.l01", "validation", 1, "PFF", "PPP"),
+		c("handwritten", "validation", 1, "PPP", "FFF"),
+	}}
+}
+
+func runBenchOptions() RunBenchmarkOptions {
+	return RunBenchmarkOptions{
+		With: "with_skill", Without: "without_skill", K: 1, Decimals: 2, Date: "2026-06-22",
+		Skill: func(id string) (string, string, bool) {
+			skill, scenario, ok := strings.Cut(id, ".")
+			return skill, scenario, ok
+		},
+	}
+}
+
+func TestRunBenchmarkScores(t *testing.T) {
+	bs := RunBenchmarks(runBenchReport(), runBenchOptions())
+	if len(bs) != 2 || bs[0].Skill != "survey-context" || bs[1].Skill != "lint-fix" {
+		t.Fatalf("benchmarks: %+v", bs)
+	}
+	sc := bs[0]
+	// train: with (1 + 2/3)/2 = 0.83, without (2/3 + 1/3)/2 = 0.5.
+	if sc.Train.With != 0.83 || sc.Train.Without != 0.5 || sc.Train.Delta != 0.33 {
+		t.Errorf("train: %+v", sc.Train)
+	}
+	// validation: s05 has no valid run without the skill and counts in
+	// neither mode: with (2×1 + 2/3)/3 = 0.89, without (2×1/3 + 2/3)/3 = 0.44.
+	if sc.Validation.With != 0.89 || sc.Validation.Without != 0.44 || sc.Validation.Delta != 0.45 {
+		t.Errorf("validation: %+v", sc.Validation)
+	}
+	if got := strings.Join(sc.Validation.Scenarios, ","); got != "s03,s04,s05" {
+		t.Errorf("validation scenarios: %s", got)
+	}
+	if !sc.Scenarios[4].Pending || sc.Scenarios[0].Pending {
+		t.Errorf("pending rows: %+v", sc.Scenarios)
+	}
+	if line, blocked := RunBenchmarkGate(bs[1], 0, 0.05); !blocked || line != "REGRESSION: validation Δ -0.67 — do NOT ship" {
+		t.Errorf("gate of lint-fix: %q %v", line, blocked)
+	}
+	if line, blocked := RunBenchmarkGate(sc, 0, 0.05); blocked || line != "OK: validation Δ 0.45" {
+		t.Errorf("gate of survey-context: %q %v", line, blocked)
+	}
+	for _, tc := range []struct {
+		base   float64
+		within float64
+		want   string
+	}{
+		{0.17, 0, "IMPROVED: Δ 0.17 → 0.45"},
+		{0.5, 0, "REGRESSION: Δ 0.50 → 0.45 — do NOT ship"},
+		{0.45, 0, "STABLE: Δ 0.45 → 0.45"},
+		{0.5, 0.05, "STABLE: Δ 0.50 → 0.45"},
+	} {
+		if _, line := CompareRunBenchmark(sc, tc.base, tc.within); line != tc.want {
+			t.Errorf("compare with %v: %q, want %q", tc.base, line, tc.want)
+		}
+	}
+}
+
+// TestRunBenchmarkGolden checks both files of each definition against
+// their golden files, and every JSON golden against the JSON Schema.
+func TestRunBenchmarkGolden(t *testing.T) {
+	gd := filepath.Join("testdata", "runbenchmark")
+	update := os.Getenv("UPDATE_GOLDEN") != ""
+	sch := runBenchSchema(t)
+	for _, b := range RunBenchmarks(runBenchReport(), runBenchOptions()) {
+		js, err := RenderRunBenchmarkJSON(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string][]byte{
+			"benchmark-" + b.Skill + ".json":                js,
+			"BENCHMARK-" + b.Skill + "-" + b.Date + ".yaml": RenderRunBenchmarkYAML(b),
+		}
+		for name, got := range files {
+			gp := filepath.Join(gd, name)
+			if update {
+				if err := os.MkdirAll(gd, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(gp, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(gp)
+			if err != nil {
+				t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from %s (UPDATE_GOLDEN=1 rewrites it)\ngot:\n%s", name, gp, got)
+			}
+			if strings.HasSuffix(name, ".json") {
+				doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(want))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sch.Validate(doc); err != nil {
+					t.Errorf("%s does not satisfy benchmark.schema.json: %v", gp, err)
+				}
+			}
+		}
+	}
+}
+
+// TestRunBenchmarkSchemaRefuses checks that the JSON Schema can fail: a
+// score out of range and a field the source does not write are refused.
+func TestRunBenchmarkSchemaRefuses(t *testing.T) {
+	sch := runBenchSchema(t)
+	for _, bad := range []string{
+		`{"skill":"x","run_date":"2026-06-22","runs_per_scenario":3,"train":{"with_skill":1.2,"without_skill":0,"delta":0,"scenarios":[]},"validation":{"with_skill":0,"without_skill":0,"delta":0,"scenarios":[]}}`,
+		`{"skill":"x","run_date":"2026-06-22","runs_per_scenario":3,"train":{"with_skill":1,"without_skill":0,"delta":0,"scenarios":[]},"validation":{"with_skill":0,"without_skill":0,"delta":0,"scenarios":[]},"extra":1}`,
+	} {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sch.Validate(doc) == nil {
+			t.Errorf("the schema accepts %s", bad)
+		}
+	}
+}
+
+func runBenchSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	path := filepath.Join("..", "..", "schema", "outputs", "runbenchmark", "benchmark.schema.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(path, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
