@@ -1,10 +1,5 @@
-// Package runbenchmark reads run-benchmark's specs/benchmarks YAML into suites.
+// Package runbenchmark is the Go side of run-benchmark's format: CUE reads
+// the YAML definitions itself (schema/formats/runbenchmark), so this
+// package only writes the suite that names them (Import) and reads what
+// the run-benchmark command needs of a loaded suite.
 package runbenchmark
-
-import "fmt"
-
-// Import writes into out a suite naming the files at src, and returns the
-// files written.
-func Import(src, out string) ([]string, error) {
-	return nil, fmt.Errorf("import %s: not supported yet", src)
-}
