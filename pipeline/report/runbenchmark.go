@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
@@ -323,3 +327,109 @@ func RunBenchmarkGate(b RunBenchmark, failBelow, warnBelow float64) (line string
 // beside the definitions (specs/benchmarks/reports/), where the
 // run-benchmark command writes them.
 func writeRunBenchmark(dir string, r *verdict.Report, ev *Evidence) error { return nil }
+
+// RunBenchmarkDefinition is one run-benchmark definition as a plan holds
+// it: its skill, its file (suite-relative) and its scenarios' cases.
+type RunBenchmarkDefinition struct {
+	Skill string
+	File  string
+	Cases []string
+}
+
+// RunBenchmarkDefinitions lists the definitions whose scenarios are the
+// plan's cases, in case order: a case of the format targets one skill, is
+// named "<skill>.<scenario>" and comes from one YAML file.
+func RunBenchmarkDefinitions(p *plan.Plan) []RunBenchmarkDefinition {
+	var out []RunBenchmarkDefinition
+	at := map[string]int{}
+	for _, pc := range p.Cases {
+		if len(pc.Targets) != 1 || len(pc.Sources) != 1 || !strings.HasPrefix(pc.ID, pc.Targets[0]+".") {
+			continue
+		}
+		skill := pc.Targets[0]
+		i, ok := at[skill]
+		if !ok {
+			i = len(out)
+			at[skill] = i
+			out = append(out, RunBenchmarkDefinition{Skill: skill, File: pc.Sources[0]})
+		}
+		out[i].Cases = append(out[i].Cases, pc.ID)
+	}
+	return out
+}
+
+// RunBenchmarkPlanOptions are the options of a plan's run-benchmark suite:
+// the modes, k and decimals of its passAtK rule, and each case's skill and
+// scenario from its definition.
+func RunBenchmarkPlanOptions(p *plan.Plan, date string) (RunBenchmarkOptions, error) {
+	r := p.Policy.PassAtK
+	if r == nil {
+		return RunBenchmarkOptions{}, fmt.Errorf("read run-benchmark suite %s: its policy has no passAtK rule", p.Suite.Name)
+	}
+	skillOf := map[string]string{}
+	for _, d := range RunBenchmarkDefinitions(p) {
+		for _, id := range d.Cases {
+			skillOf[id] = d.Skill
+		}
+	}
+	return RunBenchmarkOptions{
+		With: r.With, Without: r.Without, K: r.K, Decimals: r.Decimals, Date: date,
+		Skill: func(id string) (string, string, bool) {
+			skill, ok := skillOf[id]
+			return skill, strings.TrimPrefix(id, skill+"."), ok
+		},
+	}, nil
+}
+
+// RunBenchmarkFiles are the paths of one skill's reports in a reports
+// folder, as run-benchmark names them.
+type RunBenchmarkFiles struct {
+	JSON, YAML, BaselineJSON, BaselineYAML string
+}
+
+// RunBenchmarkPaths names the reports of b in dir.
+func RunBenchmarkPaths(dir string, b RunBenchmark) RunBenchmarkFiles {
+	return RunBenchmarkFiles{
+		JSON:         filepath.Join(dir, "benchmark-"+b.Skill+".json"),
+		YAML:         filepath.Join(dir, "BENCHMARK-"+b.Skill+"-"+b.Date+".yaml"),
+		BaselineJSON: filepath.Join(dir, "baseline-"+b.Skill+".json"),
+		BaselineYAML: filepath.Join(dir, "BASELINE-"+b.Skill+".yaml"),
+	}
+}
+
+// WriteRunBenchmark writes b's benchmark-<skill>.json and dated YAML report
+// into dir, and with pin copies them to baseline-<skill>.json and
+// BASELINE-<skill>.yaml. Without pin, a baseline already pinned there is
+// read and compared with: its outcome and line come back ("" when there
+// is none).
+func WriteRunBenchmark(dir string, b RunBenchmark, pin bool) (outcome, line string, err error) {
+	files := RunBenchmarkPaths(dir, b)
+	js, err := RenderRunBenchmarkJSON(b)
+	if err != nil {
+		return "", "", err
+	}
+	yml := RenderRunBenchmarkYAML(b)
+	if !pin {
+		if prev, err := os.ReadFile(files.BaselineJSON); err == nil {
+			base, err := ReadRunBenchmarkBaseline(prev)
+			if err != nil {
+				return "", "", fmt.Errorf("compare with %s: %w", files.BaselineJSON, err)
+			}
+			outcome, line = CompareRunBenchmark(b, base, 0)
+		} else if !os.IsNotExist(err) {
+			return "", "", fmt.Errorf("compare with baseline: %w", err)
+		}
+	}
+	writes := map[string][]byte{files.JSON: js, files.YAML: yml}
+	if pin {
+		writes[files.BaselineJSON], writes[files.BaselineYAML] = js, yml
+	}
+	for _, p := range []string{files.JSON, files.YAML, files.BaselineJSON, files.BaselineYAML} {
+		if b, ok := writes[p]; ok {
+			if err := pipeline.WriteFile(p, b); err != nil {
+				return "", "", err
+			}
+		}
+	}
+	return outcome, line, nil
+}
