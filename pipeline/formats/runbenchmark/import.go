@@ -11,6 +11,7 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/format"
 	"cuelang.org/go/encoding/yaml"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -183,7 +184,7 @@ func suiteSource(out, defsDir, single string, defs []definitionFile) ([]byte, er
 		b.WriteString("\t// Rubric graders' criteria are answered by this judge.\n\tjudge: provider: \"anthropic\"\n")
 	}
 	b.WriteString("}\n")
-	return []byte(b.String()), nil
+	return format.Source([]byte(b.String()))
 }
 
 // countYAML counts the YAML files of dir.
