@@ -21,8 +21,8 @@ func TestExampleVets(t *testing.T) {
 		t.Fatalf("%d cases, %d arms; want 6, 2", len(s.Cases), len(s.Arms))
 	}
 	ev := s.Cases["eval-1"]
-	if ev.Fixture != "skills/changelog-entry/evals/files" || len(ev.Rubric) != 1 || len(ev.Assert) != 0 {
-		t.Errorf("eval-1: fixture %q, rubric %q, assert %+v", ev.Fixture, ev.Rubric, ev.Assert)
+	if ev.Fixture != "skills/changelog-entry/evals/files" || len(ev.Rubric) != 1 || len(ev.Assert) != 0 || !slices.Equal(ev.Routing.Skills.Required, []string{"changelog-entry"}) {
+		t.Errorf("eval-1: fixture %q, rubric %q, assert %+v, routing %+v", ev.Fixture, ev.Rubric, ev.Assert, ev.Routing.Skills)
 	}
 	yes, no := s.Cases["trigger-1"], s.Cases["trigger-4"]
 	if !slices.Equal(yes.Routing.Skills.Required, []string{"changelog-entry"}) || len(yes.Rubric) != 0 || len(yes.Assert) != 0 {
