@@ -153,7 +153,12 @@ func TestRunBenchmarkSchemaRefuses(t *testing.T) {
 
 func runBenchSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	path := filepath.Join("..", "..", "schema", "outputs", "runbenchmark", "benchmark.schema.json")
+	return outputSchema(t, filepath.Join("..", "..", "schema", "outputs", "runbenchmark", "benchmark.schema.json"))
+}
+
+// outputSchema compiles the JSON Schema of an output file.
+func outputSchema(t *testing.T, path string) *jsonschema.Schema {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
