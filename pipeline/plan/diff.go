@@ -231,7 +231,9 @@ func (r *reasoner) caseRollout(id string) []string {
 				out = append(out, fmt.Sprintf("%s %s: %s %s", fx.field, fx.b, ch.Path, ch.Change))
 			}
 		}
-		if !reflect.DeepEqual(a.Replies, b.Replies) {
+		// slices.Equal: a plan file read back holds nil where a compiled
+		// plan holds no replies.
+		if !slices.Equal(a.Replies, b.Replies) {
 			out = append(out, fmt.Sprintf("%s: replies changed", r.caseName(id)))
 		} else if len(b.Replies) > 0 && !reflect.DeepEqual(r.a.Agent.Resume, r.b.Agent.Resume) {
 			out = append(out, "agent.resume changed")
