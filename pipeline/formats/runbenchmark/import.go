@@ -1,7 +1,6 @@
 package runbenchmark
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -123,7 +122,12 @@ func readDefinitions(dir, single string) ([]definitionFile, error) {
 			continue
 		}
 		d := definitionFile{path: p, skill: skill}
-		d.rubric = bytes.Contains(b, []byte("rubric"))
+		if it, err := v.LookupPath(cue.ParsePath("scenarios")).List(); err == nil {
+			for it.Next() {
+				t, _ := it.Value().LookupPath(cue.ParsePath("grader.type")).String()
+				d.rubric = d.rubric || t == "rubric"
+			}
+		}
 		defs = append(defs, d)
 	}
 	return defs, nil

@@ -1,10 +1,12 @@
 package runbenchmark_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/pipeline/formats/runbenchmark"
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
@@ -31,5 +33,49 @@ func TestExampleVets(t *testing.T) {
 	}
 	if p := s.Policy.PassAtK; p == nil || p.With != "with_skill" || p.Without != "without_skill" || p.Split != "validation" {
 		t.Errorf("passAtK rule %+v", p)
+	}
+}
+
+// TestImportOneDefinition imports one definition file of a repository
+// whose skills are under .claude/skills: the suite names that file alone,
+// finds the skill, and vets.
+func TestImportOneDefinition(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, s string) {
+		t.Helper()
+		p = filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".git/HEAD", "ref: refs/heads/main\n")
+	write(".claude/skills/lint/SKILL.md", "---\nname: lint\ndescription: Lint.\n---\nRun the linter.\n")
+	write("specs/benchmarks/lint.yaml", "skill: lint\nscenarios:\n  - id: l01\n    prompt: Lint it.\n    grader:\n      command: \"bash -c 'true'\"\n")
+	write("specs/benchmarks/other.yaml", "skill: other\nscenarios:\n  - id: o01\n    prompt: Other.\n    grader:\n      command: \"true\"\n")
+	files, err := runbenchmark.Import(filepath.Join(root, "specs/benchmarks/lint.yaml"), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`@embed(file="specs/benchmarks/lint.yaml")`, `skillsDir: ".claude/skills"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("suite.cue lacks %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "judge") {
+		t.Errorf("suite.cue has a judge with no rubric grader:\n%s", b)
+	}
+	s, err := suite.LoadSuite(root)
+	if err != nil {
+		t.Fatalf("vet the imported suite: %s", suite.PrintError(err, root))
+	}
+	if len(s.Cases) != 1 || s.Cases["lint.l01"].Split != "validation" || s.Trials != 3 {
+		t.Errorf("cases %v, trials %d", s.Cases, s.Trials)
 	}
 }
