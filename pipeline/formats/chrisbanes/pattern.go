@@ -1,0 +1,186 @@
+package chrisbanes
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// PatternError is a Python pattern RE2 cannot express, with the byte
+// offset in the pattern where the construct starts.
+type PatternError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *PatternError) Error() string {
+	return fmt.Sprintf("at offset %d: %s", e.Offset, e.Msg)
+}
+
+// Translate turns a pattern of Python's re module, as their validators
+// compile it, into the RE2 pattern Go's regexp matches the same way, or
+// says at which offset a construct has no RE2 form: lookarounds,
+// backreferences, atomic groups, possessive quantifiers, conditionals, the
+// verbose and locale flags. What maps is rewritten: \Z is \z, \uXXXX and
+// \UXXXXXXXX are \x{...}, {,n} is {0,n}, inline comments go, the a and u
+// flags (RE2 classes are ASCII already; Python's str patterns' \w, \d, \s
+// and \b are Unicode-aware, a difference on non-ASCII text only) go.
+func Translate(p string) (string, error) {
+	var b strings.Builder
+	inClass := false
+	refuse := func(i int, format string, args ...any) (string, error) {
+		return "", &PatternError{Offset: i, Msg: fmt.Sprintf(format, args...)}
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c == '\\' {
+			if i+1 >= len(p) {
+				return refuse(i, "the pattern ends with a lone backslash")
+			}
+			n := p[i+1]
+			switch {
+			case n == 'Z' && !inClass:
+				b.WriteString(`\z`)
+			case n == 'b' && inClass:
+				b.WriteString(`\x08`)
+			case n >= '1' && n <= '9' && !inClass:
+				return refuse(i, "a backreference (\\%c), which RE2 does not have", n)
+			case n == 'u' || n == 'U':
+				size := 4
+				if n == 'U' {
+					size = 8
+				}
+				hex := p[i+2 : min(len(p), i+2+size)]
+				if _, err := strconv.ParseUint(hex, 16, 32); err != nil || len(hex) != size {
+					return refuse(i, "a malformed \\%c escape", n)
+				}
+				b.WriteString(`\x{` + hex + `}`)
+				i += size
+			case n == 'N':
+				return refuse(i, "a named Unicode character (\\N{...}), which RE2 does not have")
+			default:
+				b.WriteByte('\\')
+				b.WriteByte(n)
+			}
+			i++
+			continue
+		}
+		if inClass {
+			switch c {
+			case ']':
+				inClass = false
+				b.WriteByte(c)
+			case '[':
+				// Python reads [ in a set as itself; RE2 would start [:name:].
+				b.WriteString(`\[`)
+			default:
+				b.WriteByte(c)
+			}
+			continue
+		}
+		switch c {
+		case '[':
+			inClass = true
+			b.WriteByte('[')
+			j := i + 1
+			if j < len(p) && p[j] == '^' {
+				b.WriteByte('^')
+				j++
+			}
+			if j < len(p) && p[j] == ']' {
+				b.WriteString(`\]`)
+				j++
+			}
+			i = j - 1
+		case '(':
+			if i+1 >= len(p) || p[i+1] != '?' {
+				b.WriteByte('(')
+				continue
+			}
+			rest := p[i+2:]
+			switch {
+			case strings.HasPrefix(rest, ":"), strings.HasPrefix(rest, "P<"):
+				b.WriteString("(?" + rest[:1])
+				i += 2
+			case strings.HasPrefix(rest, "<=") || strings.HasPrefix(rest, "<!"):
+				return refuse(i, "a lookbehind (?%s...), which RE2 does not have", rest[:2])
+			case strings.HasPrefix(rest, "<"):
+				b.WriteString("(?P<")
+				i += 2
+			case strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, "!"):
+				return refuse(i, "a lookahead (?%s...), which RE2 does not have", rest[:1])
+			case strings.HasPrefix(rest, "P="):
+				return refuse(i, "a backreference (?P=...), which RE2 does not have")
+			case strings.HasPrefix(rest, ">"):
+				return refuse(i, "an atomic group (?>...), which RE2 does not have")
+			case strings.HasPrefix(rest, "("):
+				return refuse(i, "a conditional group (?(...)...), which RE2 does not have")
+			case strings.HasPrefix(rest, "#"):
+				end := strings.IndexByte(rest, ')')
+				if end < 0 {
+					return refuse(i, "an unterminated comment (?#...")
+				}
+				i += 2 + end
+			default:
+				end := strings.IndexAny(rest, ":)")
+				if end < 0 {
+					return refuse(i, "an unterminated group")
+				}
+				var kept strings.Builder
+				for k, f := range rest[:end] {
+					switch f {
+					case 'i', 'm', 's', '-':
+						kept.WriteRune(f)
+					case 'a', 'u':
+					case 'x':
+						return refuse(i+2+k, "the verbose flag (?x), which RE2 does not have")
+					case 'L':
+						return refuse(i+2+k, "the locale flag (?L), which RE2 does not have")
+					default:
+						return refuse(i+2+k, "an unknown flag %q", f)
+					}
+				}
+				flags := strings.TrimSuffix(kept.String(), "-")
+				switch {
+				case rest[end] == ':':
+					b.WriteString("(?" + flags + ":")
+				case flags != "":
+					b.WriteString("(?" + flags + ")")
+				}
+				i += 2 + end
+			}
+		case '{':
+			m := repeatRange.FindStringSubmatch(p[i:])
+			if m == nil {
+				b.WriteString(`\{`)
+				continue
+			}
+			rep := m[0]
+			if strings.HasPrefix(rep, "{,") {
+				rep = "{0" + rep[1:]
+			}
+			b.WriteString(rep)
+			i += len(m[0]) - 1
+			if i+1 < len(p) && p[i+1] == '+' {
+				return refuse(i+1, "a possessive quantifier (%s+), which RE2 does not have", m[0])
+			}
+		case '*', '+', '?':
+			b.WriteByte(c)
+			if i+1 < len(p) && p[i+1] == '+' {
+				return refuse(i+1, "a possessive quantifier (%c+), which RE2 does not have", c)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	out := b.String()
+	if _, err := regexp.Compile(out); err != nil {
+		return "", &PatternError{Offset: 0, Msg: fmt.Sprintf("its RE2 form %q does not compile: %v", out, err)}
+	}
+	return out, nil
+}
+
+// repeatRange is a counted repetition as Python reads one; anything else
+// starting with { is a literal brace.
+var repeatRange = regexp.MustCompile(`^\{(?:\d+|\d+,\d*|,\d+)\}`)

@@ -1,0 +1,150 @@
+// Package chrisbanes reads what CUE's @embed cannot of a chrisbanes/skills
+// cases tree (which case folders have an overlay/, the Python patterns'
+// RE2 forms), refuses in vet what skillgate cannot check, with the
+// position in the user's case.json or expectations.json, and writes the
+// small suite that names such a tree (Import). The mapping of the files
+// to cases is the CUE package skillgate.dev/schema/formats/chrisbanes.
+package chrisbanes
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
+)
+
+// refused are the expectations.json keys of their validators that
+// skillgate's checks cannot express, and why.
+var refused = map[string]string{
+	"required_test_call":  "a structural Kotlin test-call check",
+	"forbidden_test_call": "a structural Kotlin test-call check",
+	"markdown_bullets":    "a Markdown bullet check",
+	"file_globs":          "a file-glob count check",
+	"task_graph":          "a task-graph check",
+}
+
+// joined are the expectations.json keys their validators check against
+// the subject files joined, which skillgate's file checks (one file each)
+// express only for a single subject file.
+var joined = []string{"must_contain", "must_contain_any", "minimum_occurrences", "must_match"}
+
+// Read reads, for the formats.chrisbanes value in of the suite in folder
+// dir, the case folders holding an overlay/ folder and the RE2 form of
+// every Python pattern of the expectations, as the CUE value
+// {overlays: [...], patterns: {...}} the format package reads at
+// formats.chrisbanes.read. A pattern RE2 cannot express, a command
+// pattern and an expectation skillgate cannot check are errors at their
+// position in the user's file.
+func Read(dir string, in cue.Value) (ast.Expr, error) {
+	var errs cueerrors.Error
+	var overlays []ast.Expr
+	patterns := map[string]*ast.Field{}
+	var order []string
+
+	each(in.LookupPath(cue.ParsePath("cases")), func(key string, c cue.Value) {
+		caseDir := strings.TrimSuffix(key, "/case.json")
+		if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(caseDir), "overlay")); err == nil && st.IsDir() {
+			overlays = append(overlays, &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(caseDir), ValuePos: c.Pos()})
+		}
+		for _, f := range []string{"required_command_patterns", "forbidden_command_patterns"} {
+			eachElem(c.LookupPath(cue.MakePath(cue.Str(f))), func(v cue.Value) {
+				errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s: skillgate does not record the agent's commands, so it cannot check command evidence; check it in a validator instead", key, f))
+			})
+		}
+	})
+	each(in.LookupPath(cue.ParsePath("expectations")), func(key string, e cue.Value) {
+		for _, f := range sortedKeys(refused) {
+			if v := e.LookupPath(cue.MakePath(cue.Str(f))); v.Exists() {
+				errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s is %s, which skillgate cannot run: express it with files, must_contain, must_match and the like, or drop it", key, f, refused[f]))
+			}
+		}
+		if files := e.LookupPath(cue.ParsePath("files")); count(files) > 1 {
+			for _, f := range joined {
+				if v := e.LookupPath(cue.MakePath(cue.Str(f))); count(v) > 0 {
+					errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s is checked against the %d files joined, which skillgate's file checks (one file each) cannot express: list one file, or use must_contain_by_file", key, f, count(files)))
+				}
+			}
+		}
+		for _, f := range []string{"must_match", "must_not_match"} {
+			eachElem(e.LookupPath(cue.MakePath(cue.Str(f))), func(v cue.Value) {
+				p, err := v.String()
+				if err != nil {
+					return // the schema says what is wrong with it
+				}
+				re, terr := Translate(p)
+				if terr != nil {
+					errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s: Python pattern %q: %v", key, f, p, terr))
+					return
+				}
+				if _, seen := patterns[p]; !seen {
+					order = append(order, p)
+					patterns[p] = &ast.Field{
+						Label: &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(p), ValuePos: v.Pos()},
+						Value: &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(re), ValuePos: v.Pos()},
+					}
+				}
+			})
+		}
+	})
+	if errs != nil {
+		return nil, errs
+	}
+	pats := &ast.StructLit{}
+	for _, p := range order {
+		pats.Elts = append(pats.Elts, patterns[p])
+	}
+	return &ast.StructLit{Elts: []ast.Decl{
+		&ast.Field{Label: ast.NewIdent("overlays"), Value: &ast.ListLit{Elts: overlays}},
+		&ast.Field{Label: ast.NewIdent("patterns"), Value: pats},
+	}}, nil
+}
+
+// each calls fn with every regular field of the struct v, in order.
+func each(v cue.Value, fn func(key string, v cue.Value)) {
+	it, err := v.Fields()
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		fn(it.Selector().Unquoted(), it.Value())
+	}
+}
+
+// eachElem calls fn with every element of the list v.
+func eachElem(v cue.Value, fn func(v cue.Value)) {
+	it, err := v.List()
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		fn(it.Value())
+	}
+}
+
+// count is the number of elements of a list, or of fields of a struct.
+func count(v cue.Value) int {
+	n := 0
+	if it, err := v.List(); err == nil {
+		for it.Next() {
+			n++
+		}
+		return n
+	}
+	each(v, func(string, cue.Value) { n++ })
+	return n
+}
+
+func sortedKeys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
