@@ -45,7 +45,7 @@ type Format struct {
 // lists them.
 var All = []Format{
 	{Name: "gstack", Field: "gstack", Package: "gstack", Import: gstack.Import},
-	{Name: "chrisbanes", Field: "chrisbanes", Package: "chrisbanes", Import: chrisbanes.Import},
+	{Name: "chrisbanes", Field: "chrisbanes", Package: "chrisbanes", Read: chrisbanes.Read, Import: chrisbanes.Import},
 	{Name: "benchmark-skill", Field: "benchmarkSkill", Package: "benchmarkskill", Read: benchmarkskill.Read, Import: benchmarkskill.Import},
 	{Name: "run-benchmark", Field: "runBenchmark", Package: "runbenchmark", Import: runbenchmark.Import},
 	{Name: "skill-creator", Field: "skillCreator", Package: "skillcreator", Import: skillcreator.Import},

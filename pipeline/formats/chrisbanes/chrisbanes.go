@@ -1,10 +1,7 @@
-// Package chrisbanes reads chrisbanes/skills eval case folders into suites.
+// Package chrisbanes reads what CUE's @embed cannot of a chrisbanes/skills
+// evals tree (which case folders have an overlay/, the RE2 form of each
+// Python pattern), refuses in vet what skillgate cannot check, with the
+// position in the user's case.json or expectations.json, and writes the
+// small suite that names such a tree (Import). The mapping of the files
+// to cases and arms is the CUE package skillgate.dev/schema/formats/chrisbanes.
 package chrisbanes
-
-import "fmt"
-
-// Import writes into out a suite naming the files at src, and returns the
-// files written.
-func Import(src, out string) ([]string, error) {
-	return nil, fmt.Errorf("import %s: not supported yet", src)
-}

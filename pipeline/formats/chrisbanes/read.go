@@ -1,12 +1,9 @@
-// Package chrisbanes reads what CUE's @embed cannot of a chrisbanes/skills
-// cases tree (which case folders have an overlay/, the Python patterns'
-// RE2 forms), refuses in vet what skillgate cannot check, with the
-// position in the user's case.json or expectations.json, and writes the
-// small suite that names such a tree (Import). The mapping of the files
-// to cases is the CUE package skillgate.dev/schema/formats/chrisbanes.
 package chrisbanes
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -44,11 +41,22 @@ var joined = []string{"must_contain", "must_contain_any", "minimum_occurrences",
 func Read(dir string, in cue.Value) (ast.Expr, error) {
 	var errs cueerrors.Error
 	var overlays []ast.Expr
+	prompts := &ast.StructLit{}
 	patterns := map[string]*ast.Field{}
 	var order []string
 
 	each(in.LookupPath(cue.ParsePath("cases")), func(key string, c cue.Value) {
 		caseDir := strings.TrimSuffix(key, "/case.json")
+		prompt, err := readPrompt(dir, caseDir)
+		var cerr cueerrors.Error
+		switch {
+		case errors.As(err, &cerr):
+			errs = cueerrors.Append(errs, cerr)
+		case err != nil:
+			errs = cueerrors.Append(errs, cueerrors.Newf(userPos(c), "%s: %v", key, err))
+		default:
+			prompts.Elts = append(prompts.Elts, &ast.Field{Label: ast.NewString(caseDir), Value: prompt})
+		}
 		if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(caseDir), "overlay")); err == nil && st.IsDir() {
 			overlays = append(overlays, &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(caseDir), ValuePos: c.Pos()})
 		}
@@ -61,13 +69,13 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 	each(in.LookupPath(cue.ParsePath("expectations")), func(key string, e cue.Value) {
 		for _, f := range sortedKeys(refused) {
 			if v := e.LookupPath(cue.MakePath(cue.Str(f))); v.Exists() {
-				errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s is %s, which skillgate cannot run: express it with files, must_contain, must_match and the like, or drop it", key, f, refused[f]))
+				errs = cueerrors.Append(errs, cueerrors.Newf(userPos(v), "%s: %s is %s, which skillgate cannot run: express it with files, must_contain, must_match and the like, or drop it", key, f, refused[f]))
 			}
 		}
 		if files := e.LookupPath(cue.ParsePath("files")); count(files) > 1 {
 			for _, f := range joined {
 				if v := e.LookupPath(cue.MakePath(cue.Str(f))); count(v) > 0 {
-					errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s is checked against the %d files joined, which skillgate's file checks (one file each) cannot express: list one file, or use must_contain_by_file", key, f, count(files)))
+					errs = cueerrors.Append(errs, cueerrors.Newf(userPos(v), "%s: %s is checked against the %d files joined, which skillgate's file checks (one file each) cannot express: list one file, or use must_contain_by_file", key, f, count(files)))
 				}
 			}
 		}
@@ -100,9 +108,31 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		pats.Elts = append(pats.Elts, patterns[p])
 	}
 	return &ast.StructLit{Elts: []ast.Decl{
+		&ast.Field{Label: ast.NewIdent("prompts"), Value: prompts},
 		&ast.Field{Label: ast.NewIdent("overlays"), Value: &ast.ListLit{Elts: overlays}},
 		&ast.Field{Label: ast.NewIdent("patterns"), Value: pats},
 	}}, nil
+}
+
+// readPrompt reads a case folder's prompt.md as a string positioned in the
+// file, so a plan diff names it and an empty one is refused there.
+func readPrompt(dir, caseDir string) (ast.Expr, error) {
+	path := filepath.Join(dir, filepath.FromSlash(caseDir), "prompt.md")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("a case needs its prompt.md: %w", unwrap(err))
+	}
+	f := token.NewFile(path, -1, len(src))
+	f.SetLinesForContent(src)
+	if strings.TrimSpace(string(src)) == "" {
+		return nil, cueerrors.Newf(f.Pos(0, 0), "prompt.md is empty")
+	}
+	return &ast.BasicLit{Kind: token.STRING, Value: literal(string(src)), ValuePos: f.Pos(0, 0)}, nil
+}
+
+// literal is s as a CUE string literal.
+func literal(s string) string {
+	return ast.NewString(s).Value
 }
 
 // each calls fn with every regular field of the struct v, in order.
@@ -147,4 +177,35 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// userPos is where v is written in the user's file rather than in the
+// format package: a struct or list value is positioned at the schema that
+// shapes it, so its first element's position stands for it.
+func userPos(v cue.Value) token.Pos {
+	if !strings.HasSuffix(v.Pos().Filename(), ".cue") {
+		return v.Pos()
+	}
+	var first cue.Value
+	found := false
+	if it, err := v.List(); err == nil && it.Next() {
+		first, found = it.Value(), true
+	} else if it, err := v.Fields(); err == nil && it.Next() {
+		first, found = it.Value(), true
+	}
+	if found {
+		if p := userPos(first); !strings.HasSuffix(p.Filename(), ".cue") {
+			return p
+		}
+	}
+	return v.Pos()
+}
+
+// unwrap is a path error's cause alone: the message names the file itself.
+func unwrap(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
