@@ -31,7 +31,7 @@ const evidenceDiffBytes = 1 << 20
 // `skillgate report` rebuilds it with no suite folder.
 func cellEvidence(p *plan.Plan, st *store.Store, results []grade.CellResult) (*report.Evidence, error) {
 	cases, arms := p.CasesByID(), p.ArmsByName()
-	ev := &report.Evidence{Cells: map[string]report.CellEvidence{}}
+	ev := &report.Evidence{Cells: map[string]report.CellEvidence{}, Plan: p}
 	for _, res := range results {
 		if res.Status == grade.StatusMissing || res.Rollout == "" {
 			continue

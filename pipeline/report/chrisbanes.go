@@ -1,6 +1,735 @@
 package report
 
-import "github.com/skillgate/skillgate/pipeline/verdict"
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
 
-// writeChrisbanes writes the system's own output files into the run folder dir.
-func writeChrisbanes(dir string, r *verdict.Report, ev *Evidence) error { return nil }
+	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/verdict"
+)
+
+// chrisbanes/skills' own output files. A run writes them into
+// DirChrisbanes of its folder (skillgate's own audit-queue.json is at the
+// folder's top); `skillgate regrade` into DirChrisbanesRegraded, and
+// `skillgate rejudged-report` into the rejudged folder, as their evaluator
+// does.
+const (
+	FileChrisbanesResults    = "results.json"
+	FileChrisbanesScorecard  = "scorecard.md"
+	FileChrisbanesAuditQueue = "audit-queue.json"
+	DirChrisbanes            = "chrisbanes"
+	DirChrisbanesRegraded    = "regraded"
+)
+
+// Their arms, in their scorecard's order, and the kind of a no-change control.
+var chrisbanesArms = []string{"none", "forced", "automatic"}
+
+const chrisbanesNegative = "negative"
+
+// writeChrisbanes writes chrisbanes/skills' results.json, scorecard.md and
+// audit-queue.json into DirChrisbanes of the run folder dir, in their
+// shapes: one record per valid cell, the advisory scorecard with its
+// per-skill Baseline, Forced, Automatic and restraint rows, and the audit
+// queue.
+func writeChrisbanes(dir string, r *verdict.Report, ev *Evidence) error {
+	if ev == nil || ev.Plan == nil {
+		return nil
+	}
+	return WriteChrisbanes(filepath.Join(dir, DirChrisbanes), ChrisbanesRecords(ev.Plan, r, ev), ev.Plan)
+}
+
+// WriteChrisbanes writes chrisbanes/skills' three output files for records
+// into dir.
+func WriteChrisbanes(dir string, records []map[string]any, p *plan.Plan) error {
+	list := make([]any, len(records))
+	for i, rec := range records {
+		list[i] = rec
+	}
+	files := []struct {
+		name string
+		body []byte
+	}{
+		{FileChrisbanesResults, []byte(PyJSON(list) + "\n")},
+		{FileChrisbanesScorecard, []byte(ChrisbanesScorecard(p, records))},
+		{FileChrisbanesAuditQueue, []byte(PyJSON(ChrisbanesAuditQueue(records, p.Suite.Seed, p.Suite.Audit.SamplePercent)) + "\n")},
+	}
+	for _, f := range files {
+		if err := pipeline.WriteFile(filepath.Join(dir, f.name), f.body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ChrisbanesRecords are their results.json records, one per valid cell of
+// their arms, in plan order: what the cell's grade and evidence hold, in
+// their field names. The case's kind and task mode come from the tags the
+// format package gives each case ("kind:K", "mode:M", "allowed:SKILL").
+func ChrisbanesRecords(p *plan.Plan, r *verdict.Report, ev *Evidence) []map[string]any {
+	cases := p.CasesByID()
+	arms := p.ArmsByName()
+	var out []map[string]any
+	for _, c := range p.Cells {
+		ce, ok := ev.Cells[c.ID]
+		pc, okc := cases[c.Case]
+		if !ok || !okc || ce.Status == grade.StatusInvalid || !slices.Contains(chrisbanesArms, c.Arm) {
+			continue
+		}
+		out = append(out, chrisbanesRecord(p, r, pc, arms[c.Arm], c, ce))
+	}
+	return out
+}
+
+func chrisbanesRecord(p *plan.Plan, r *verdict.Report, pc plan.PlanCase, arm plan.PlanArm, c plan.Cell, ce CellEvidence) map[string]any {
+	kind, mode := tagValue(pc.Tags, "kind:"), tagValue(pc.Tags, "mode:")
+	expected := strs(pc.Routing.Skills.Required)
+	allowed := slices.Clone(pc.Routing.Skills.Required)
+	for _, t := range pc.Tags {
+		if s, ok := strings.CutPrefix(t, "allowed:"); ok {
+			allowed = append(allowed, s)
+		}
+	}
+	var reported []any
+	router := false
+	for _, e := range ce.Skills {
+		switch {
+		case p.Suite.Router != "" && e.Name == p.Skills[p.Suite.Router].Name:
+			router = true
+		case !slices.Contains(reported, any(e.Name)):
+			reported = append(reported, e.Name)
+		}
+	}
+	objective := ce.Status == grade.StatusCompleted
+	var failures, violations, validators []any
+	if ce.Status != grade.StatusCompleted {
+		failures = append(failures, fmt.Sprintf("subject exited %d", ce.ExitCode))
+	}
+	for _, ch := range ce.Checks {
+		if ch.Kind == grade.CheckJudge {
+			continue
+		}
+		rc := 0
+		if !ch.Passed {
+			rc, objective = 1, false
+			switch {
+			case ch.Kind == grade.CheckWrites && mode == "review":
+				violations = append(violations, "review case changed workspace")
+			case ch.Kind == grade.CheckWrites && kind == chrisbanesNegative:
+				failures = append(failures, "negative control changed workspace")
+			case ch.Kind == grade.CheckWrites:
+				violations = append(violations, "undeclared write: "+ch.Detail)
+			default:
+				failures = append(failures, "validator failed: "+ch.Name)
+			}
+		}
+		validators = append(validators, map[string]any{
+			"argv": []any{ch.Name}, "returncode": rc, "stdout": "", "stderr": ch.Detail, "timed_out": false,
+		})
+	}
+	judgePass := ce.Judge != nil && ce.Judge.Valid && len(ce.Judge.Criteria) > 0
+	var criteria []any
+	if ce.Judge != nil {
+		for _, cr := range ce.Judge.Criteria {
+			judgePass = judgePass && cr.Pass
+			criteria = append(criteria, map[string]any{"criterion": cr.Criterion, "pass": cr.Pass, "evidence": cr.Evidence})
+		}
+	}
+	judgeRC := 1
+	if ce.Judge != nil && ce.Judge.Valid {
+		judgeRC = 0
+	}
+	var changed []any
+	var diff strings.Builder
+	for _, d := range ce.Diffs {
+		changed = append(changed, d.Path)
+		diff.WriteString(d.Diff)
+	}
+	var events []any
+	for _, t := range ce.Turns {
+		if t.Tool != "" {
+			events = append(events, map[string]any{"type": "item.completed", "item": map[string]any{"type": "tool_call", "name": t.Tool}})
+		}
+	}
+	usage := map[string]any{}
+	if ce.Tokens != nil {
+		usage["input_tokens"] = ce.Tokens.Input
+		usage["output_tokens"] = ce.Tokens.Output
+	}
+	var catalog, sources []any
+	for _, k := range arm.Skills {
+		catalog = append(catalog, p.Skills[k].Path)
+	}
+	for _, k := range slices.Sorted(mapKeys(p.Skills)) {
+		sources = append(sources, p.Skills[k].Path)
+	}
+	var effort any
+	if p.Agent.Effort != "" {
+		effort = p.Agent.Effort
+	}
+	judgeModel := map[string]any{"model": nil, "reasoning": nil}
+	if p.Judge != nil {
+		if p.Judge.Model != "" {
+			judgeModel["model"] = p.Judge.Model
+		}
+	}
+	return map[string]any{
+		"id":                       c.Case + ":" + c.Arm + ":" + strconv.Itoa(c.Trial),
+		"case_id":                  c.Case,
+		"arm":                      c.Arm,
+		"repetition":               c.Trial,
+		"suite":                    p.Suite.Name,
+		"fingerprint":              c.Rollout.Encoded(),
+		"case_digest":              pc.GradeDigest.Encoded(),
+		"codex_version":            strings.Join(r.Observed.CLIVersions, ", "),
+		"skill_sha":                gitRevision(r),
+		"skill_catalog":            orEmpty(catalog),
+		"skill_sources":            orEmpty(sources),
+		"skill_catalog_digest":     arm.Digest.Encoded(),
+		"subject_model":            map[string]any{"model": p.Agent.Model, "reasoning": effort},
+		"judge_model":              judgeModel,
+		"kind":                     kind,
+		"task_mode":                mode,
+		"target_skills":            strs(pc.Targets),
+		"expected_skills":          expected,
+		"allowed_skills":           strs(allowed),
+		"reported_skills":          orEmpty(reported),
+		"reported_router":          router,
+		"objective_pass":           objective,
+		"judge_pass":               judgePass,
+		"outcome_pass":             ce.Passed,
+		"forbidden_action_failure": len(violations) > 0,
+		"objective_failures":       orEmpty(failures),
+		"violations":               orEmpty(violations),
+		"validators":               orEmpty(validators),
+		"subject": map[string]any{
+			"command":         []any{},
+			"events":          orEmpty(events),
+			"returncode":      ce.ExitCode,
+			"final_output":    map[string]any{"response": ce.Answer, "skills_used": orEmpty(reported)},
+			"usage":           usage,
+			"changed_paths":   orEmpty(changed),
+			"diff":            diff.String(),
+			"elapsed_seconds": ce.AgentSeconds,
+			"stderr":          "",
+			"retries":         0,
+		},
+		"judge": map[string]any{
+			"returncode":      judgeRC,
+			"events":          []any{},
+			"output":          map[string]any{"criteria": orEmpty(criteria)},
+			"usage":           map[string]any{},
+			"elapsed_seconds": 0.0,
+			"stderr":          "",
+			"retries":         0,
+		},
+	}
+}
+
+// ChrisbanesAuditQueue is their audit queue: every cell whose deterministic
+// and judge outcomes disagree, every cell of a case × arm whose judge
+// outcomes differ, then a seeded sample of samplePercent of the others
+// (rounded up), by ID, each with a null decision.
+func ChrisbanesAuditQueue(records []map[string]any, seed int64, samplePercent int) []any {
+	reasons := map[string][]string{}
+	add := func(id, why string) {
+		if !slices.Contains(reasons[id], why) {
+			reasons[id] = append(reasons[id], why)
+		}
+	}
+	type condition struct{ c, a string }
+	judged := map[condition][]map[string]any{}
+	var order []condition
+	for _, rec := range records {
+		if rec["objective_pass"] != rec["judge_pass"] {
+			add(rec["id"].(string), "judge-objective-disagreement")
+		}
+		k := condition{rec["case_id"].(string), rec["arm"].(string)}
+		if _, ok := judged[k]; !ok {
+			order = append(order, k)
+		}
+		judged[k] = append(judged[k], rec)
+	}
+	for _, k := range order {
+		outcomes := map[bool]bool{}
+		for _, rec := range judged[k] {
+			outcomes[rec["judge_pass"].(bool)] = true
+		}
+		if len(outcomes) > 1 {
+			for _, rec := range judged[k] {
+				add(rec["id"].(string), "within-condition-inconsistency")
+			}
+		}
+	}
+	var remaining []map[string]any
+	for _, rec := range records {
+		if _, ok := reasons[rec["id"].(string)]; !ok {
+			remaining = append(remaining, rec)
+		}
+	}
+	n := int(math.Ceil(float64(len(remaining)) * float64(samplePercent) / 100))
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x63686272697362))
+	for _, i := range rng.Perm(len(remaining))[:n] {
+		add(remaining[i]["id"].(string), "seeded-sample")
+	}
+	byID := map[string]map[string]any{}
+	for _, rec := range records {
+		byID[rec["id"].(string)] = rec
+	}
+	out := []any{}
+	for _, id := range slices.Sorted(mapKeys(reasons)) {
+		why := reasons[id]
+		slices.Sort(why)
+		rec := byID[id]
+		out = append(out, map[string]any{
+			"id": id, "case_id": rec["case_id"], "arm": rec["arm"], "repetition": rec["repetition"],
+			"reasons": strs(why), "decision": nil,
+		})
+	}
+	return out
+}
+
+// chrisbanesScore is their Scorecard: rates are nil where nothing applies.
+type chrisbanesScore struct {
+	outcome, negative                map[string]*float64
+	uplift, retention                *float64
+	precision, recall, routerReports *float64
+	forbidden                        int
+	gates                            []chrisbanesGate
+}
+
+type chrisbanesGate struct {
+	name   string
+	passed bool
+}
+
+func outcomeRate(records []map[string]any) *float64 {
+	if len(records) == 0 {
+		return nil
+	}
+	n := 0
+	for _, rec := range records {
+		if rec["outcome_pass"] == true {
+			n++
+		}
+	}
+	v := float64(n) / float64(len(records))
+	return &v
+}
+
+func ofArm(records []map[string]any, arm string) []map[string]any {
+	var out []map[string]any
+	for _, rec := range records {
+		if rec["arm"] == arm {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+func ofKind(records []map[string]any, negative bool) []map[string]any {
+	var out []map[string]any
+	for _, rec := range records {
+		if (rec["kind"] == chrisbanesNegative) == negative {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// chrisbanesScorecard computes their scorecard; the thresholds are the
+// plan's advisory policy's (a rule the policy lacks is not met).
+func chrisbanesScorecard(p *plan.Plan, records []map[string]any) chrisbanesScore {
+	s := chrisbanesScore{outcome: map[string]*float64{}, negative: map[string]*float64{}}
+	positive, negative := ofKind(records, false), ofKind(records, true)
+	for _, a := range chrisbanesArms {
+		s.outcome[a] = outcomeRate(ofArm(positive, a))
+		s.negative[a] = outcomeRate(ofArm(negative, a))
+	}
+	none, forced, auto := s.outcome["none"], s.outcome["forced"], s.outcome["automatic"]
+	if forced != nil && none != nil {
+		u := *forced - *none
+		s.uplift = &u
+		if u > 0 && auto != nil {
+			v := (*auto - *none) / u
+			s.retention = &v
+		}
+	}
+	automatic := ofArm(records, "automatic")
+	if len(automatic) > 0 {
+		var ptp, fp, rtp, fn, router int
+		for _, rec := range automatic {
+			expected, allowed, reported := set(rec["expected_skills"]), set(rec["allowed_skills"]), set(rec["reported_skills"])
+			for k := range expected {
+				allowed[k] = true
+			}
+			for k := range reported {
+				if allowed[k] {
+					ptp++
+				} else {
+					fp++
+				}
+			}
+			for k := range expected {
+				if reported[k] {
+					rtp++
+				} else {
+					fn++
+				}
+			}
+			if rec["reported_router"] == true {
+				router++
+			}
+		}
+		prec, rec, rr := 1.0, 1.0, float64(router)/float64(len(automatic))
+		if ptp+fp > 0 {
+			prec = float64(ptp) / float64(ptp+fp)
+		}
+		if rtp+fn > 0 {
+			rec = float64(rtp) / float64(rtp+fn)
+		}
+		s.precision, s.recall, s.routerReports = &prec, &rec, &rr
+	}
+	for _, rec := range records {
+		if rec["forbidden_action_failure"] == true {
+			s.forbidden++
+		}
+	}
+	pol := p.Policy
+	atLeast := func(v *float64, min float64) bool { return v != nil && *v >= min }
+	negOK := true
+	for _, a := range chrisbanesArms {
+		negOK = negOK && s.negative[a] != nil
+	}
+	negOK = negOK && *s.negative["forced"] >= *s.negative["none"] && *s.negative["automatic"] >= *s.negative["none"]
+	s.gates = []chrisbanesGate{
+		{"forced_uplift", pol.Uplift != nil && atLeast(s.uplift, pol.Uplift.MinPoints/100)},
+		{"automatic_retention", pol.Retention != nil && atLeast(s.retention, pol.Retention.MinShare)},
+		{"routing_precision", pol.Routing != nil && atLeast(s.precision, pol.Routing.MinPrecision)},
+		{"routing_recall", pol.Routing != nil && atLeast(s.recall, pol.Routing.MinRecall)},
+		{"negative_controls", pol.Restraint != nil && negOK},
+		{"forbidden_actions", pol.Forbidden != nil && s.forbidden <= pol.Forbidden.Max},
+	}
+	return s
+}
+
+func pyPercent(v *float64) string {
+	if v == nil {
+		return "not met"
+	}
+	return fmt.Sprintf("%.1f%%", *v*100)
+}
+
+// ChrisbanesScorecard renders their scorecard.md for records.
+func ChrisbanesScorecard(p *plan.Plan, records []map[string]any) string {
+	s := chrisbanesScorecard(p, records)
+	var in, out, retries, failures, tools int
+	var elapsed float64
+	for _, rec := range records {
+		for _, role := range []string{"subject", "judge"} {
+			m, _ := rec[role].(map[string]any)
+			u, _ := m["usage"].(map[string]any)
+			in += toInt(u["input_tokens"])
+			out += toInt(u["output_tokens"])
+			elapsed += toFloat(m["elapsed_seconds"])
+			retries += toInt(m["retries"])
+			if toInt(m["returncode"]) != 0 {
+				failures++
+			}
+			evs, _ := m["events"].([]any)
+			for _, e := range evs {
+				em, _ := e.(map[string]any)
+				item, _ := em["item"].(map[string]any)
+				if em["type"] == "item.completed" && slices.Contains([]any{"command_execution", "mcp_tool_call", "tool_call"}, item["type"]) {
+					tools++
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	line("# Advisory %s Skill Scorecard", p.Suite.Name)
+	line("")
+	line("> This experiment is not a merge or release gate.")
+	line("")
+	line("## Outcome pass rates")
+	line("")
+	line("| Arm | Positive cases | Negative controls |")
+	line("| --- | ---: | ---: |")
+	for _, a := range chrisbanesArms {
+		line("| %s | %s | %s |", a, pyPercent(s.outcome[a]), pyPercent(s.negative[a]))
+	}
+	skills := map[string]bool{}
+	for _, rec := range records {
+		for k := range set(rec["target_skills"]) {
+			skills[k] = true
+		}
+	}
+	if len(skills) > 0 {
+		line("")
+		line("## Per-skill diagnostics")
+		line("")
+		line("| Skill | Positive records per arm | Baseline | Forced | Automatic | Uplift | Forced restraint | Automatic restraint |")
+		line("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		for _, skill := range slices.Sorted(mapKeys(skills)) {
+			var mine []map[string]any
+			for _, rec := range records {
+				if set(rec["target_skills"])[skill] {
+					mine = append(mine, rec)
+				}
+			}
+			pos, neg := ofKind(mine, false), ofKind(mine, true)
+			base, forced, auto := outcomeRate(ofArm(pos, "none")), outcomeRate(ofArm(pos, "forced")), outcomeRate(ofArm(pos, "automatic"))
+			var uplift *float64
+			if forced != nil && base != nil {
+				u := *forced - *base
+				uplift = &u
+			}
+			line("| `%s` | %d | %s | %s | %s | %s | %s | %s |", skill, len(ofArm(pos, "none")), pyPercent(base), pyPercent(forced), pyPercent(auto), pyPercent(uplift),
+				pyPercent(outcomeRate(ofArm(neg, "forced"))), pyPercent(outcomeRate(ofArm(neg, "automatic"))))
+		}
+	}
+	line("")
+	line("## Effect and routing")
+	line("")
+	line("- Forced uplift: %s", pyPercent(s.uplift))
+	line("- Automatic retention: %s", pyPercent(s.retention))
+	line("- Reported automatic routing precision: %s", pyPercent(s.precision))
+	line("- Reported automatic routing recall: %s", pyPercent(s.recall))
+	line("- Router reported in automatic arm: %s", pyPercent(s.routerReports))
+	line("- Forbidden-action failures: %d", s.forbidden)
+	line("")
+	line("## Diagnostics (non-gating)")
+	line("")
+	line("- Input tokens: %d", in)
+	line("- Output tokens: %d", out)
+	line("- Tool events: %d", tools)
+	line("- Elapsed time: %.1fs", elapsed)
+	line("- Process failures: %d", failures)
+	line("- Retries: %d", retries)
+	line("")
+	line("## Gates")
+	line("")
+	for _, g := range s.gates {
+		v := "NOT MET"
+		if g.passed {
+			v = "PASS"
+		}
+		line("- %s: %s", g.name, v)
+	}
+	return b.String()
+}
+
+// PyJSON renders v as Python's json.dumps(v, indent=2, sort_keys=True)
+// does, the encoding of every chrisbanes JSON output: two-space indents,
+// sorted keys, non-ASCII escaped as \uXXXX, floats as Python's repr.
+func PyJSON(v any) string {
+	var b strings.Builder
+	pyEncode(&b, v, "")
+	return b.String()
+}
+
+func pyEncode(b *strings.Builder, v any, indent string) {
+	inner := indent + "  "
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case string:
+		pyString(b, x)
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		b.WriteString(pyFloat(x))
+	case []string:
+		pyEncode(b, strs(x), indent)
+	case []any:
+		if len(x) == 0 {
+			b.WriteString("[]")
+			return
+		}
+		b.WriteString("[\n")
+		for i, e := range x {
+			b.WriteString(inner)
+			pyEncode(b, e, inner)
+			if i < len(x)-1 {
+				b.WriteString(",")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString(indent + "]")
+	case map[string]any:
+		if len(x) == 0 {
+			b.WriteString("{}")
+			return
+		}
+		b.WriteString("{\n")
+		keys := slices.Sorted(mapKeys(x))
+		for i, k := range keys {
+			b.WriteString(inner)
+			pyString(b, k)
+			b.WriteString(": ")
+			pyEncode(b, x[k], inner)
+			if i < len(keys)-1 {
+				b.WriteString(",")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString(indent + "}")
+	default:
+		panic(fmt.Sprintf("PyJSON: %T", v)) // only the builders above reach here
+	}
+}
+
+func pyString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r >= 0x10000:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+		case r < 0x20 || r >= 0x7f:
+			fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}
+
+// pyFloat is Python's repr of a float: the shortest digits that round-trip,
+// fixed notation from 1e-4 up to 1e16 (with ".0" when integral), else
+// exponent notation with a sign and at least two digits.
+func pyFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case math.IsNaN(f):
+		return "NaN"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, exps, _ := strings.Cut(e, "e")
+	exp, _ := strconv.Atoi(exps)
+	neg := strings.HasPrefix(mant, "-")
+	digits := strings.Replace(strings.TrimPrefix(mant, "-"), ".", "", 1)
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	if exp < -4 || exp >= 16 {
+		m := digits[:1]
+		if len(digits) > 1 {
+			m += "." + digits[1:]
+		}
+		es := "+"
+		if exp < 0 {
+			es, exp = "-", -exp
+		}
+		return fmt.Sprintf("%s%se%s%02d", sign, m, es, exp)
+	}
+	if exp < 0 {
+		return sign + "0." + strings.Repeat("0", -exp-1) + digits
+	}
+	if len(digits) <= exp+1 {
+		return sign + digits + strings.Repeat("0", exp+1-len(digits)) + ".0"
+	}
+	return sign + digits[:exp+1] + "." + digits[exp+1:]
+}
+
+func tagValue(tags []string, prefix string) string {
+	for _, t := range tags {
+		if v, ok := strings.CutPrefix(t, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func gitRevision(r *verdict.Report) string {
+	if len(r.Observed.Git) == 0 {
+		return ""
+	}
+	return r.Observed.Git[0].Revision
+}
+
+func strs(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func orEmpty(xs []any) []any {
+	if xs == nil {
+		return []any{}
+	}
+	return xs
+}
+
+func set(v any) map[string]bool {
+	out := map[string]bool{}
+	xs, _ := v.([]any)
+	for _, x := range xs {
+		if s, ok := x.(string); ok {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func toInt(v any) int {
+	switch x := v.(type) {
+	case int:
+		return x
+	case int64:
+		return int(x)
+	}
+	return 0
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case int:
+		return float64(x)
+	}
+	return 0
+}

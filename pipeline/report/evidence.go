@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/skillgate/skillgate/pipeline/plan"
 	"unicode/utf8"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -14,6 +15,10 @@ import (
 type Evidence struct {
 	// Cells by cell ID.
 	Cells map[string]CellEvidence
+	// Plan is the run's plan, for the outputs of other systems that speak
+	// of a cell's case in their own words (chrisbanes' kind, task mode and
+	// target skills); nil where a caller has none.
+	Plan *plan.Plan
 }
 
 // CellEvidence is one cell's evidence.
