@@ -39,6 +39,11 @@ rejudgements. The run's own judgements, grades and reports are never
 touched. Rejudging again reuses the rejudgements stored and asks only for
 the rest.
 
+A run of a suite reading chrisbanes/skills files previews, as their
+evaluator does: it prints the packet and judge-call counts and calls nothing
+unless --execute is given; skillgate rejudged-report then builds their
+scorecard from the rejudgements.
+
 A command judge runs in the suite folder (--suite DIR, else the current
 folder), and a relative program in its command is that folder's.
 
@@ -54,12 +59,22 @@ failed, naming which.`,
 			&cli.StringFlag{Name: "command", Usage: "a command judge's program and arguments `'CMD ...'` (split on spaces; implies --provider command; a relative program is the suite folder's)"},
 			&cli.StringFlag{Name: "suite", Usage: "take the other judge from the suite folder `DIR` (a command judge runs there; default: the current folder)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 4, Usage: "judge calls at once"},
+			&cli.BoolFlag{Name: "execute", Usage: "make the judge calls of a chrisbanes suite's run (without it, a preview)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return exit(2, fmt.Errorf("judge needs the run folder OUT"))
 			}
 			out := c.Args().First()
+			if !c.Bool("execute") {
+				if run, err := plan.ReadPlan(filepath.Join(out, store.FilePlan)); err == nil {
+					if previewed, err := judgePreview(os.Stdout, run, out); err != nil {
+						return exit(2, err)
+					} else if previewed {
+						return nil
+					}
+				}
+			}
 			var base suite.Judge
 			suiteDir := "."
 			if dir := c.String("suite"); dir != "" {

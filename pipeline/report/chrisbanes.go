@@ -733,3 +733,28 @@ func toFloat(v any) float64 {
 	}
 	return 0
 }
+
+// ChrisbanesRegraded are their regraded records: each cell of after (the
+// deterministic checks applied again, under plan p) with the judgement of
+// the same cell in before (the run's own evidence, under before.Plan), as
+// their regrade keeps the original judgement; the outcome is the new
+// objective outcome and the original judge's, and regraded_case_digest
+// names the case as regraded.
+func ChrisbanesRegraded(p *plan.Plan, r *verdict.Report, before, after *Evidence) []map[string]any {
+	orig := map[string]map[string]any{}
+	for _, rec := range ChrisbanesRecords(before.Plan, r, before) {
+		orig[rec["id"].(string)] = rec
+	}
+	var out []map[string]any
+	for _, rec := range ChrisbanesRecords(p, r, after) {
+		o, ok := orig[rec["id"].(string)]
+		if !ok {
+			continue
+		}
+		rec["judge"], rec["judge_pass"] = o["judge"], o["judge_pass"]
+		rec["outcome_pass"] = rec["objective_pass"] == true && o["judge_pass"] == true
+		rec["regraded_case_digest"], rec["case_digest"] = rec["case_digest"], o["case_digest"]
+		out = append(out, rec)
+	}
+	return out
+}
