@@ -60,6 +60,13 @@
 //	    judgements/KEY.json          one rejudgement per packet KEY, and per adjudication
 //	    verdict.json ... junit.xml, audit-queue.json
 //	                                 the rejudged report set
+//	chrisbanes/                    for a suite reading chrisbanes/skills' files: their
+//	                               results.json, scorecard.md and audit-queue.json
+//	regraded/                      the same three files by skillgate regrade: the checks
+//	                               as the suite has them now, the original judgements
+//	rejudged/results.json, scorecard.md, audit-queue.json
+//	                               the same three files by skillgate rejudged-report, from
+//	                               the one rejudgement of each packet
 //
 // A rubric judgement's KEY is the cell's grade key, which already holds the
 // judge's identity (templates, adjudication and seed included): changing
