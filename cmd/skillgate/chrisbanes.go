@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -71,7 +73,8 @@ Exits 0, or 2 with nothing written when the run or the suite cannot be read.`,
 			if err := report.WriteChrisbanes(dest, records, p); err != nil {
 				return exit(2, err)
 			}
-			fmt.Fprintf(os.Stderr, "regraded %d cells: %s\n", len(records), dest)
+			fmt.Fprintf(os.Stderr, "regraded %d cells\n", len(records))
+			fmt.Println(filepath.Join(dest, report.FileChrisbanesScorecard))
 			return nil
 		},
 	}
@@ -107,7 +110,8 @@ Exits 0, or 2 with nothing written.`,
 			if err := report.WriteChrisbanes(dest, records, p); err != nil {
 				return exit(2, err)
 			}
-			fmt.Fprintf(os.Stderr, "rejudged report of %d cells: %s\n", len(records), dest)
+			fmt.Fprintf(os.Stderr, "rejudged report of %d cells\n", len(records))
+			fmt.Println(filepath.Join(dest, report.FileChrisbanesScorecard))
 			return nil
 		},
 	}
@@ -131,17 +135,33 @@ func runSuiteDir(out, dir string) (string, error) {
 	return filepath.Join(suite.RepositoryRoot(wd), filepath.FromSlash(p.Suite.Dir)), nil
 }
 
-// judgePreview is chrisbanes/skills' judge without --execute: what
-// rejudging the run would ask, as their evaluator prints it, and no call.
-func judgePreview(w io.Writer, p *plan.Plan, out string) (bool, error) {
+// judgePreview is chrisbanes/skills' judge without --execute: how many of
+// the packets the run's plan needs are stored and so how many judge calls
+// rejudging makes, as their evaluator prints it (as JSON with asJSON), and
+// no call. It previews only the run of a suite reading their files.
+func judgePreview(w io.Writer, p *plan.Plan, out string, asJSON bool) (bool, error) {
 	if !slices.Contains(p.Formats, chrisbanesFormat) {
 		return false, nil
 	}
-	packets, err := filepath.Glob(filepath.Join(out, store.DirPackets, "*.json"))
-	if err != nil {
-		return true, err
+	cases := p.CasesByID()
+	st := &store.Store{Dir: out}
+	seen := map[string]bool{}
+	for _, c := range p.Cells {
+		key := c.Grade.Encoded()
+		if len(cases[c.Case].Rubric) == 0 || seen[key] {
+			continue
+		}
+		if _, err := os.Stat(st.PacketPath(key)); err == nil {
+			seen[key] = true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return true, err
+		}
 	}
-	fmt.Fprintf(w, "{\n  \"execute\": false,\n  \"judge_calls\": %d,\n  \"packet_count\": %d\n}\n", len(packets), len(packets))
-	fmt.Fprintln(os.Stderr, "judge: a preview; pass --execute to make the judge calls")
+	n := len(seen)
+	if asJSON {
+		fmt.Fprintf(w, "{\n  \"execute\": false,\n  \"judge_calls\": %d,\n  \"packet_count\": %d\n}\n", n, n)
+	} else {
+		fmt.Fprintf(w, "%d eligible persisted packets; %d planned judge calls\n", n, n)
+	}
 	return true, nil
 }

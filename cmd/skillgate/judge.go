@@ -40,8 +40,8 @@ touched. Rejudging again reuses the rejudgements stored and asks only for
 the rest.
 
 A run of a suite reading chrisbanes/skills files previews, as their
-evaluator does: it prints the packet and judge-call counts and calls nothing
-unless --execute is given; skillgate rejudged-report then builds their
+evaluator does: it prints the eligible packets and judge calls (--json: as
+JSON) and calls nothing unless --execute is given; skillgate rejudged-report then builds their
 scorecard from the rejudgements.
 
 A command judge runs in the suite folder (--suite DIR, else the current
@@ -60,6 +60,7 @@ failed, naming which.`,
 			&cli.StringFlag{Name: "suite", Usage: "take the other judge from the suite folder `DIR` (a command judge runs there; default: the current folder)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 4, Usage: "judge calls at once"},
 			&cli.BoolFlag{Name: "execute", Usage: "make the judge calls of a chrisbanes suite's run (without it, a preview)"},
+			&cli.BoolFlag{Name: "json", Usage: "print a chrisbanes suite's preview as JSON"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -68,7 +69,7 @@ failed, naming which.`,
 			out := c.Args().First()
 			if !c.Bool("execute") {
 				if run, err := plan.ReadPlan(filepath.Join(out, store.FilePlan)); err == nil {
-					if previewed, err := judgePreview(os.Stdout, run, out); err != nil {
+					if previewed, err := judgePreview(os.Stdout, run, out, c.Bool("json")); err != nil {
 						return exit(2, err)
 					} else if previewed {
 						return nil
