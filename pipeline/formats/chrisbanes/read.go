@@ -60,6 +60,11 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(caseDir), "overlay")); err == nil && st.IsDir() {
 			overlays = append(overlays, &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(caseDir), ValuePos: c.Pos()})
 		}
+		if v := c.LookupPath(cue.ParsePath("forbid_all_commands")); v.Exists() {
+			if b, err := v.Bool(); err == nil && b {
+				errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: forbid_all_commands: skillgate does not record the agent's commands, so it cannot fail a case on one; drop it, or set allowed_write_paths to [] to forbid changes", key))
+			}
+		}
 		for _, f := range []string{"required_command_patterns", "forbidden_command_patterns"} {
 			eachElem(c.LookupPath(cue.MakePath(cue.Str(f))), func(v cue.Value) {
 				errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s: skillgate does not record the agent's commands, so it cannot check command evidence; check it in a validator instead", key, f))
