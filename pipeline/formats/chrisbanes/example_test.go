@@ -1,8 +1,10 @@
 package chrisbanes_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -51,5 +53,37 @@ func TestExampleSuite(t *testing.T) {
 	}
 	if !slices.Contains(r.Tags, "mode:review") || !slices.Contains(r.Sources, "cases/benchmark-comparison-novel/prompt.md") {
 		t.Errorf("review: tags %v sources %v", r.Tags, r.Sources)
+	}
+}
+
+// TestTargetSkillsSelectsCases: formats.chrisbanes.targetSkills keeps the
+// cases whose target skills are all among them, as their suites do.
+func TestTargetSkillsSelectsCases(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(repo, "ex")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "..", "suites", "chrisbanes-example"))); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "suite.cue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for filter, want := range map[string]int{`["benchmark-comparison"]`: 3, `["benchmark-comparison", "other"]`: 3, `["other"]`: 0} {
+		s := strings.Replace(string(src), "formats: chrisbanes: {", "formats: chrisbanes: {\n\t\ttargetSkills: "+filter, 1)
+		if err := os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := suite.LoadSuite(dir)
+		switch {
+		case want == 0 && (err == nil || !strings.Contains(err.Error(), "at least one case")):
+			t.Errorf("targetSkills %s: %v, want no case", filter, err)
+		case want > 0 && err != nil:
+			t.Errorf("targetSkills %s: %s", filter, suite.PrintError(err, "."))
+		case want > 0 && len(got.Cases) != want:
+			t.Errorf("targetSkills %s: %d cases, want %d", filter, len(got.Cases), want)
+		}
 	}
 }
