@@ -275,6 +275,9 @@ func ChrisbanesAuditQueue(records []map[string]any, seed int64, samplePercent in
 		}
 	}
 	n := int(math.Ceil(float64(len(remaining)) * float64(samplePercent) / 100))
+	// The suite's seed picks the sample, so a report rebuilt from the same
+	// results queues the same cells; the stream constant only keeps this
+	// sample apart from skillgate's own audit sample of the same seed.
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x63686272697362))
 	for _, i := range rng.Perm(len(remaining))[:n] {
 		add(remaining[i]["id"].(string), "seeded-sample")
