@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,10 @@ var refused = map[string]string{
 	"file_globs":          "a file-glob count check",
 	"task_graph":          "a task-graph check",
 }
+
+// typedValidators are their validators whose expectations.json skillgate
+// checks itself (the format package's _typedValidators).
+var typedValidators = []string{"@validators/compose_case.py", "@validators/text_case.py"}
 
 // joined are the expectations.json keys their validators check against
 // the subject files joined, which skillgate's file checks (one file each)
@@ -65,6 +70,16 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 				errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: forbid_all_commands: skillgate does not record the agent's commands, so it cannot fail a case on one; drop it, or set allowed_write_paths to [] to forbid changes", key))
 			}
 		}
+		eachElem(c.LookupPath(cue.ParsePath("validators")), func(v cue.Value) {
+			var argv []string
+			if v.LookupPath(cue.ParsePath("argv")).Decode(&argv) != nil || len(argv) != 3 || !slices.Contains(typedValidators, argv[1]) {
+				return
+			}
+			exp := caseDir + "/expectations.json"
+			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(exp))); err != nil {
+				errs = cueerrors.Append(errs, cueerrors.Newf(userPos(v), "%s: %s reads %s, which is missing: %v", key, argv[1], exp, unwrap(err)))
+			}
+		})
 		for _, f := range []string{"required_command_patterns", "forbidden_command_patterns"} {
 			eachElem(c.LookupPath(cue.MakePath(cue.Str(f))), func(v cue.Value) {
 				errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s: skillgate does not record the agent's commands, so it cannot check command evidence; check it in a validator instead", key, f))
