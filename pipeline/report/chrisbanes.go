@@ -57,9 +57,9 @@ func WriteChrisbanes(dir string, records []map[string]any, p *plan.Plan) error {
 		name string
 		body []byte
 	}{
-		{FileChrisbanesResults, []byte(PyJSON(list) + "\n")},
+		{FileChrisbanesResults, []byte(ChrisbanesJSON(list) + "\n")},
 		{FileChrisbanesScorecard, []byte(ChrisbanesScorecard(p, records))},
-		{FileChrisbanesAuditQueue, []byte(PyJSON(ChrisbanesAuditQueue(records, p.Suite.Seed, p.Suite.Audit.SamplePercent)) + "\n")},
+		{FileChrisbanesAuditQueue, []byte(ChrisbanesJSON(ChrisbanesAuditQueue(records, p.Suite.Seed, p.Suite.Audit.SamplePercent)) + "\n")},
 	}
 	for _, f := range files {
 		if err := pipeline.WriteFile(filepath.Join(dir, f.name), f.body); err != nil {
@@ -89,8 +89,8 @@ func ChrisbanesRecords(p *plan.Plan, r *verdict.Report, ev *Evidence) []map[stri
 }
 
 func chrisbanesRecord(p *plan.Plan, r *verdict.Report, pc plan.PlanCase, arm plan.PlanArm, c plan.Cell, ce CellEvidence) map[string]any {
-	kind, mode := tagValue(pc.Tags, "kind:"), tagValue(pc.Tags, "mode:")
-	expected := strs(pc.Routing.Skills.Required)
+	kind, mode := cbTag(pc.Tags, "kind:"), cbTag(pc.Tags, "mode:")
+	expected := cbStrings(pc.Routing.Skills.Required)
 	allowed := slices.Clone(pc.Routing.Skills.Required)
 	for _, t := range pc.Tags {
 		if s, ok := strings.CutPrefix(t, "allowed:"); ok {
@@ -167,7 +167,7 @@ func chrisbanesRecord(p *plan.Plan, r *verdict.Report, pc plan.PlanCase, arm pla
 	for _, k := range arm.Skills {
 		catalog = append(catalog, p.Skills[k].Path)
 	}
-	for _, k := range slices.Sorted(mapKeys(p.Skills)) {
+	for _, k := range slices.Sorted(cbKeys(p.Skills)) {
 		sources = append(sources, p.Skills[k].Path)
 	}
 	var effort any
@@ -189,33 +189,33 @@ func chrisbanesRecord(p *plan.Plan, r *verdict.Report, pc plan.PlanCase, arm pla
 		"fingerprint":              c.Rollout.Encoded(),
 		"case_digest":              pc.GradeDigest.Encoded(),
 		"codex_version":            strings.Join(r.Observed.CLIVersions, ", "),
-		"skill_sha":                gitRevision(r),
-		"skill_catalog":            orEmpty(catalog),
-		"skill_sources":            orEmpty(sources),
+		"skill_sha":                cbGitRevision(r),
+		"skill_catalog":            cbList(catalog),
+		"skill_sources":            cbList(sources),
 		"skill_catalog_digest":     arm.Digest.Encoded(),
 		"subject_model":            map[string]any{"model": p.Agent.Model, "reasoning": effort},
 		"judge_model":              judgeModel,
 		"kind":                     kind,
 		"task_mode":                mode,
-		"target_skills":            strs(pc.Targets),
+		"target_skills":            cbStrings(pc.Targets),
 		"expected_skills":          expected,
-		"allowed_skills":           strs(allowed),
-		"reported_skills":          orEmpty(reported),
+		"allowed_skills":           cbStrings(allowed),
+		"reported_skills":          cbList(reported),
 		"reported_router":          router,
 		"objective_pass":           objective,
 		"judge_pass":               judgePass,
 		"outcome_pass":             ce.Passed,
 		"forbidden_action_failure": len(violations) > 0,
-		"objective_failures":       orEmpty(failures),
-		"violations":               orEmpty(violations),
-		"validators":               orEmpty(validators),
+		"objective_failures":       cbList(failures),
+		"violations":               cbList(violations),
+		"validators":               cbList(validators),
 		"subject": map[string]any{
 			"command":         []any{},
-			"events":          orEmpty(events),
+			"events":          cbList(events),
 			"returncode":      ce.ExitCode,
-			"final_output":    map[string]any{"response": ce.Answer, "skills_used": orEmpty(reported)},
+			"final_output":    map[string]any{"response": ce.Answer, "skills_used": cbList(reported)},
 			"usage":           usage,
-			"changed_paths":   orEmpty(changed),
+			"changed_paths":   cbList(changed),
 			"diff":            diff.String(),
 			"elapsed_seconds": ce.AgentSeconds,
 			"stderr":          "",
@@ -224,7 +224,7 @@ func chrisbanesRecord(p *plan.Plan, r *verdict.Report, pc plan.PlanCase, arm pla
 		"judge": map[string]any{
 			"returncode":      judgeRC,
 			"events":          []any{},
-			"output":          map[string]any{"criteria": orEmpty(criteria)},
+			"output":          map[string]any{"criteria": cbList(criteria)},
 			"usage":           map[string]any{},
 			"elapsed_seconds": 0.0,
 			"stderr":          "",
@@ -287,13 +287,13 @@ func ChrisbanesAuditQueue(records []map[string]any, seed int64, samplePercent in
 		byID[rec["id"].(string)] = rec
 	}
 	out := []any{}
-	for _, id := range slices.Sorted(mapKeys(reasons)) {
+	for _, id := range slices.Sorted(cbKeys(reasons)) {
 		why := reasons[id]
 		slices.Sort(why)
 		rec := byID[id]
 		out = append(out, map[string]any{
 			"id": id, "case_id": rec["case_id"], "arm": rec["arm"], "repetition": rec["repetition"],
-			"reasons": strs(why), "decision": nil,
+			"reasons": cbStrings(why), "decision": nil,
 		})
 	}
 	return out
@@ -313,7 +313,7 @@ type chrisbanesGate struct {
 	passed bool
 }
 
-func outcomeRate(records []map[string]any) *float64 {
+func cbRate(records []map[string]any) *float64 {
 	if len(records) == 0 {
 		return nil
 	}
@@ -327,7 +327,7 @@ func outcomeRate(records []map[string]any) *float64 {
 	return &v
 }
 
-func ofArm(records []map[string]any, arm string) []map[string]any {
+func cbOfArm(records []map[string]any, arm string) []map[string]any {
 	var out []map[string]any
 	for _, rec := range records {
 		if rec["arm"] == arm {
@@ -337,7 +337,7 @@ func ofArm(records []map[string]any, arm string) []map[string]any {
 	return out
 }
 
-func ofKind(records []map[string]any, negative bool) []map[string]any {
+func cbOfKind(records []map[string]any, negative bool) []map[string]any {
 	var out []map[string]any
 	for _, rec := range records {
 		if (rec["kind"] == chrisbanesNegative) == negative {
@@ -351,10 +351,10 @@ func ofKind(records []map[string]any, negative bool) []map[string]any {
 // plan's advisory policy's (a rule the policy lacks is not met).
 func chrisbanesScorecard(p *plan.Plan, records []map[string]any) chrisbanesScore {
 	s := chrisbanesScore{outcome: map[string]*float64{}, negative: map[string]*float64{}}
-	positive, negative := ofKind(records, false), ofKind(records, true)
+	positive, negative := cbOfKind(records, false), cbOfKind(records, true)
 	for _, a := range chrisbanesArms {
-		s.outcome[a] = outcomeRate(ofArm(positive, a))
-		s.negative[a] = outcomeRate(ofArm(negative, a))
+		s.outcome[a] = cbRate(cbOfArm(positive, a))
+		s.negative[a] = cbRate(cbOfArm(negative, a))
 	}
 	none, forced, auto := s.outcome["none"], s.outcome["forced"], s.outcome["automatic"]
 	if forced != nil && none != nil {
@@ -365,11 +365,11 @@ func chrisbanesScorecard(p *plan.Plan, records []map[string]any) chrisbanesScore
 			s.retention = &v
 		}
 	}
-	automatic := ofArm(records, "automatic")
+	automatic := cbOfArm(records, "automatic")
 	if len(automatic) > 0 {
 		var ptp, fp, rtp, fn, router int
 		for _, rec := range automatic {
-			expected, allowed, reported := set(rec["expected_skills"]), set(rec["allowed_skills"]), set(rec["reported_skills"])
+			expected, allowed, reported := cbSet(rec["expected_skills"]), cbSet(rec["allowed_skills"]), cbSet(rec["reported_skills"])
 			for k := range expected {
 				allowed[k] = true
 			}
@@ -423,7 +423,7 @@ func chrisbanesScorecard(p *plan.Plan, records []map[string]any) chrisbanesScore
 	return s
 }
 
-func pyPercent(v *float64) string {
+func cbPercent(v *float64) string {
 	if v == nil {
 		return "not met"
 	}
@@ -439,11 +439,11 @@ func ChrisbanesScorecard(p *plan.Plan, records []map[string]any) string {
 		for _, role := range []string{"subject", "judge"} {
 			m, _ := rec[role].(map[string]any)
 			u, _ := m["usage"].(map[string]any)
-			in += toInt(u["input_tokens"])
-			out += toInt(u["output_tokens"])
-			elapsed += toFloat(m["elapsed_seconds"])
-			retries += toInt(m["retries"])
-			if toInt(m["returncode"]) != 0 {
+			in += cbInt(u["input_tokens"])
+			out += cbInt(u["output_tokens"])
+			elapsed += cbFloat(m["elapsed_seconds"])
+			retries += cbInt(m["retries"])
+			if cbInt(m["returncode"]) != 0 {
 				failures++
 			}
 			evs, _ := m["events"].([]any)
@@ -467,11 +467,11 @@ func ChrisbanesScorecard(p *plan.Plan, records []map[string]any) string {
 	line("| Arm | Positive cases | Negative controls |")
 	line("| --- | ---: | ---: |")
 	for _, a := range chrisbanesArms {
-		line("| %s | %s | %s |", a, pyPercent(s.outcome[a]), pyPercent(s.negative[a]))
+		line("| %s | %s | %s |", a, cbPercent(s.outcome[a]), cbPercent(s.negative[a]))
 	}
 	skills := map[string]bool{}
 	for _, rec := range records {
-		for k := range set(rec["target_skills"]) {
+		for k := range cbSet(rec["target_skills"]) {
 			skills[k] = true
 		}
 	}
@@ -481,32 +481,32 @@ func ChrisbanesScorecard(p *plan.Plan, records []map[string]any) string {
 		line("")
 		line("| Skill | Positive records per arm | Baseline | Forced | Automatic | Uplift | Forced restraint | Automatic restraint |")
 		line("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-		for _, skill := range slices.Sorted(mapKeys(skills)) {
+		for _, skill := range slices.Sorted(cbKeys(skills)) {
 			var mine []map[string]any
 			for _, rec := range records {
-				if set(rec["target_skills"])[skill] {
+				if cbSet(rec["target_skills"])[skill] {
 					mine = append(mine, rec)
 				}
 			}
-			pos, neg := ofKind(mine, false), ofKind(mine, true)
-			base, forced, auto := outcomeRate(ofArm(pos, "none")), outcomeRate(ofArm(pos, "forced")), outcomeRate(ofArm(pos, "automatic"))
+			pos, neg := cbOfKind(mine, false), cbOfKind(mine, true)
+			base, forced, auto := cbRate(cbOfArm(pos, "none")), cbRate(cbOfArm(pos, "forced")), cbRate(cbOfArm(pos, "automatic"))
 			var uplift *float64
 			if forced != nil && base != nil {
 				u := *forced - *base
 				uplift = &u
 			}
-			line("| `%s` | %d | %s | %s | %s | %s | %s | %s |", skill, len(ofArm(pos, "none")), pyPercent(base), pyPercent(forced), pyPercent(auto), pyPercent(uplift),
-				pyPercent(outcomeRate(ofArm(neg, "forced"))), pyPercent(outcomeRate(ofArm(neg, "automatic"))))
+			line("| `%s` | %d | %s | %s | %s | %s | %s | %s |", skill, len(cbOfArm(pos, "none")), cbPercent(base), cbPercent(forced), cbPercent(auto), cbPercent(uplift),
+				cbPercent(cbRate(cbOfArm(neg, "forced"))), cbPercent(cbRate(cbOfArm(neg, "automatic"))))
 		}
 	}
 	line("")
 	line("## Effect and routing")
 	line("")
-	line("- Forced uplift: %s", pyPercent(s.uplift))
-	line("- Automatic retention: %s", pyPercent(s.retention))
-	line("- Reported automatic routing precision: %s", pyPercent(s.precision))
-	line("- Reported automatic routing recall: %s", pyPercent(s.recall))
-	line("- Router reported in automatic arm: %s", pyPercent(s.routerReports))
+	line("- Forced uplift: %s", cbPercent(s.uplift))
+	line("- Automatic retention: %s", cbPercent(s.retention))
+	line("- Reported automatic routing precision: %s", cbPercent(s.precision))
+	line("- Reported automatic routing recall: %s", cbPercent(s.recall))
+	line("- Router reported in automatic arm: %s", cbPercent(s.routerReports))
 	line("- Forbidden-action failures: %d", s.forbidden)
 	line("")
 	line("## Diagnostics (non-gating)")
@@ -530,16 +530,16 @@ func ChrisbanesScorecard(p *plan.Plan, records []map[string]any) string {
 	return b.String()
 }
 
-// PyJSON renders v as Python's json.dumps(v, indent=2, sort_keys=True)
+// ChrisbanesJSON renders v as Python's json.dumps(v, indent=2, sort_keys=True)
 // does, the encoding of every chrisbanes JSON output: two-space indents,
 // sorted keys, non-ASCII escaped as \uXXXX, floats as Python's repr.
-func PyJSON(v any) string {
+func ChrisbanesJSON(v any) string {
 	var b strings.Builder
-	pyEncode(&b, v, "")
+	cbPyEncode(&b, v, "")
 	return b.String()
 }
 
-func pyEncode(b *strings.Builder, v any, indent string) {
+func cbPyEncode(b *strings.Builder, v any, indent string) {
 	inner := indent + "  "
 	switch x := v.(type) {
 	case nil:
@@ -547,15 +547,15 @@ func pyEncode(b *strings.Builder, v any, indent string) {
 	case bool:
 		b.WriteString(strconv.FormatBool(x))
 	case string:
-		pyString(b, x)
+		cbPyString(b, x)
 	case int:
 		b.WriteString(strconv.Itoa(x))
 	case int64:
 		b.WriteString(strconv.FormatInt(x, 10))
 	case float64:
-		b.WriteString(pyFloat(x))
+		b.WriteString(cbPyFloat(x))
 	case []string:
-		pyEncode(b, strs(x), indent)
+		cbPyEncode(b, cbStrings(x), indent)
 	case []any:
 		if len(x) == 0 {
 			b.WriteString("[]")
@@ -564,7 +564,7 @@ func pyEncode(b *strings.Builder, v any, indent string) {
 		b.WriteString("[\n")
 		for i, e := range x {
 			b.WriteString(inner)
-			pyEncode(b, e, inner)
+			cbPyEncode(b, e, inner)
 			if i < len(x)-1 {
 				b.WriteString(",")
 			}
@@ -577,12 +577,12 @@ func pyEncode(b *strings.Builder, v any, indent string) {
 			return
 		}
 		b.WriteString("{\n")
-		keys := slices.Sorted(mapKeys(x))
+		keys := slices.Sorted(cbKeys(x))
 		for i, k := range keys {
 			b.WriteString(inner)
-			pyString(b, k)
+			cbPyString(b, k)
 			b.WriteString(": ")
-			pyEncode(b, x[k], inner)
+			cbPyEncode(b, x[k], inner)
 			if i < len(keys)-1 {
 				b.WriteString(",")
 			}
@@ -590,11 +590,11 @@ func pyEncode(b *strings.Builder, v any, indent string) {
 		}
 		b.WriteString(indent + "}")
 	default:
-		panic(fmt.Sprintf("PyJSON: %T", v)) // only the builders above reach here
+		panic(fmt.Sprintf("ChrisbanesJSON: %T", v)) // only the builders above reach here
 	}
 }
 
-func pyString(b *strings.Builder, s string) {
+func cbPyString(b *strings.Builder, s string) {
 	b.WriteByte('"')
 	for _, r := range s {
 		switch {
@@ -624,10 +624,10 @@ func pyString(b *strings.Builder, s string) {
 	b.WriteByte('"')
 }
 
-// pyFloat is Python's repr of a float: the shortest digits that round-trip,
+// cbPyFloat is Python's repr of a float: the shortest digits that round-trip,
 // fixed notation from 1e-4 up to 1e16 (with ".0" when integral), else
 // exponent notation with a sign and at least two digits.
-func pyFloat(f float64) string {
+func cbPyFloat(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
 		return "Infinity"
@@ -665,7 +665,7 @@ func pyFloat(f float64) string {
 	return sign + digits[:exp+1] + "." + digits[exp+1:]
 }
 
-func tagValue(tags []string, prefix string) string {
+func cbTag(tags []string, prefix string) string {
 	for _, t := range tags {
 		if v, ok := strings.CutPrefix(t, prefix); ok {
 			return v
@@ -674,14 +674,14 @@ func tagValue(tags []string, prefix string) string {
 	return ""
 }
 
-func gitRevision(r *verdict.Report) string {
+func cbGitRevision(r *verdict.Report) string {
 	if len(r.Observed.Git) == 0 {
 		return ""
 	}
 	return r.Observed.Git[0].Revision
 }
 
-func strs(ss []string) []any {
+func cbStrings(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {
 		out[i] = s
@@ -689,14 +689,14 @@ func strs(ss []string) []any {
 	return out
 }
 
-func orEmpty(xs []any) []any {
+func cbList(xs []any) []any {
 	if xs == nil {
 		return []any{}
 	}
 	return xs
 }
 
-func set(v any) map[string]bool {
+func cbSet(v any) map[string]bool {
 	out := map[string]bool{}
 	xs, _ := v.([]any)
 	for _, x := range xs {
@@ -707,7 +707,7 @@ func set(v any) map[string]bool {
 	return out
 }
 
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
+func cbKeys[V any](m map[string]V) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {
 			if !yield(k) {
@@ -717,7 +717,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-func toInt(v any) int {
+func cbInt(v any) int {
 	switch x := v.(type) {
 	case int:
 		return x
@@ -727,7 +727,7 @@ func toInt(v any) int {
 	return 0
 }
 
-func toFloat(v any) float64 {
+func cbFloat(v any) float64 {
 	switch x := v.(type) {
 	case float64:
 		return x

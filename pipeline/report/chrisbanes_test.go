@@ -137,11 +137,11 @@ func TestChrisbanesOutputSchemas(t *testing.T) {
 	}
 }
 
-func TestPyJSON(t *testing.T) {
-	got := PyJSON(map[string]any{"b": []any{1.0, 0.5, 1e-05, 1e16, 123456789.125, -2.5}, "a": "é\x01😀</>", "c": map[string]any{}, "d": []any{}, "e": nil})
+func TestChrisbanesJSON(t *testing.T) {
+	got := ChrisbanesJSON(map[string]any{"b": []any{1.0, 0.5, 1e-05, 1e16, 123456789.125, -2.5}, "a": "é\x01😀</>", "c": map[string]any{}, "d": []any{}, "e": nil})
 	want := "{\n  \"a\": \"\\u00e9\\u0001\\ud83d\\ude00</>\",\n  \"b\": [\n    1.0,\n    0.5,\n    1e-05,\n    1e+16,\n    123456789.125,\n    -2.5\n  ],\n  \"c\": {},\n  \"d\": [],\n  \"e\": null\n}"
 	if got != want {
-		t.Errorf("PyJSON =\n%s\nwant\n%s", got, want)
+		t.Errorf("ChrisbanesJSON =\n%s\nwant\n%s", got, want)
 	}
 	var back any
 	if err := json.Unmarshal([]byte(got), &back); err != nil {
