@@ -55,8 +55,11 @@ type images struct {
 	mu    sync.Mutex
 	agent map[string]*imageBuild // by agent image ref, or "environment NAME"
 	cells map[digest.Digest]*imageBuild
-	envs  map[string]*imageBuild // environment images, by environment name
-	debs  map[string]*imageBuild // Debian roots, by tag
+	// fixtures are the images below the cell images: one per case's
+	// fixture on an agent image, whatever the arms.
+	fixtures map[digest.Digest]*imageBuild
+	envs     map[string]*imageBuild // environment images, by environment name
+	debs     map[string]*imageBuild // Debian roots, by tag
 }
 
 type imageBuild struct {
@@ -70,7 +73,7 @@ type imageBuild struct {
 
 // newImages is the image builder of a plan's cells.
 func newImages(e backend, p *plan.Plan, st *store.Store, log io.Writer) *images {
-	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}, fixtures: map[digest.Digest]*imageBuild{}}
 }
 
 // agentImage resolves the agent's image: skillgate's own sandbox is built
@@ -125,7 +128,8 @@ func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.Plan
 }
 
 // cellImageIn is the cell image of pc and arm on the agent's image in environment env (a
-// run: check may name another environment than its cell's).
+// run: check may name another environment than its cell's). It is the case's fixture
+// image (fixtureImage) with one layer above: the arm's skills.
 func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.PlanArm, env string) (ref, id string, err error) {
 	agentRef, agentID, _, err := im.agentImageIn(ctx, env)
 	if err != nil {
@@ -169,7 +173,58 @@ func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.Pl
 			b.id = id
 			return
 		}
-		b.id, b.err = im.build(ctx, b.ref, kd, agentRef, pc, arm)
+		for attempt := 0; ; attempt++ {
+			fixtureRef, fixtureID, err := im.fixtureImage(ctx, pc, agentRef, agentID)
+			if err != nil {
+				b.err = err
+				return
+			}
+			b.id, b.err = im.buildArm(ctx, b.ref, kd, fixtureID, pc, arm)
+			if attempt > 0 || !errors.Is(b.err, docker.ErrImageMissing) {
+				return
+			}
+			// The fixture image was removed since it was found: built again.
+			fmt.Fprintf(im.log, "image %s was removed while in use; building it again\n", fixtureRef)
+			im.forgetFixture(fixtureRef)
+		}
+	})
+	return b.ref, b.id, b.err
+}
+
+// fixtureImage returns the image holding the case's fixture (and overlay) and the agent
+// kind's files on the agent image, below every arm's cell image of the case: built and
+// stored once however many arms install skills over it. Its key is the agent image ID,
+// the agent's user, the fixture's trees and the agent's files, and like a cell image's
+// it is its tag and its LabelCellKey.
+func (im *images) fixtureImage(ctx context.Context, pc plan.PlanCase, agentRef, agentID string) (ref, id string, err error) {
+	key := struct {
+		Image   string            `json:"image"`
+		Agent   string            `json:"agent"`
+		User    string            `json:"user"`
+		Fixture digest.Digest     `json:"fixture"`
+		Files   map[string][]byte `json:"files,omitempty"`
+	}{"fixture", agentID, im.plan.Agent.User, plan.WorkspaceDigest(pc), agentFiles(im.plan)}
+	kb, _ := json.Marshal(key)
+	kd := digest.FromBytes(kb)
+
+	im.mu.Lock()
+	b, ok := im.fixtures[kd]
+	if !ok {
+		b = &imageBuild{ref: docker.CellImageRepo + ":" + kd.Encoded()[:24]}
+		im.fixtures[kd] = b
+	}
+	im.mu.Unlock()
+	b.once.Do(func() {
+		id, labels, ok, err := im.engine.ImageLabels(ctx, b.ref)
+		if err != nil {
+			b.err = err
+			return
+		}
+		if ok && labels[docker.LabelCellKey] == kd.String() {
+			b.id = id
+			return
+		}
+		b.id, b.err = im.buildFixture(ctx, b.ref, kd, agentRef, pc)
 	})
 	return b.ref, b.id, b.err
 }
@@ -205,6 +260,17 @@ func (im *images) forget(ref string) {
 	}
 }
 
+// forgetFixture drops what the images know of the fixture image ref.
+func (im *images) forgetFixture(ref string) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	for k, b := range im.fixtures {
+		if b.ref == ref {
+			delete(im.fixtures, k)
+		}
+	}
+}
+
 // snapshot is the store's verified copy of a tree the plan digested.
 func (im *images) snapshot(what string, t plan.Tree) (string, error) {
 	dir := im.store.TreeDir(t.Digest)
@@ -214,7 +280,10 @@ func (im *images) snapshot(what string, t plan.Tree) (string, error) {
 	return dir, nil
 }
 
-func (im *images) build(ctx context.Context, tag string, key digest.Digest, agentRef string, pc plan.PlanCase, arm plan.PlanArm) (string, error) {
+// buildFixture builds the fixture image: the workspace folder with the fixture's files,
+// then the overlay's, owned by the agent's user, and the agent kind's files, the same for
+// every arm.
+func (im *images) buildFixture(ctx context.Context, tag string, key digest.Digest, agentRef string, pc plan.PlanCase) (string, error) {
 	uid, gid, err := owner(im.plan.Agent.User)
 	if err != nil {
 		return "", err
@@ -228,9 +297,39 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 			err = bc.AddTree(docker.Workspace, dir, treeFiles(layer.Tree), uid, gid)
 		}
 		if err != nil {
-			return "", fmt.Errorf("build cell image for %s: %w", pc.ID, err)
+			return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
 		}
 	}
+	for p, data := range agentFiles(im.plan) {
+		dir := "/"
+		for _, part := range strings.Split(strings.Trim(path.Dir(p), "/"), "/") {
+			dir = path.Join(dir, part)
+			if strings.HasPrefix(dir, agent.Home) {
+				bc.AddDir(dir, 0o755, uid, gid)
+			}
+		}
+		bc.AddFile(p, 0o644, uid, gid, data)
+	}
+	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: im.plan.Suite.Name, docker.LabelCellKey: key.String()}
+	id, err := im.engine.BuildImage(ctx, tag, labels, bc)
+	if err != nil {
+		return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
+	}
+	return id, nil
+}
+
+// buildArm builds a cell image on its fixture image (named by ID, so a tag moved since
+// cannot change what it is built on): one layer of the arm's skills, every folder leading
+// to them in it, so the engine loads it without a build step (docker.Engine.BuildImage).
+// The workspace folder is in it even when nothing else is, so every cell image is its
+// fixture image and one layer.
+func (im *images) buildArm(ctx context.Context, tag string, key digest.Digest, fixtureID string, pc plan.PlanCase, arm plan.PlanArm) (string, error) {
+	uid, gid, err := owner(im.plan.Agent.User)
+	if err != nil {
+		return "", err
+	}
+	bc := docker.NewBuildContext("FROM " + fixtureID + "\nADD " + docker.LayerTar + " /\n")
+	bc.AddDir(docker.Workspace, 0o755, uid, gid)
 	if len(arm.Skills) > 0 {
 		dir := docker.Workspace
 		for _, part := range strings.Split(im.plan.Agent.SkillsDir, "/") {
@@ -247,16 +346,6 @@ func (im *images) build(ctx context.Context, tag string, key digest.Digest, agen
 				return "", fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
 			}
 		}
-	}
-	for p, data := range agentFiles(im.plan) {
-		dir := "/"
-		for _, part := range strings.Split(strings.Trim(path.Dir(p), "/"), "/") {
-			dir = path.Join(dir, part)
-			if strings.HasPrefix(dir, agent.Home) {
-				bc.AddDir(dir, 0o755, uid, gid)
-			}
-		}
-		bc.AddFile(p, 0o644, uid, gid, data)
 	}
 	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: im.plan.Suite.Name, docker.LabelCellKey: key.String()}
 	id, err := im.engine.BuildImage(ctx, tag, labels, bc)

@@ -251,7 +251,7 @@ func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
 	if err := os.WriteFile(snap, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	im := &images{engine: dockerBackend{e}, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+	im := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
 	ref, _, err := im.cellImage(context.Background(), pc, arm)
 	if want := "verify " + snap + ": digest " + string(digest.FromBytes(b)) + ", the plan says " + skillFileDigest(s.Plan); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("build from a changed snapshot: %v, want %q", err, want)
@@ -280,7 +280,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	newImages := func() *images {
-		return &images{engine: dockerBackend{e}, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+		return newImages(dockerBackend{e}, s.Plan, st, io.Discard)
 	}
 	ref, _, err := newImages().cellImage(context.Background(), pc, arm)
 	if err != nil {
@@ -326,19 +326,23 @@ func TestCellImageRemovedInUseIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	im := &images{engine: dockerBackend{e}, plan: s.Plan, store: st, log: io.Discard, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}}
+	im := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
 	ref, _, err := im.cellImage(ctx, pc, arm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := mustLabel(t, e, ref)
+	fixtureRef := onlyFixture(t, im)
+	fixtureKey := mustLabel(t, e, fixtureRef)
 	calls := 0
 	err = im.withCellImage(ctx, pc, arm, func(ref, id string) error {
 		calls++
 		if calls == 1 {
-			// Gone between the check and the create.
-			if n, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+key); err != nil || n != 1 {
-				t.Fatalf("remove %s: %d, %v", ref, n, err)
+			// Gone between the check and the create, with the fixture image below it.
+			for _, k := range []string{key, fixtureKey} {
+				if n, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+k); err != nil || n != 1 {
+					t.Fatalf("remove the image of key %s: %d, %v", k, n, err)
+				}
 			}
 		}
 		_, err := e.RunContainer(ctx, docker.ContainerSpec{Image: ref, Cmd: []string{"true"}, User: s.Plan.Agent.User, OutputCap: 1 << 20, Timeout: time.Minute, Labels: map[string]string{dockertest.Label: "removed-in-use"}})
@@ -349,6 +353,119 @@ func TestCellImageRemovedInUseIsRebuilt(t *testing.T) {
 	}
 	if again := mustLabel(t, e, ref); again != key {
 		t.Errorf("after the rebuild %s has the cell key %s, want %s", ref, again, key)
+	}
+	if again := mustLabel(t, e, fixtureRef); again != fixtureKey {
+		t.Errorf("after the rebuild %s has the cell key %s, want %s", fixtureRef, again, fixtureKey)
+	}
+}
+
+// keyNamesTag reports whether an image's key (its LabelCellKey) gives it its tag.
+func keyNamesTag(key, ref string) bool {
+	tag, ok := strings.CutPrefix(ref, docker.CellImageRepo+":")
+	return ok && len(tag) == 24 && strings.HasPrefix(key, "sha256:"+tag)
+}
+
+// onlyFixture is the one fixture image im found or built.
+func onlyFixture(t testing.TB, im *images) string {
+	t.Helper()
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if len(im.fixtures) != 1 {
+		t.Fatalf("%d fixture images, want 1", len(im.fixtures))
+	}
+	for _, b := range im.fixtures {
+		return b.ref
+	}
+	return ""
+}
+
+// TestFixtureImageSharedByArms: the cell images of a case's arms are one fixture image
+// and one layer each above it (the arm's skills, the agent's files), so the fixture is
+// built and stored once per case; the fixture image is labelled like a cell image (gc
+// and a suite's cleanup remove it), its tag and ID follow from its content, and each
+// cell still holds exactly its arm's skills.
+func TestFixtureImageSharedByArms(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copySuite(t, e, "pinned")
+	st, err := store.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := s.Plan.Cases[0]
+	in := newInputs(s.Plan, s.Dir, st)
+	for _, arm := range s.Plan.Arms {
+		if err := in.add(pc, arm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.pin(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	im := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
+	cells := map[string]string{}
+	for _, arm := range s.Plan.Arms {
+		ref, id, err := im.cellImage(ctx, pc, arm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info, ok, err := e.ImageInfo(ctx, ref); err != nil || !ok || info.ID != id {
+			t.Fatalf("%s: %+v %v %v, the build said %s", ref, info, ok, err, id)
+		}
+		cells[arm.Name] = ref
+	}
+	fixtureRef := onlyFixture(t, im)
+	fixture, _, err := e.ImageInfo(ctx, fixtureRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentRef, _, _, err := im.agentImage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentImg, _, err := e.ImageInfo(ctx, agentRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fixture.Layers) != len(agentImg.Layers)+1 || !reflect.DeepEqual(fixture.Layers[:len(agentImg.Layers)], agentImg.Layers) {
+		t.Errorf("fixture image layers %v, want the agent image's %v and one more", fixture.Layers, agentImg.Layers)
+	}
+	if fixture.Labels[docker.LabelImage] != "cell" || fixture.Labels[docker.LabelSuite] != s.Plan.Suite.Name || !keyNamesTag(fixture.Labels[docker.LabelCellKey], fixtureRef) {
+		t.Errorf("fixture image %s labels %v", fixtureRef, fixture.Labels)
+	}
+	for name, ref := range cells {
+		info, _, err := e.ImageInfo(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Layers) != len(fixture.Layers)+1 || !reflect.DeepEqual(info.Layers[:len(fixture.Layers)], fixture.Layers) {
+			t.Errorf("arm %s: layers %v, want the fixture image's %v and one more", name, info.Layers, fixture.Layers)
+		}
+		if own := info.Size - fixture.Size; own < 0 || own > 64<<10 {
+			t.Errorf("arm %s: its own layer is %d bytes, want the skills and agent files alone", name, own)
+		}
+		if info.Labels[docker.LabelCellKey] == fixture.Labels[docker.LabelCellKey] || !keyNamesTag(info.Labels[docker.LabelCellKey], ref) {
+			t.Errorf("arm %s: cell key %s, tag %s, fixture key %s", name, info.Labels[docker.LabelCellKey], ref, fixture.Labels[docker.LabelCellKey])
+		}
+		out, err := e.RunContainer(ctx, docker.ContainerSpec{Image: ref, Cmd: []string{"sh", "-c", "cat README.md >/dev/null && echo fixture; ls -A " + s.Plan.Agent.SkillsDir + " 2>/dev/null"}, User: s.Plan.Agent.User, WorkingDir: docker.Workspace, OutputCap: 1 << 20, Timeout: time.Minute, Labels: map[string]string{dockertest.Label: "fixture-shared"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"forced": "fixture\ns\n", "none": "fixture\n"}[name]
+		if string(out.Stdout) != want {
+			t.Errorf("arm %s holds %q, want %q (stderr %s)", name, out.Stdout, want, out.Stderr)
+		}
+	}
+	// A fresh run finds the same images by their tags and keys, and builds nothing.
+	again := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
+	for _, arm := range s.Plan.Arms {
+		ref, id, err := again.cellImage(ctx, pc, arm)
+		if info, _, _ := e.ImageInfo(ctx, cells[arm.Name]); err != nil || ref != cells[arm.Name] || id != info.ID {
+			t.Errorf("arm %s again: %s %s %v, first %s %s", arm.Name, ref, id, err, cells[arm.Name], info.ID)
+		}
+	}
+	if len(again.fixtures) != 0 {
+		t.Error("a fresh run looked up the fixture image although every cell image was there")
 	}
 }
 

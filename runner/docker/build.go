@@ -54,10 +54,15 @@ type buildMessage struct {
 }
 
 // BuildImage builds bc with networking off, tags the image tag, labels it, and returns its
-// ID. It builds unconditionally: the caller asks ImageExists first.
+// ID. It builds unconditionally: the caller asks ImageExists first. A context that only
+// unpacks its entries on a base image is loaded as one layer on it (loadLayer), with no
+// build step; a base missing then is ErrImageMissing.
 func (e *Engine) BuildImage(ctx context.Context, tag string, labels map[string]string, bc *BuildContext) (id string, err error) {
 	if err := bc.check(); err != nil {
 		return "", fmt.Errorf("build image %s: %w", tag, err)
+	}
+	if base, ok := layerBase(bc); ok {
+		return e.loadLayer(ctx, tag, base, labels, bc)
 	}
 	pr, pw := io.Pipe()
 	defer pr.Close()

@@ -35,6 +35,11 @@ type ImageInfo struct {
 	// ("registry/name@sha256:...").
 	RepoDigests []string
 	Labels      map[string]string
+	// Layers are its layers' diff IDs, the base's first, and Size the bytes of them all:
+	// an image one layer above another (a cell image on its fixture image) stores the
+	// difference of their sizes.
+	Layers []string
+	Size   int64
 }
 
 // ImageInfo inspects ref (a tag, digest reference or ID); ok is false when the engine
@@ -47,7 +52,7 @@ func (e *Engine) ImageInfo(ctx context.Context, ref string) (ImageInfo, bool, er
 		}
 		return ImageInfo{}, false, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	info := ImageInfo{ID: img.ID, RepoDigests: img.RepoDigests, Labels: map[string]string{}}
+	info := ImageInfo{ID: img.ID, RepoDigests: img.RepoDigests, Labels: map[string]string{}, Layers: img.RootFS.Layers, Size: img.Size}
 	if img.Config != nil && img.Config.Labels != nil {
 		info.Labels = img.Config.Labels
 	}
