@@ -304,6 +304,36 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 	if sandboxID, _, _ := e.ImageExists(context.Background(), sandbox); again == sandboxID {
 		t.Error("the cell ran the image tagged by hand")
 	}
+
+	// The same holds for the fixture image below it: with the cell image gone and the
+	// fixture's tag on another image, both are built again.
+	im := newImages()
+	agentRef, agentID, _, err := im.agentImage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtureRef, _, err := im.fixtureImage(context.Background(), pc, agentRef, agentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtureKey := mustLabel(t, e, fixtureRef)
+	if n, err := e.RemoveImages(context.Background(), docker.LabelCellKey+"="+mustLabel(t, e, ref)); err != nil || n != 1 {
+		t.Fatalf("remove %s: %d %v", ref, n, err)
+	}
+	if err := e.Tag(context.Background(), sandbox, fixtureRef); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := newImages().cellImage(context.Background(), pc, arm); err != nil {
+		t.Fatal(err)
+	}
+	fixture, _, err := e.ImageInfo(context.Background(), fixtureRef)
+	if err != nil || fixture.Labels[docker.LabelCellKey] != fixtureKey {
+		t.Fatalf("the tag %s holds %+v (%v), want the fixture of key %s", fixtureRef, fixture, err, fixtureKey)
+	}
+	cell, _, err := e.ImageInfo(context.Background(), ref)
+	if err != nil || len(cell.Layers) != len(fixture.Layers)+1 || !reflect.DeepEqual(cell.Layers[:len(fixture.Layers)], fixture.Layers) {
+		t.Errorf("the cell image's layers %v (%v) are not the rebuilt fixture's %v and one more", cell.Layers, err, fixture.Layers)
+	}
 }
 
 // TestCellImageRemovedInUseIsRebuilt: a cell image removed after the run found it (by

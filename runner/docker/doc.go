@@ -3,8 +3,9 @@
 // (github.com/docker/docker), so that its move to github.com/moby/moby
 // stays here. It builds images from build contexts assembled in memory
 // (owners in the tar headers, every file of a plan's tree verified while
-// it streams), the built-in sandbox image and the userland every image
-// built FROM scratch shares; imports a root file system as an image; runs hardened containers (no network, no
+// it streams), loading one that only adds a layer on an image as that
+// layer, with no build step; the built-in sandbox image and the userland
+// every image built FROM scratch shares; imports a root file system as an image; runs hardened containers (no network, no
 // capabilities, no privilege escalation, limits, an init, only the
 // environment given) to their end, reading back what they changed in their
 // workspace from their own upper layer or through the engine's API; keeps
