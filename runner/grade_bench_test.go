@@ -53,7 +53,8 @@ schema.#Suite & {
 // against an empty one, the agent changing one file in both, the grade a typed check
 // and a run: check. Each iteration runs both cases' 5 trials into fresh run folders,
 // alternating which goes first, then grades every cell; the figures are per cell: the
-// rollout's collect phase, and the grading of its stored rollout (its checks, the run:
+// rollout's collect phase with the index of the initial workspace it compares with (made
+// once for a cell image's trials), and the grading of its stored rollout (its checks, the run:
 // one in a check container laid out from the cell image and the stored changes), the
 // run's one-time work (pinning the fixture, connecting to the engine, finding the
 // images) outside them.
@@ -131,6 +132,10 @@ func BenchmarkCollectGradeFixtureFiles(b *testing.B) {
 		if _, _, err := g.images.cellImage(ctx, pc, plan.CaseArm(p, pc, p.Arms[0])); err != nil {
 			b.Fatal(err)
 		}
+		// The collector's index of the initial workspace is made before the container
+		// runs, outside the collect phase the rollout records: it is timed here as a
+		// run makes it, once for the trials of the case's cell image.
+		cr := &cellRunner{plan: p}
 		var each []string
 		for _, c := range cells {
 			ro, ok, err := st.Rollout(c.Rollout)
@@ -140,8 +145,12 @@ func BenchmarkCollectGradeFixtureFiles(b *testing.B) {
 			if len(ro.Changes) != 1 {
 				b.Fatalf("%s changed %+v, want notes.txt alone", c.ID, ro.Changes)
 			}
-			collect += ro.Durations.Collect
 			t0 := time.Now()
+			if _, err := cr.collector(pc, plan.CaseArm(p, pc, p.Arms[0]), b.TempDir(), nil); err != nil {
+				b.Fatal(err)
+			}
+			collect += ro.Durations.Collect + time.Since(t0).Seconds()
+			t0 = time.Now()
 			must(g.grade(ctx, c))
 			d := time.Since(t0).Seconds()
 			grading += d

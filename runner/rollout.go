@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/skillgate/skillgate/runner/store"
@@ -24,6 +26,8 @@ import (
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // runAdmitted runs a cell once the budget admits it (started is called then) and
@@ -125,6 +129,8 @@ type cellRunner struct {
 	git *plan.GitRevision
 	// setups are the cases' setup runs, shared by the trials of a cell image.
 	setups setups
+	// indexes are the initial workspaces the collections compare with.
+	indexes workspaceIndexes
 }
 
 // run executes one cell and stores its rollout. A Docker or skillgate
@@ -266,8 +272,38 @@ func (r *cellRunner) collector(pc plan.PlanCase, arm plan.PlanArm, blobs string,
 	if err != nil {
 		return nil, fmt.Errorf("read limits.collect.totalBytes: %w", err)
 	}
-	initial := withBaseline(initialWorkspace(r.plan, pc, arm), baseline)
-	return newWorkspaceCollector(initial, blobs, r.redact, workspaceLimits{FileBytes: file, TotalBytes: total}), nil
+	return newIndexedCollector(r.indexes.of(r.plan, pc, arm, baseline), blobs, r.redact, workspaceLimits{FileBytes: file, TotalBytes: total}), nil
+}
+
+// workspaceIndexes are the initial workspaces of a run's cells, each indexed once, by
+// case, arm and the changes of the case's setup.
+type workspaceIndexes struct {
+	mu sync.Mutex
+	m  map[string]*workspaceIndexOnce
+}
+
+type workspaceIndexOnce struct {
+	once sync.Once
+	x    *workspaceIndex
+}
+
+// of is the index of the initial workspace of pc and arm with the setup's changes
+// (baseline) applied.
+func (xs *workspaceIndexes) of(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm, baseline []grade.FileChange) *workspaceIndex {
+	b, _ := json.Marshal(baseline)
+	key := pc.ID + "\x00" + arm.Name + "\x00" + digest.FromBytes(b).String()
+	xs.mu.Lock()
+	if xs.m == nil {
+		xs.m = map[string]*workspaceIndexOnce{}
+	}
+	o := xs.m[key]
+	if o == nil {
+		o = &workspaceIndexOnce{}
+		xs.m[key] = o
+	}
+	xs.mu.Unlock()
+	o.once.Do(func() { o.x = newWorkspaceIndex(withBaseline(initialWorkspace(p, pc, arm), baseline)) })
+	return o.x
 }
 
 // spec is the hardened container of a cell.

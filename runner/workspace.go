@@ -50,13 +50,10 @@ type workspaceLimits struct {
 // changed regular file once, by digest, in blobs. Memory stays flat whatever a file's size:
 // content streams from the container through the redactor and the hashes to its file.
 type workspaceCollector struct {
-	initial map[string]plan.TreeEntry
-	sorted  []string // initial paths, sorted
-	blobs   string
-	redact  *redact.Redactor
-	lim     workspaceLimits
-
-	dirs map[string]bool // initial folders: those holding an initial file
+	*workspaceIndex
+	blobs  string
+	redact *redact.Redactor
+	lim    workspaceLimits
 
 	stored      int64
 	final       map[string]grade.FileChange // final non-deleted entries that differ
@@ -65,17 +62,38 @@ type workspaceCollector struct {
 	listed      map[string]bool             // paths a listing collection saw
 }
 
-func newWorkspaceCollector(initial map[string]plan.TreeEntry, blobs string, redact *redact.Redactor, lim workspaceLimits) *workspaceCollector {
-	w := &workspaceCollector{initial: initial, blobs: blobs, redact: redact, lim: lim, dirs: map[string]bool{},
-		final: map[string]grade.FileChange{}, removed: map[string]bool{}, removedDirs: map[string]bool{}, listed: map[string]bool{}}
+// workspaceIndex is an initial workspace as collectors look paths up in it. It is only
+// read once made, so the trials of one cell image share one: a cell's collection then
+// costs what its changes cost, not what the fixture's file count does.
+type workspaceIndex struct {
+	initial map[string]plan.TreeEntry
+	sorted  []string        // initial paths, sorted
+	dirs    map[string]bool // initial folders: those holding an initial file
+}
+
+func newWorkspaceIndex(initial map[string]plan.TreeEntry) *workspaceIndex {
+	x := &workspaceIndex{initial: initial, sorted: make([]string, 0, len(initial)), dirs: map[string]bool{}}
 	for p := range initial {
-		w.sorted = append(w.sorted, p)
+		x.sorted = append(x.sorted, p)
 		for d := path.Dir(p); d != "."; d = path.Dir(d) {
-			w.dirs[d] = true
+			if x.dirs[d] {
+				break // and so every folder above it
+			}
+			x.dirs[d] = true
 		}
 	}
-	sort.Strings(w.sorted)
-	return w
+	sort.Strings(x.sorted)
+	return x
+}
+
+func newWorkspaceCollector(initial map[string]plan.TreeEntry, blobs string, redact *redact.Redactor, lim workspaceLimits) *workspaceCollector {
+	return newIndexedCollector(newWorkspaceIndex(initial), blobs, redact, lim)
+}
+
+// newIndexedCollector is a collector against an index made before, which it only reads.
+func newIndexedCollector(x *workspaceIndex, blobs string, redact *redact.Redactor, lim workspaceLimits) *workspaceCollector {
+	return &workspaceCollector{workspaceIndex: x, blobs: blobs, redact: redact, lim: lim,
+		final: map[string]grade.FileChange{}, removed: map[string]bool{}, removedDirs: map[string]bool{}, listed: map[string]bool{}}
 }
 
 // under calls f with every initial path strictly below dir ("" is the workspace).
