@@ -147,3 +147,51 @@ func TestEntryTypesAreStoredTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceIndexPerCellImage: the trials of one cell image share one index of its
+// initial workspace, a setup's changes make another, and what one trial's collection
+// sees never reaches another's through the shared index.
+func TestWorkspaceIndexPerCellImage(t *testing.T) {
+	s := copyTestdataSuite(t, nil, filepath.Join("run", "pinned"))
+	pc := s.Plan.Cases[0]
+	var forced plan.PlanArm
+	for _, a := range s.Plan.Arms {
+		if a.Name == "forced" {
+			forced = plan.CaseArm(s.Plan, pc, a)
+		}
+	}
+	var xs workspaceIndexes
+	x := xs.of(s.Plan, pc, forced, nil)
+	if again := xs.of(s.Plan, pc, forced, nil); again != x {
+		t.Error("a second trial of the cell image indexed its workspace again")
+	}
+	skill := s.Plan.Agent.SkillsDir + "/s/SKILL.md"
+	if _, ok := x.initial["README.md"]; !ok || !x.dirs[s.Plan.Agent.SkillsDir+"/s"] {
+		t.Fatalf("index %v %v lacks the fixture or the skill", x.sorted, x.dirs)
+	}
+	if _, ok := x.initial[skill]; !ok {
+		t.Fatalf("index %v lacks %s", x.sorted, skill)
+	}
+	set := xs.of(s.Plan, pc, forced, []grade.FileChange{{Path: "README.md", Kind: grade.ChangeDeleted}})
+	if set == x {
+		t.Fatal("a setup's changes share the index of the workspace without them")
+	}
+	if _, ok := set.initial["README.md"]; ok {
+		t.Error("the setup's deletion is not in its index")
+	}
+	if _, ok := x.initial["README.md"]; !ok {
+		t.Error("the setup's deletion reached the index without it")
+	}
+
+	one := newIndexedCollector(x, t.TempDir(), &redact.Redactor{}, workspaceLimits{})
+	two := newIndexedCollector(x, t.TempDir(), &redact.Redactor{}, workspaceLimits{})
+	if err := one.visit(docker.WorkspaceEntry{Path: "README.md", Deleted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := one.changes(false); len(got) != 1 || got[0].Path != "README.md" || got[0].Kind != grade.ChangeDeleted {
+		t.Errorf("the deleting trial's changes %+v", got)
+	}
+	if got := two.changes(false); len(got) != 0 {
+		t.Errorf("another trial of the image sees %+v", got)
+	}
+}
