@@ -3,12 +3,15 @@ package docker_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
@@ -155,5 +158,64 @@ func mustDo(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLayerLoadedOnBase: a context that only adds a layer on an image, every folder of
+// it in it, is that image and one layer: the base's configuration with the labels
+// added, the owners and modes of the headers, and one image ID for equal content; a
+// base that is gone is ErrImageMissing, and a context missing a folder is built, so the
+// base's folder stays as it is.
+func TestLayerLoadedOnBase(t *testing.T) {
+	e := dockertest.Engine(t)
+	labels, _ := dockertest.Labels(t, e)
+	ctx := context.Background()
+	sandbox, err := e.EnsureSandbox(ctx)
+	mustDo(t, err)
+	base, _, err := e.ImageInfo(ctx, sandbox)
+	mustDo(t, err)
+	layer := func(from string) *docker.BuildContext {
+		bc := docker.NewBuildContext("FROM " + from + "\nADD " + docker.LayerTar + " /\n")
+		bc.AddDir("workspace", 0o755, 1000, 1000)
+		bc.AddDir("workspace/sub", 0o700, 1000, 1000)
+		bc.AddFile("workspace/sub/a.txt", 0o640, 1000, 1000, []byte("a\n"))
+		return bc
+	}
+	tag := "skillgate-test/layer:" + labels[dockertest.Label]
+	id, err := e.BuildImage(ctx, tag, labels, layer(sandbox))
+	mustDo(t, err)
+	again, err := e.BuildImage(ctx, tag+"-again", labels, layer(sandbox))
+	mustDo(t, err)
+	if again != id {
+		t.Errorf("equal layers on one base are images %s and %s", id, again)
+	}
+	info, _, err := e.ImageInfo(ctx, tag)
+	mustDo(t, err)
+	if len(info.Layers) != len(base.Layers)+1 || strings.Join(info.Layers[:len(base.Layers)], " ") != strings.Join(base.Layers, " ") {
+		t.Errorf("layers %v, want the sandbox's %v and one more", info.Layers, base.Layers)
+	}
+	if info.Labels[dockertest.Label] != labels[dockertest.Label] || info.Labels[docker.LabelImage] != "sandbox" {
+		t.Errorf("labels %v: want the build's and the base's", info.Labels)
+	}
+	out := dockertest.Run(t, e, docker.ContainerSpec{Image: tag, Cmd: []string{"sh", "-c", "id -u; pwd; stat -c '%a %u:%g %n' /workspace /workspace/sub /workspace/sub/a.txt"},
+		Labels: labels, Timeout: time.Minute, OutputCap: 1 << 20})
+	// The sandbox's user and working folder come from its configuration.
+	want := "1000\n/workspace\n755 1000:1000 /workspace\n700 1000:1000 /workspace/sub\n640 1000:1000 /workspace/sub/a.txt\n"
+	if string(out.Stdout) != want {
+		t.Errorf("the loaded image holds\n%s\nwant\n%s(stderr %s)", out.Stdout, want, out.Stderr)
+	}
+
+	if _, err := e.BuildImage(ctx, tag+"-orphan", labels, layer("sha256:"+strings.Repeat("0", 64))); !errors.Is(err, docker.ErrImageMissing) {
+		t.Errorf("a layer on a missing base: %v, want ErrImageMissing", err)
+	}
+
+	// Without its folder in the layer, /workspace keeps the sandbox's owner.
+	bc := docker.NewBuildContext("FROM " + sandbox + "\nADD " + docker.LayerTar + " /\n")
+	bc.AddFile("workspace/b.txt", 0o644, 0, 0, []byte("b\n"))
+	_, err = e.BuildImage(ctx, tag+"-built", labels, bc)
+	mustDo(t, err)
+	out = dockertest.Run(t, e, docker.ContainerSpec{Image: tag + "-built", Cmd: []string{"stat", "-c", "%u %n", "/workspace", "/workspace/b.txt"}, Labels: labels, Timeout: time.Minute, OutputCap: 1 << 20})
+	if want := "1000 /workspace\n0 /workspace/b.txt\n"; string(out.Stdout) != want {
+		t.Errorf("built on the sandbox: %q, want %q", out.Stdout, want)
 	}
 }
