@@ -44,7 +44,7 @@ type Format struct {
 // All are the formats skillgate reads, in the order `skillgate import`
 // lists them.
 var All = []Format{
-	{Name: "gstack", Field: "gstack", Package: "gstack", Import: gstack.Import},
+	{Name: "gstack", Field: "gstack", Package: "gstack", Read: gstack.Read, Import: gstack.Import},
 	{Name: "chrisbanes", Field: "chrisbanes", Package: "chrisbanes", Read: chrisbanes.Read, Import: chrisbanes.Import},
 	{Name: "benchmark-skill", Field: "benchmarkSkill", Package: "benchmarkskill", Read: benchmarkskill.Read, Import: benchmarkskill.Import},
 	{Name: "run-benchmark", Field: "runBenchmark", Package: "runbenchmark", Import: runbenchmark.Import},
