@@ -396,7 +396,7 @@ func TestReportVerdictJSON(t *testing.T) {
 	if got := before["cost_usd"]; got != 1.0566 {
 		t.Errorf("before.cost_usd = %v, want the arm's total 1.0566", got)
 	}
-	if got := before["files_loaded"].(map[string]any)["changelog/SKILL.md"]; got != 8.0 {
+	if got := before["files_loaded"].(map[string]any)["SKILL.md"]; got != 8.0 { // keyed by path in the skill, as gstack keys it
 		t.Errorf("before.files_loaded = %v", before["files_loaded"])
 	}
 	got := fmt.Sprint(v["tasks"].(map[string]any)["adds-entry"].(map[string]any)["after"])

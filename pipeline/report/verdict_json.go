@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"regexp"
+	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -12,26 +13,37 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
+// gstackVerdict is verdict.json: gstack's keys first, in the contract's
+// order, then resumable (its notes' optional field), then skillgate's
+// extensions.
 type gstackVerdict struct {
-	Verdict        string     `json:"verdict"`
-	Reasons        []string   `json:"reasons"`
-	Warnings       []string   `json:"warnings"`
-	HarnessVersion string     `json:"harness_version"`
-	Model          string     `json:"model"`
-	Trials         int        `json:"trials"`
-	Arms           jsonObject `json:"arms"`
-	Tasks          jsonObject `json:"tasks"`
-	// Adjudication is given when the suite has a judge; skillgate's judge
-	// packets are always blinded.
-	Adjudication *gstackAdjudication `json:"adjudication,omitempty"`
-	ExitCode     int                 `json:"exit_code"`
-	Resumable    bool                `json:"resumable"`
-	// StandIn (an extension) says the agent or model was a scripted stand-in.
-	StandIn string `json:"stand_in,omitempty"`
-	// Calibration: the three checks, when they ran.
-	Calibration *verdict.Calibration `json:"calibration,omitempty"`
-	// Identity (an extension) names every input of the verdict.
+	Verdict        string   `json:"verdict"`
+	Reasons        []string `json:"reasons"`
+	HarnessVersion string   `json:"harness_version"`
+	Model          string   `json:"model"`
+	Trials         int      `json:"trials"`
+	// Calibration: the three checks, each null when it did not run.
+	Calibration gstackCalibration `json:"calibration"`
+	Arms        jsonObject        `json:"arms"`
+	Tasks       jsonObject        `json:"tasks"`
+	// Adjudication: skillgate's judge packets are always blinded; the
+	// judge model is null when the suite has no judge.
+	Adjudication gstackAdjudication `json:"adjudication"`
+	Resumable    bool               `json:"resumable"`
+	// Warnings, ExitCode, StandIn (the agent or model was a scripted
+	// stand-in) and Identity (every input of the verdict) are extensions.
+	Warnings []string       `json:"warnings"`
+	ExitCode int            `json:"exit_code"`
+	StandIn  string         `json:"stand_in,omitempty"`
 	Identity gstackIdentity `json:"identity"`
+}
+
+// gstackCalibration is the contract's calibration: the skill, none and
+// shell checks.
+type gstackCalibration struct {
+	Skill *bool `json:"skill"`
+	None  *bool `json:"none"`
+	Shell *bool `json:"shell"`
 }
 
 // gstackIdentity names the verdict's inputs: the plan, every case by
@@ -118,7 +130,7 @@ func harnessVersion(r *verdict.Report) string {
 // the disputed answers.
 type gstackAdjudication struct {
 	Blinded    bool             `json:"blinded"`
-	JudgeModel string           `json:"judge_model"`
+	JudgeModel *string          `json:"judge_model"`
 	Disputed   []gstackDisputed `json:"disputed"`
 }
 
@@ -170,17 +182,21 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		Trials:         r.Trials,
 		Arms:           jsonObject{},
 		Tasks:          jsonObject{},
+		Adjudication:   gstackAdjudication{Blinded: true, Disputed: []gstackDisputed{}},
 		ExitCode:       r.Verdict.ExitCode,
 		Resumable:      r.Verdict.Resumable,
 		StandIn:        r.StandIn,
-		Calibration:    r.Calibration,
 		Identity:       gstackIdentityOf(r),
 	}
+	if c := r.Calibration; c != nil {
+		v.Calibration = gstackCalibration{Skill: c.Skill, None: c.None, Shell: c.Shell}
+	}
 	if r.Judge != nil {
-		v.Adjudication = &gstackAdjudication{Blinded: true, JudgeModel: r.Judge.Model, Disputed: []gstackDisputed{}}
+		model := r.Judge.Model
+		v.Adjudication.JudgeModel = &model
 		if a := r.Adjudication; a != nil {
 			if a.Model != "" {
-				v.Adjudication.JudgeModel = a.Model
+				v.Adjudication.JudgeModel = &a.Model
 			}
 			for _, d := range a.Disputed {
 				v.Adjudication.Disputed = append(v.Adjudication.Disputed, gstackDisputed{Case: d.Case, Arm: d.Arm, Trial: d.Trial, Disagreed: d.Disagreed, Decision: d.Decision})
@@ -198,10 +214,7 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 			},
 			TurnsPerRun:     metricValuePtr(a.Cost, "turns"),
 			OpenedSkillRate: metricValuePtr(a.Metrics, "openedSkill"),
-			FilesLoaded:     a.FilesLoaded,
-		}
-		if ga.FilesLoaded == nil {
-			ga.FilesLoaded = map[string]int{}
+			FilesLoaded:     gstackFilesLoaded(a),
 		}
 		if m, ok := a.Cost["usd"]; ok {
 			total := math.Round(m.Value*float64(m.Samples)*1e6) / 1e6
@@ -241,6 +254,24 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		return append(append([]byte("["), bytes.Join(bytes.Fields(bytes.Trim(m, "[]")), []byte(" "))...), ']')
 	})
 	return append(b, '\n'), nil
+}
+
+// gstackFilesLoaded keys an arm's file reads as gstack does: by path in
+// the arm's skill folder ("SKILL.md"), as a gstack arm is one skill
+// folder; an arm of several skills keeps skillgate's NAME/PATH.
+func gstackFilesLoaded(a verdict.ArmReport) map[string]int {
+	out := map[string]int{}
+	prefix := ""
+	if len(a.Installed) == 1 {
+		prefix = a.Installed[0].Name + "/"
+	}
+	for k, n := range a.FilesLoaded {
+		if p, ok := strings.CutPrefix(k, prefix); ok && prefix != "" {
+			k = p
+		}
+		out[k] += n
+	}
+	return out
 }
 
 // boolList matches an indented JSON array of booleans and nulls; its
