@@ -195,31 +195,37 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 		stop()
 		_, cal.SpentUSD = budget.Totals()
 	}()
-	for _, c := range todo {
-		r.cases[c.pc.ID] = c.pc
-		r.arms[c.arm.Name] = c.arm
-	}
 	prog := newProgress(opts.Log, opts.Terminal, len(todo))
 	var mu sync.Mutex
 	var fatal error
 	var done []ranCell
-	forEach(ctx, opts.Jobs, todo, func(c calCell) {
-		ro, err := r.runAdmitted(ctx, c.cell, store.SpendCalibration, prog.started)
-		if errors.Is(err, store.ErrSpendCap) {
-			return // not run: reported as incomplete
+	// The cell runner finds a cell's case by its ID, and the skill check of
+	// each arm has its own prompt under one ID (arms before and after quote
+	// their own copies of one skill): each round runs at most one cell of
+	// an ID, so no cell is given another arm's prompt.
+	for _, round := range calibrationRounds(todo) {
+		for _, c := range round {
+			r.cases[c.pc.ID] = c.pc
+			r.arms[c.arm.Name] = c.arm
 		}
-		mu.Lock()
-		if err != nil && ctx.Err() == nil && fatal == nil {
-			fatal = err
-		} else if err == nil && ctx.Err() == nil {
-			cal.Ran++
-			done = append(done, ranCell{c.cell, c.pc, c.arm, ro.Status})
-		}
-		mu.Unlock()
-		if ro != nil && ctx.Err() == nil {
-			prog.finished(c.cell.ID, ro)
-		}
-	})
+		forEach(ctx, opts.Jobs, round, func(c calCell) {
+			ro, err := r.runAdmitted(ctx, c.cell, store.SpendCalibration, prog.started)
+			if errors.Is(err, store.ErrSpendCap) {
+				return // not run: reported as incomplete
+			}
+			mu.Lock()
+			if err != nil && ctx.Err() == nil && fatal == nil {
+				fatal = err
+			} else if err == nil && ctx.Err() == nil {
+				cal.Ran++
+				done = append(done, ranCell{c.cell, c.pc, c.arm, ro.Status})
+			}
+			mu.Unlock()
+			if ro != nil && ctx.Err() == nil {
+				prog.finished(c.cell.ID, ro)
+			}
+		})
+	}
 	prog.close()
 	if _, err := in.invalidateChanged(done, opts.Log); err != nil && fatal == nil {
 		fatal = err
@@ -229,4 +235,28 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 		return ctx.Err()
 	}
 	return fatal
+}
+
+// calibrationRounds splits cells into rounds in which no case ID is
+// repeated, in order: the n-th cell of an ID runs in round n.
+func calibrationRounds(cells []calCell) [][]calCell {
+	var rounds [][]calCell
+	seen := map[string]int{}
+	for _, c := range cells {
+		n := seen[c.pc.ID]
+		seen[c.pc.ID] = n + 1
+		if n == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[n] = append(rounds[n], c)
+	}
+	return rounds
+}
+
+// CalibrationSessions counts the sessions Calibrate starts for the plan
+// before a run (arms: only those, when named), for a dry run that tells
+// what a real run costs.
+func CalibrationSessions(p *plan.Plan, suiteDir string, arms []string) (int, error) {
+	cells, err := calibrationCells(p, suiteDir, arms)
+	return len(cells), err
 }

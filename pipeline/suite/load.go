@@ -45,7 +45,7 @@ func LoadSuite(dir string) (*Suite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load suite %s: %w", dir, err)
 	}
-	return loadSuite(dir, abs, RepositoryRoot(abs))
+	return loadSuite(dir, abs, RepositoryRoot(abs), nil)
 }
 
 // LoadSuiteIn is LoadSuite for a suite inside the repository at root, which
@@ -55,17 +55,33 @@ func LoadSuiteIn(dir, root string) (*Suite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load suite %s: %w", dir, err)
 	}
-	return loadSuite(dir, abs, root)
+	return loadSuite(dir, abs, root, nil)
 }
 
-// loadSuite loads the suite at abs; name is the folder as the user gave it.
-func loadSuite(name, abs, root string) (*Suite, error) {
-	if st, err := os.Stat(abs); err != nil {
-		return nil, fmt.Errorf("load suite %s: %w", name, unwrapPathError(err))
-	} else if !st.IsDir() {
-		return nil, fmt.Errorf("load suite %s: not a folder", name)
+// LoadSuiteSource loads a suite that exists only as CUE source: src is
+// the file suite.cue of the folder dir, which need not exist on disk (the
+// suite's relative paths resolve from it all the same), inside the
+// repository root, which its paths must not leave. skillgate skill-eval
+// builds gstack's suite so, from the tasks file and the arms it is named.
+func LoadSuiteSource(dir, root string, src []byte) (*Suite, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load suite %s: %w", dir, err)
 	}
-	v, insts, readFailed, err := buildSuite(abs, root)
+	return loadSuite(dir, abs, root, src)
+}
+
+// loadSuite loads the suite at abs, or the suite.cue src there when src is
+// not nil; name is the folder as the user gave it.
+func loadSuite(name, abs, root string, src []byte) (*Suite, error) {
+	if src == nil { // with src, the folder need not exist
+		if st, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("load suite %s: %w", name, unwrapPathError(err))
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("load suite %s: not a folder", name)
+		}
+	}
+	v, insts, readFailed, err := buildSuite(abs, root, src)
 	if insts == nil {
 		if err != nil && strings.Contains(err.Error(), "matched no packages") || strings.Contains(fmt.Sprint(err), "no CUE files") {
 			return nil, fmt.Errorf("load suite %s: no CUE package in the folder", name)
@@ -106,9 +122,12 @@ func loadSuite(name, abs, root string) (*Suite, error) {
 // otherwise (a file embedding the definition beside other fields is not
 // closed) the value is unified with #Suite once more, which costs a second
 // evaluation but rejects every misspelt field all the same.
-func buildSuite(dir, root string) (v cue.Value, insts []*build.Instance, readFailed bool, err error) {
+func buildSuite(dir, root string, src []byte) (v cue.Value, insts []*build.Instance, readFailed bool, err error) {
 	modRoot := moduleRoot(dir, root)
 	overlay := map[string]load.Source{}
+	if src != nil {
+		overlay[filepath.Join(dir, "suite.cue")] = load.FromBytes(src)
+	}
 	if _, err := os.Stat(filepath.Join(modRoot, "cue.mod", "module.cue")); err != nil {
 		overlay[filepath.Join(modRoot, "cue.mod", "module.cue")] = load.FromString(moduleFile)
 	}

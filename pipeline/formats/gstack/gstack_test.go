@@ -28,7 +28,11 @@ func TestExampleSuite(t *testing.T) {
 		t.Errorf("formats %v, want [gstack]", s.Formats)
 	}
 	stats := s.Cases["stats"]
-	if stats.CaseDir != "fixtures/notes-stats" || stats.Setup == nil || stats.Setup.Run != `sh "$SKILL_EVAL_FIXTURES/seed.sh" full` {
+	// The task's setup, then the installed skill hidden from git status,
+	// its exit status kept.
+	if stats.CaseDir != "fixtures/notes-stats" || stats.Setup == nil ||
+		!strings.HasPrefix(stats.Setup.Run, `sh "$SKILL_EVAL_FIXTURES/seed.sh" full`+"\nstatus=$?\n") ||
+		!strings.Contains(stats.Setup.Run, `printf '/%s/\n' '.claude/skills' >>.git/info/exclude`) || !strings.HasSuffix(stats.Setup.Run, "exit $status") {
 		t.Errorf("stats: caseDir %q, setup %+v", stats.CaseDir, stats.Setup)
 	}
 	if len(stats.Assert) != 4 {
