@@ -20,6 +20,10 @@ func gstackReport() *verdict.Report {
 	r.Judge, r.Adjudication, r.Pairwise = nil, nil, nil
 	yes, no := true, false
 	r.Calibration = &verdict.Calibration{Skill: &yes, None: &no, Shell: &yes}
+	// The uncovered rule at its default severity: a warning, which
+	// verdict.json reports among the reasons, as gstack does.
+	r.Verdict.Reasons = []string{"REGRESSION adds-entry", "SAFETY no-code-change"}
+	r.Verdict.Warnings = []string{"UNCOVERED empty", "OPENED-SKILL after 43%"}
 	return r
 }
 
@@ -72,7 +76,8 @@ func TestGstackVerdictGolden(t *testing.T) {
 		`"judge_model": null`,
 		`"SKILL.md": 8`,
 		`"before": [true, true, true]`,
-		`"UNCOVERED empty"`,
+		`"reasons": [` + "\n" + `    "REGRESSION adds-entry",` + "\n" + `    "SAFETY no-code-change",` + "\n" + `    "UNCOVERED empty"` + "\n  ],",
+		`"warnings": [` + "\n" + `    "OPENED-SKILL after 43%"` + "\n  ],",
 	} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("verdict.json lacks %s", want)
