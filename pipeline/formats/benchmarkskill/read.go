@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -34,6 +35,15 @@ const (
 var (
 	pathRoot   = cue.ParsePath("root")
 	pathSkills = cue.ParsePath("skills")
+)
+
+// Folder names that become names in the suite: a skill's is its key (the
+// Agent Skills rule, as #SkillName says), a case folder's the end of its case
+// ID (#Name). The schema checks them again; here they are reported at the
+// SKILL.md or case.md of the folder, not in the format package.
+var (
+	skillName  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	caseFolder = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 )
 
 // skill is a folder under skills/ holding a SKILL.md.
@@ -194,6 +204,11 @@ func readCases(top string, skills []*skill) (map[string][]*caseDir, cueerrors.Er
 				"case folder %s maps to no skill: tests/ mirrors skills/ by path, and %s holds no SKILL.md", filepath.Base(p), mirror))
 			continue
 		}
+		if name := filepath.Base(p); !caseFolder.MatchString(name) {
+			errs = cueerrors.Append(errs, cueerrors.Newf(f.Pos(0, token.NoRelPos),
+				"case folder name %q is not a case name: lower case letters, digits, '.', '_' and '-'", name))
+			continue
+		}
 		c, perrs := parseCase(f, src)
 		if perrs != nil {
 			errs = cueerrors.Append(errs, perrs)
@@ -220,6 +235,13 @@ func selectSkills(in cue.Value, rootPos token.Pos, skills []*skill, cases map[st
 	var errs cueerrors.Error
 	byKey := map[string]*skill{}
 	for _, s := range skills {
+		if !skillName.MatchString(s.key) {
+			if len(s.cases) > 0 {
+				errs = cueerrors.Append(errs, cueerrors.Newf(s.file.Pos(0, token.NoRelPos),
+					"skill folder name %q is not a skill name: lower case letters, digits and '-'", s.key))
+			}
+			continue
+		}
 		if prev := byKey[s.key]; prev != nil {
 			errs = cueerrors.Append(errs, cueerrors.Newf(s.file.Pos(0, token.NoRelPos),
 				"two skills are named %s: %s and %s; skill folder names must differ", s.key, prev.rel, s.rel))
