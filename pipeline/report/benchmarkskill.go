@@ -94,7 +94,8 @@ type BenchmarkSkillArm struct {
 	Name string `json:"name"`
 	// Cells are the arm's cells of the skill's cases that ran.
 	Cells int `json:"cells"`
-	// Turns are the tool-call rounds of the cells' transcripts.
+	// Turns are the tool-call rounds of the cells' transcripts, one per
+	// tool call.
 	Turns *int `json:"turns,omitempty"`
 	// Tokens are the raw tokens of the TokenCells whose provider reported
 	// them (a cell that reported none is not counted as 0).
@@ -447,16 +448,15 @@ func evidenceCell(ev *Evidence, cell string) (CellEvidence, bool) {
 	return ce, ok
 }
 
-// toolRounds counts a transcript's tool-call rounds: each run of tool
-// steps between the model's other turns is one round.
+// toolRounds counts a transcript's tool-call rounds: each tool call is a
+// round of the agent's loop (the transcript does not tell which calls one
+// model turn made together, so those count one each).
 func toolRounds(turns []Turn) int {
-	n, in := 0, false
+	n := 0
 	for _, t := range turns {
-		tool := t.Role == "tool"
-		if tool && !in {
+		if t.Role == "tool" {
 			n++
 		}
-		in = tool
 	}
 	return n
 }

@@ -172,7 +172,7 @@ func TestBenchmarkSkillResults(t *testing.T) {
 	// Cost: sums over the skill's cells; every token weighted by its price
 	// relative to an input token.
 	newSkill, noSkill := axi.Arms[0], axi.Arms[1]
-	if newSkill.Name != "new-skill" || newSkill.Cells != 10 || newSkill.TokenCells != 10 || *newSkill.Turns != 20 || *noSkill.Turns != 10 {
+	if newSkill.Name != "new-skill" || newSkill.Cells != 10 || newSkill.TokenCells != 10 || *newSkill.Turns != 30 || *noSkill.Turns != 10 {
 		t.Errorf("arms %+v %+v", newSkill, noSkill)
 	}
 	wantIn := int64(0)

@@ -9,5 +9,5 @@
 // skillgate.dev/schema/formats/benchmarkskill to map onto skills, arms and
 // cases. Import writes the small suite that names such a tree.
 //
-// It imports only CUE.
+// It imports CUE and pipeline (atomic file writes) only.
 package benchmarkskill
