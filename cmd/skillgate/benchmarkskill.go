@@ -127,8 +127,9 @@ Exit codes: 0 Efficacy green, 1 red, 2 incomplete or an error.`,
 				}
 				fmt.Fprintf(os.Stderr, "  %s %s: %d wins, %d ties, %d losses%s\n", bc.Efficacy, bc.Case, bc.Wins, bc.Ties, bc.Losses, flag)
 			}
+			cwd, _ := os.Getwd()
 			for _, w := range written {
-				if rel, err := filepath.Rel(".", w); err == nil && !strings.HasPrefix(rel, "..") {
+				if rel, err := filepath.Rel(cwd, w); err == nil && !strings.HasPrefix(rel, "..") {
 					w = rel
 				}
 				fmt.Fprintf(os.Stderr, "wrote %s\n", w)
