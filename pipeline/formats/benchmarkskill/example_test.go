@@ -11,6 +11,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/formats/benchmarkskill"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/suite/suitetest"
 )
 
 // TestExampleSuite vets suites/benchmarkskill-example and checks what its
@@ -88,5 +89,73 @@ func TestReportsFolder(t *testing.T) {
 		if err != nil || got != filepath.FromSlash(c.want) {
 			t.Errorf("%s, %s: %s (%v), want %s", c.caseMD, c.skill, got, err, c.want)
 		}
+	}
+}
+
+// formatSuite is a repository with two skills' tests and a suite in
+// suite/ whose formats.benchmarkSkill and policy are given.
+func formatSuite(t *testing.T, settings, policy string) string {
+	t.Helper()
+	caseMD := "---\ndescription: d\n---\n## Prompt\nDo it.\n\n## Soft criteria\n- It is done.\n"
+	return suitetest.WriteSuite(t, map[string]string{
+		"skills/greet/SKILL.md":            "---\nname: greet\ndescription: Greets.\n---\nGreet.\n",
+		"skills/count/SKILL.md":            "---\nname: count\ndescription: Counts.\n---\nCount.\n",
+		"tests/skills/greet/one/case.md":   caseMD,
+		"tests/skills/count/one/case.md":   caseMD,
+		"tests/skills/count/two/case.md":   caseMD,
+		"tests/skills/count/two/fixture/f": "x\n",
+		"suite/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+	"skillgate.dev/schema/formats/benchmarkskill"
+)
+
+schema.#Suite & benchmarkskill.#Suite & {
+	name: "settings"
+	formats: benchmarkSkill: ` + settings + `
+	agent: agents.command & {command: ["true"]}
+	judge: {provider: "scripted", script: rules: [{reply: [{text: "{\"winner\": \"tie\"}"}]}]}
+` + policy + `
+}
+`,
+	})
+}
+
+// TestFormatSettings: trials, a skill's temperature and the efficacy
+// thresholds are the user's to set; a misspelt setting is refused at its
+// position.
+func TestFormatSettings(t *testing.T) {
+	root := formatSuite(t, `{root: "..", trials: 2, temperature: greet: 0}`, `	policy: efficacy: {minWins: 2, maxLosses: 0}`)
+	s, err := suite.LoadSuite(filepath.Join(root, "suite"))
+	if err != nil {
+		t.Fatal(cueerrors.Details(err, nil))
+	}
+	p, err := plan.Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, pc := range p.Cases {
+		ids = append(ids, pc.ID)
+		if (pc.Temperature != nil) != (pc.ID == "greet.one") || pc.Temperature != nil && *pc.Temperature != 0 {
+			t.Errorf("%s temperature %v", pc.ID, pc.Temperature)
+		}
+	}
+	if got := strings.Join(ids, ","); got != "count.one,count.two,greet.one" {
+		t.Errorf("cases %s", got)
+	}
+	if p.Suite.Trials != 2 || len(p.Cells) != 12 || p.Policy.Efficacy.MinWins != 2 || p.Policy.Efficacy.MaxLosses != 0 {
+		t.Errorf("trials %d, %d cells, efficacy %+v", p.Suite.Trials, len(p.Cells), p.Policy.Efficacy)
+	}
+	if got := p.Skills["count"].Path; got != "../skills/count" {
+		t.Errorf("skill path %s", got)
+	}
+
+	root = formatSuite(t, `{rot: ".."}`, "")
+	_, err = suite.LoadSuite(filepath.Join(root, "suite"))
+	if got := cueerrors.Details(err, &cueerrors.Config{Cwd: root}); !strings.Contains(got, "formats.benchmarkSkill.rot: field not allowed") || !strings.Contains(got, "suite/suite.cue:11:28") {
+		t.Errorf("misspelt setting: %s", got)
 	}
 }

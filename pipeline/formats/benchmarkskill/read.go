@@ -80,14 +80,17 @@ type caseDir struct {
 // position.
 func Read(dir string, in cue.Value) (ast.Expr, error) {
 	root := "."
-	rootPos := in.Pos()
+	rootPos := userPos(in)
 	if v := in.LookupPath(pathRoot); v.Exists() {
 		d, _ := v.Default()
 		s, err := d.String()
 		if err != nil {
 			return nil, cueerrors.Newf(v.Pos(), "read benchmark-skill tree: root is not a folder path")
 		}
-		root, rootPos = s, v.Pos()
+		root = s
+		if p := userPos(v); p.IsValid() {
+			rootPos = p
+		}
 	}
 	top := filepath.Join(dir, filepath.FromSlash(root))
 	skills, err := readSkills(top)
@@ -120,6 +123,26 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		&ast.Field{Label: ast.NewIdent("skills"), Value: &ast.StructLit{Elts: skillFields}},
 		&ast.Field{Label: ast.NewIdent("cases"), Value: &ast.StructLit{Elts: caseFields}},
 	), nil
+}
+
+// userPos is where the user wrote v or, for a struct, its first field, so
+// a problem of the tree is reported in the suite rather than at the
+// schema's default; NoPos when v is all the schema's.
+func userPos(v cue.Value) token.Pos {
+	inUser := func(p token.Pos) bool {
+		return p.IsValid() && !strings.Contains(filepath.ToSlash(p.Filename()), "/cue.mod/")
+	}
+	if p := v.Pos(); inUser(p) {
+		return p
+	}
+	if it, err := v.Fields(); err == nil {
+		for it.Next() {
+			if p := it.Value().Pos(); inUser(p) {
+				return p
+			}
+		}
+	}
+	return token.NoPos
 }
 
 // readSkills finds every skill under top/skills, sorted by path. A skill
