@@ -133,7 +133,8 @@ type BenchmarkSkillCase struct {
 	// Case is the case folder's name.
 	Case        string `json:"case"`
 	Description string `json:"description,omitempty"`
-	// Efficacy is pass, fail or incomplete.
+	// Efficacy is pass or fail as the efficacy rule decided, fail on a
+	// failed hard assertion, and incomplete while a trial is not judged.
 	Efficacy string `json:"efficacy"`
 	Wins     int    `json:"wins"`
 	Ties     int    `json:"ties"`
@@ -402,9 +403,16 @@ func benchmarkSkillResults(r *verdict.Report, ev *Evidence, skill string, cases 
 			}
 			bc.HardAssertions = hard
 		}
+		notJudged := len(bc.Trials) < r.Trials || slices.ContainsFunc(bc.Trials, func(t BenchmarkSkillTrial) bool { return t.Outcome == outcomeNotJudged })
 		switch {
-		case rule == nil || rule.NotMeasured != "":
+		case bc.HardAssertions != nil && bc.HardAssertions.Failed > 0 && rule != nil:
+			// A failed hard assertion fails the case whatever the judge says.
+			bc.Efficacy = EfficacyFail
+			green = false
+		case rule == nil || rule.NotMeasured != "" || notJudged:
+			// A trial still to judge may turn the rule either way.
 			bc.Efficacy = EfficacyIncomplete
+			incomplete = true
 		case failed[c.ID] || failed["no pairwise judgements"]:
 			bc.Efficacy = EfficacyFail
 			green = false

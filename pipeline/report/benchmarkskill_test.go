@@ -164,8 +164,9 @@ func TestBenchmarkSkillResults(t *testing.T) {
 		hello.Trials[2].HardAssertions != "fail" || hello.Trials[4].HardAssertions != "not-run" {
 		t.Errorf("greet.hello %+v", hello)
 	}
-	// An invalid judgement is a non-win, like a tie; an unjudged trial is neither.
-	if nc := greet.Cases[1]; nc.HardAssertions != nil || nc.Wins != 3 || nc.Ties != 1 || nc.Trials[4].Outcome != "NOT-JUDGED" || nc.Trials[0].HardAssertions != "" {
+	// An invalid judgement is a non-win, like a tie; an unjudged trial is
+	// neither, and leaves the case incomplete.
+	if nc := greet.Cases[1]; nc.Efficacy != EfficacyIncomplete || nc.HardAssertions != nil || nc.Wins != 3 || nc.Ties != 1 || nc.Trials[4].Outcome != "NOT-JUDGED" || nc.Trials[0].HardAssertions != "" {
 		t.Errorf("greet.no-checks %+v", nc)
 	}
 
@@ -200,18 +201,25 @@ func TestBenchmarkSkillResults(t *testing.T) {
 	// Not yet judged: incomplete, never green.
 	r.Verdict.Rules[0] = verdict.RuleOutcome{Rule: "efficacy", NotMeasured: "no pairwise judgement of new-skill against no-skill yet"}
 	r.Pairwise = nil
-	for _, s := range BenchmarkSkillResultsOf(r, ev) {
-		if s.Efficacy != EfficacyIncomplete || s.Cases[0].Efficacy != EfficacyIncomplete || s.Cases[0].Trials[0].Outcome != "NOT-JUDGED" {
-			t.Errorf("%s not judged: %s, %+v", s.Skill, s.Efficacy, s.Cases[0])
-		}
+	// A failed hard assertion fails its case all the same.
+	res = BenchmarkSkillResultsOf(r, ev)
+	if s := res[0]; s.Efficacy != EfficacyIncomplete || s.Cases[0].Efficacy != EfficacyIncomplete || s.Cases[0].Trials[0].Outcome != "NOT-JUDGED" {
+		t.Errorf("%s not judged: %s, %+v", s.Skill, s.Efficacy, s.Cases[0])
+	}
+	if s := res[1]; s.Efficacy != EfficacyRed || s.Cases[0].Efficacy != EfficacyFail || s.Cases[1].Efficacy != EfficacyIncomplete {
+		t.Errorf("%s not judged: %s, %+v", s.Skill, s.Efficacy, s.Cases)
 	}
 	// Green when every case passes; no prices: raw tokens only.
 	r, ev = bskillReport()
 	r.Verdict.Rules[0].Reasons = nil
 	r.Agent.Prices = nil
-	for _, s := range BenchmarkSkillResultsOf(r, ev) {
-		if s.Efficacy != EfficacyGreen || s.Run.Prices != nil || s.Arms[0].Tokens == nil || s.Arms[0].CostEquivalentTokens != nil || s.Arms[0].ImputedCostUSD != nil {
-			t.Errorf("%s all passing, no prices: %+v", s.Skill, s)
+	res = BenchmarkSkillResultsOf(r, ev)
+	if s := res[0]; s.Efficacy != EfficacyGreen || s.Passed != 2 {
+		t.Errorf("%s all passing: %s, %d passed", s.Skill, s.Efficacy, s.Passed)
+	}
+	for _, s := range res {
+		if s.Run.Prices != nil || s.Arms[0].Tokens == nil || s.Arms[0].CostEquivalentTokens != nil || s.Arms[0].ImputedCostUSD != nil {
+			t.Errorf("%s with no prices: %+v", s.Skill, s)
 		}
 	}
 }
