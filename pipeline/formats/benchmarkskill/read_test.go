@@ -109,6 +109,8 @@ grep -q flags "$OUTPUT"
 1. The review is written to review.md.
 -- tests/.reports/greet.html --
 not a case
+-- tests/.reports/skills/greet/copy/case.md --
+a report folder is never read
 `
 
 func TestReadTree(t *testing.T) {
