@@ -22,9 +22,9 @@ import (
 // repository's tests/.reports/.
 const (
 	BenchmarkSkillDir = "benchmark-skill"
-	// benchmarkSkillHardCheck is the name the format package gives a case's
-	// ## Hard assertions check.
-	benchmarkSkillHardCheck = "hard assertions"
+	// benchmarkSkillHardCheck begins the names the format gives the checks
+	// of a case's ## Hard assertions (benchmarkskill.HardAssertionName).
+	benchmarkSkillHardCheck = "hard assertion"
 	// BenchmarkSkillFootnote is the cost table's footnote.
 	BenchmarkSkillFootnote = "Absolute cost is inflated by shared-context cache overhead, so the trustworthy signal is the ratio of the new-skill arm to the no-skill arm. Cost is reported beside quality and never gates the verdict."
 )
@@ -470,21 +470,26 @@ func toolRounds(turns []Turn) int {
 }
 
 // hardAssertion is the hard-assertion gate's state on one candidate cell
-// (pass, fail, or not-run when the cell did not complete), and whether the
-// cell shows the case has the gate: its evidence holds the check, or the
-// check is among its failed ones.
+// (pass when every predicate passed, fail when one failed, not-run when the
+// cell did not complete), and whether the cell shows the case has the gate:
+// its evidence holds the checks, or one is among its failed ones.
 func hardAssertion(ev *Evidence, cell string, t verdict.TrialOutcome) (string, bool) {
+	isHard := func(name string) bool { return strings.HasPrefix(name, benchmarkSkillHardCheck) }
 	if ce, ok := evidenceCell(ev, cell); ok {
+		seen, failed := false, false
 		for _, ch := range ce.Checks {
-			if ch.Name == benchmarkSkillHardCheck {
-				if ch.Passed {
-					return "pass", true
-				}
-				return "fail", true
+			if isHard(ch.Name) {
+				seen, failed = true, failed || !ch.Passed
 			}
 		}
+		if failed {
+			return "fail", true
+		}
+		if seen {
+			return "pass", true
+		}
 	}
-	if slices.Contains(t.Failed, benchmarkSkillHardCheck) {
+	if slices.ContainsFunc(t.Failed, isHard) {
 		return "fail", true
 	}
 	if t.Status != grade.StatusCompleted {

@@ -58,13 +58,13 @@ func bskillReport() (*verdict.Report, *Evidence) {
 				}
 				switch state {
 				case 'F':
-					t.Passed, t.Score, t.Failed = false, 0, []string{"hard assertions"}
+					t.Passed, t.Score, t.Failed = false, 0, []string{`hard assertion: grep -q Ada "$OUTPUT"`}
 				case 'X':
 					t.Status, t.Passed, t.Score = grade.StatusTimeout, false, 0
 				}
 				ce.Status, ce.Passed = t.Status, t.Passed
 				if c.hasHard && state != 'X' {
-					ce.Checks = []grade.CheckResult{{Name: "hard assertions", Kind: grade.CheckRun, Passed: state != 'F'}}
+					ce.Checks = []grade.CheckResult{{Name: `hard assertion: test -n "$OUTPUT"`, Kind: grade.CheckRun, Passed: true}, {Name: `hard assertion: grep -q Ada "$OUTPUT"`, Kind: grade.CheckRun, Passed: state != 'F'}}
 				}
 				// The new-skill arm reads its skill: one more tool round and
 				// more cached context.

@@ -33,10 +33,61 @@ type turn struct {
 }
 
 // hardAssertions is the case's shell block: its shell (the fence's
-// language) and its script.
+// language), its script, and the predicates it runs as (see predicates).
 type hardAssertions struct {
-	shell  text
-	script text
+	shell      text
+	script     text
+	predicates []text
+}
+
+// compoundWords start a shell line that belongs to a command spanning lines.
+var compoundWords = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true, "for": true, "while": true, "until": true,
+	"do": true, "done": true, "case": true, "esac": true, "{": true, "}": true, "(": true, ")": true, "function": true,
+}
+
+// predicates are the checks a hard-assertion script runs as: each line
+// (a trailing backslash joins the next) is one predicate whose non-zero
+// exit fails it, so a negated one (! grep ...) counts as much as any other,
+// which one `set -e` script would not do for a line but its last. A script
+// with a command spanning lines (if, for, case, a here-document, a line
+// ending in a pipe or an open quote) runs whole under `set -e` instead.
+func predicates(script text) []text {
+	var out []text
+	var cur strings.Builder
+	start := -1
+	off := script.off
+	for _, l := range strings.Split(script.s, "\n") {
+		lineOff := off
+		off += len(l) + 1
+		t := strings.TrimSpace(l)
+		if cur.Len() == 0 && (t == "" || strings.HasPrefix(t, "#")) {
+			continue
+		}
+		if start < 0 {
+			start = lineOff + len(l) - len(strings.TrimLeft(l, " \t"))
+		}
+		if strings.HasSuffix(t, "\\") {
+			cur.WriteString(strings.TrimSpace(strings.TrimSuffix(t, "\\")))
+			cur.WriteString(" ")
+			continue
+		}
+		cur.WriteString(t)
+		line := cur.String()
+		first, _, _ := strings.Cut(line, " ")
+		if compoundWords[first] || strings.Contains(line, "<<") || strings.Count(line, "'")%2 == 1 || strings.Count(line, `"`)%2 == 1 ||
+			strings.HasSuffix(line, "|") || strings.HasSuffix(line, "&&") || strings.HasSuffix(line, "(") || strings.HasSuffix(line, "{") {
+			return []text{{"set -e\n" + script.s, script.off}}
+		}
+		out = append(out, text{line, start})
+		cur.Reset()
+		start = -1
+	}
+	if cur.Len() > 0 {
+		// A backslash on the last line continues nothing.
+		return []text{{"set -e\n" + script.s, script.off}}
+	}
+	return out
 }
 
 // caseFile is a parsed case.md.
@@ -369,7 +420,8 @@ func (p *caseParser) hard(heading line, body []line) *hardAssertions {
 		if closes(l.s, open) {
 			open = ""
 			h.script = joined(script)
-			if h.script.s == "" {
+			h.predicates = predicates(h.script)
+			if len(h.predicates) == 0 {
 				p.errorf(start.off, "the hard assertions block is empty")
 			}
 			continue

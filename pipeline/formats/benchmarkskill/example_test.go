@@ -39,7 +39,7 @@ func TestExampleSuite(t *testing.T) {
 		t.Errorf("sources %s", got)
 	}
 	if basic.Fixture != "tests/skills/axi-review/basic-cli-review/fixture" || len(basic.Seed) != 0 || len(basic.Rubric) != 3 ||
-		len(basic.Assert) != 1 || basic.Assert[0].Name != "hard assertions" || basic.Assert[0].Run == nil || !strings.HasPrefix(*basic.Assert[0].Run, "set -e\ntest -f \"$WORLD/review.md\"\n") {
+		len(basic.Assert) != 3 || basic.Assert[0].Name != `hard assertion: test -f "$WORLD/review.md"` || basic.Assert[2].Run == nil || *basic.Assert[2].Run != `grep -q 'review.md' "$OUTPUT"` {
 		t.Errorf("basic-cli-review %+v", basic.Case)
 	}
 	if len(follow.Seed) != 3 || follow.Seed[1].Role != "assistant" || follow.Seed[1].Content != "Sure. A general code review, or a review of how well an agent\ncan drive it from a shell?" {

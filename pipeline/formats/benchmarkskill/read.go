@@ -336,6 +336,7 @@ func caseValue(dir string, s *skill, cd *caseDir) ast.Expr {
 		fields = append(fields, fieldAt("hardAssertions", at(h.shell), ast.NewStruct(
 			fieldAt("shell", at(h.shell), str(h.shell.s, at(h.shell))),
 			fieldAt("script", at(h.script), str(h.script.s, at(h.script))),
+			fieldAt("predicates", at(h.script), ast.NewList(predicateList(h.predicates, at)...)),
 		)))
 	}
 	var soft []ast.Expr
@@ -347,6 +348,28 @@ func caseValue(dir string, s *skill, cd *caseDir) ast.Expr {
 		fields = append(fields, fieldAt("fixture", top, str(rel(dir, cd.fixture), top)))
 	}
 	return ast.NewStruct(fields...)
+}
+
+// HardAssertionName is the name of a case's hard-assertion checks: one per
+// predicate, "hard assertion: PREDICATE", or the whole block's, "hard
+// assertions"; reports find the gate by it.
+const HardAssertionName = "hard assertion"
+
+// predicateList is the hard assertions' predicates, each at its line and
+// named for reports.
+func predicateList(ps []text, at func(text) token.Pos) []ast.Expr {
+	out := make([]ast.Expr, len(ps))
+	for i, p := range ps {
+		name := HardAssertionName + ": " + p.s
+		if strings.Contains(p.s, "\n") {
+			name = HardAssertionName + "s"
+		}
+		out[i] = ast.NewStruct(
+			fieldAt("name", at(p), str(name, at(p))),
+			fieldAt("run", at(p), str(p.s, at(p))),
+		)
+	}
+	return out
 }
 
 // tokenFile is a file for positions in src, named by its absolute path.

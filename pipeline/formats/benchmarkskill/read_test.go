@@ -160,11 +160,12 @@ func TestReadTree(t *testing.T) {
 	}
 	// Positions: every value is at its line in its case.md.
 	for p, w := range map[string]string{
-		`cases."greet.basic".prompt`:                        "tests/skills/greet/basic/case.md:5:1",
-		`cases."greet.basic".description`:                   "tests/skills/greet/basic/case.md:2:14",
-		`cases."greet.basic".softCriteria[1]`:               "tests/skills/greet/basic/case.md:11:3",
-		`cases."review.conversation".seed[1].content`:       "tests/skills/tools/review/conversation/case.md:9:16",
-		`cases."review.conversation".hardAssertions.script`: "tests/skills/tools/review/conversation/case.md:15:1",
+		`cases."greet.basic".prompt`:                                   "tests/skills/greet/basic/case.md:5:1",
+		`cases."greet.basic".description`:                              "tests/skills/greet/basic/case.md:2:14",
+		`cases."greet.basic".softCriteria[1]`:                          "tests/skills/greet/basic/case.md:11:3",
+		`cases."review.conversation".seed[1].content`:                  "tests/skills/tools/review/conversation/case.md:9:16",
+		`cases."review.conversation".hardAssertions.script`:            "tests/skills/tools/review/conversation/case.md:15:1",
+		`cases."review.conversation".hardAssertions.predicates[1].run`: "tests/skills/tools/review/conversation/case.md:16:1",
 	} {
 		pos := v.LookupPath(cue.ParsePath(p)).Pos().Position()
 		got := fmt.Sprintf("%s:%d:%d", filepath.ToSlash(strings.TrimPrefix(pos.Filename, dir+string(filepath.Separator))), pos.Line, pos.Column)
@@ -293,5 +294,31 @@ a file
 		if !strings.Contains(got, want) {
 			t.Errorf("got\n%s\nwant %s", got, want)
 		}
+	}
+}
+
+// TestPredicates: each line of a hard-assertion block is a predicate of its
+// own, so a negated one fails when it should; a block whose commands span
+// lines runs whole under set -e.
+func TestPredicates(t *testing.T) {
+	for _, c := range []struct{ script, want string }{
+		{"test -f a\n! grep -q TODO a\n", "test -f a|! grep -q TODO a"},
+		{"# a comment\n\ntest -f a \\\n  -a -f b\n", "test -f a -a -f b"},
+		{"if [ -f a ]; then\n  true\nfi\n", "set -e\nif [ -f a ]; then\n  true\nfi\n"},
+		{"grep -q x a |\n  wc -l\n", "set -e\ngrep -q x a |\n  wc -l\n"},
+		{"cat <<EOF > f\nx\nEOF\n", "set -e\ncat <<EOF > f\nx\nEOF\n"},
+		{"grep -q 'two\nlines' a\n", "set -e\ngrep -q 'two\nlines' a\n"},
+	} {
+		var got []string
+		for _, p := range predicates(text{c.script, 0}) {
+			got = append(got, p.s)
+		}
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("%q: %q, want %q", c.script, got, c.want)
+		}
+	}
+	ps := predicates(text{"true\n  false\n", 10})
+	if len(ps) != 2 || ps[1].off != 17 {
+		t.Errorf("offsets %+v", ps)
 	}
 }
