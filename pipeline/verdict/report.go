@@ -4,6 +4,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // Metric is a scalar with its sample count; metrics with no applicable
@@ -145,6 +146,9 @@ type AgentIdentity struct {
 	// Host is the provider's host (its upstream URL's), when one is set.
 	Host   string        `json:"host,omitempty"`
 	Digest digest.Digest `json:"digest"`
+	// Prices are the agent's prices when the suite gives them, which
+	// weigh its tokens in reports that price them.
+	Prices *suite.Prices `json:"prices,omitempty"`
 }
 
 // ObservedIdentity is who answered, as the stored rollouts recorded it:

@@ -40,6 +40,7 @@ func BuildJudgedReport(p *plan.Plan, results []grade.CellResult, pairwise []grad
 			Provider: p.Agent.Provider,
 			Host:     upstreamHost(p.Agent.Upstream),
 			Digest:   p.Agent.Digest,
+			Prices:   p.Agent.Prices,
 		},
 		Observed: emptyObserved(),
 		Policy:   p.Policy.Name,
