@@ -154,11 +154,34 @@ func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.Pl
 	kb, _ := json.Marshal(key)
 	kd := digest.FromBytes(kb)
 
+	b := im.keyedImage(ctx, im.cells, kd, func(ref string) (string, error) {
+		for attempt := 0; ; attempt++ {
+			fixtureRef, fixtureID, err := im.fixtureImage(ctx, pc, agentRef, agentID)
+			if err != nil {
+				return "", err
+			}
+			id, err := im.buildArm(ctx, ref, kd, fixtureID, pc, arm)
+			if attempt > 0 || !errors.Is(err, docker.ErrImageMissing) {
+				return id, err
+			}
+			// The fixture image was removed since it was found: built again.
+			fmt.Fprintf(im.log, "image %s was removed while in use; building it again\n", fixtureRef)
+			im.forgetFixture(fixtureRef)
+		}
+	})
+	return b.ref, b.id, b.err
+}
+
+// keyedImage finds or builds, once per run, the image whose content key is kd, in table
+// (cell or fixture images): an image under the key's tag that carries the key is used;
+// one without it (built by an older skillgate, or tagged by hand) is not trusted, and
+// build makes it again under the tag.
+func (im *images) keyedImage(ctx context.Context, table map[digest.Digest]*imageBuild, kd digest.Digest, build func(ref string) (string, error)) *imageBuild {
 	im.mu.Lock()
-	b, ok := im.cells[kd]
+	b, ok := table[kd]
 	if !ok {
 		b = &imageBuild{ref: docker.CellImageRepo + ":" + kd.Encoded()[:24]}
-		im.cells[kd] = b
+		table[kd] = b
 	}
 	im.mu.Unlock()
 	b.once.Do(func() {
@@ -167,28 +190,13 @@ func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.Pl
 			b.err = err
 			return
 		}
-		// An image under the tag without the key (built by an older
-		// skillgate, or tagged by hand) is not trusted: it is rebuilt.
 		if ok && labels[docker.LabelCellKey] == kd.String() {
 			b.id = id
 			return
 		}
-		for attempt := 0; ; attempt++ {
-			fixtureRef, fixtureID, err := im.fixtureImage(ctx, pc, agentRef, agentID)
-			if err != nil {
-				b.err = err
-				return
-			}
-			b.id, b.err = im.buildArm(ctx, b.ref, kd, fixtureID, pc, arm)
-			if attempt > 0 || !errors.Is(b.err, docker.ErrImageMissing) {
-				return
-			}
-			// The fixture image was removed since it was found: built again.
-			fmt.Fprintf(im.log, "image %s was removed while in use; building it again\n", fixtureRef)
-			im.forgetFixture(fixtureRef)
-		}
+		b.id, b.err = build(b.ref)
 	})
-	return b.ref, b.id, b.err
+	return b
 }
 
 // fixtureImage returns the image holding the case's fixture (and overlay) and the agent
@@ -207,24 +215,8 @@ func (im *images) fixtureImage(ctx context.Context, pc plan.PlanCase, agentRef, 
 	kb, _ := json.Marshal(key)
 	kd := digest.FromBytes(kb)
 
-	im.mu.Lock()
-	b, ok := im.fixtures[kd]
-	if !ok {
-		b = &imageBuild{ref: docker.CellImageRepo + ":" + kd.Encoded()[:24]}
-		im.fixtures[kd] = b
-	}
-	im.mu.Unlock()
-	b.once.Do(func() {
-		id, labels, ok, err := im.engine.ImageLabels(ctx, b.ref)
-		if err != nil {
-			b.err = err
-			return
-		}
-		if ok && labels[docker.LabelCellKey] == kd.String() {
-			b.id = id
-			return
-		}
-		b.id, b.err = im.buildFixture(ctx, b.ref, kd, agentRef, pc)
+	b := im.keyedImage(ctx, im.fixtures, kd, func(ref string) (string, error) {
+		return im.buildFixture(ctx, ref, kd, agentRef, pc)
 	})
 	return b.ref, b.id, b.err
 }
