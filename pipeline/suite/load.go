@@ -99,9 +99,10 @@ func loadSuite(name, abs, root string, src []byte) (*Suite, error) {
 		return nil, cueerrors.Promote(derr, "decode suite")
 	}
 	checks := withoutFollowOns(checkSuite(s, v), errs)
-	if readFailed {
-		// The cases and arms a failed reader would have given are missing:
-		// that it failed is the error, not their absence.
+	if readFailed || underFormats(errs) {
+		// The cases and arms a failed reader, or another system's file CUE
+		// refused, would have given are missing: that is the error, not
+		// their absence.
 		checks = withoutPaths(checks, "cases", "arms")
 	}
 	errs = cueerrors.Append(errs, outsideFiles(insts[0]))
