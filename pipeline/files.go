@@ -1,10 +1,28 @@
 package pipeline
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/opencontainers/go-digest"
 )
+
+// FileDigest is the SHA-256 digest of a file's bytes, streamed.
+func FileDigest(p string) (digest.Digest, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return digest.NewDigest(digest.SHA256, h), nil
+}
 
 // WriteFile writes a file atomically (a temporary file, then a rename),
 // making its folder.

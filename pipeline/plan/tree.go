@@ -1,15 +1,15 @@
 package plan
 
 import (
-	"crypto/sha256"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/skillgate/skillgate/pipeline"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -61,7 +61,7 @@ func HashTree(dir string) (Tree, error) {
 			}
 			e = TreeEntry{Digest: digest.FromString(filepath.ToSlash(target)), Mode: "symlink", Size: int64(len(target))}
 		case info.Mode().IsRegular():
-			dg, err := fileDigest(p)
+			dg, err := pipeline.FileDigest(p)
 			if err != nil {
 				return err
 			}
@@ -97,19 +97,6 @@ func (t Tree) digest() digest.Digest {
 		fmt.Fprintf(&b, "%s\x00%s\x00%s\n", p, e.Mode, e.Digest)
 	}
 	return digest.FromString(b.String())
-}
-
-func fileDigest(p string) (digest.Digest, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return digest.NewDigest(digest.SHA256, h), nil
 }
 
 // TreeChange is one file that differs between two trees.

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -19,6 +18,8 @@ import (
 	"cuelang.org/go/cue/token"
 	"golang.org/x/text/collate"
 	"golang.org/x/text/language"
+
+	"github.com/skillgate/skillgate/pipeline"
 )
 
 // Modes of an exported workspace, and the splits each one holds. SkillOpt
@@ -90,18 +91,10 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// fileDigest is the hex SHA-256 of a file's bytes, streamed.
+// fileDigest is the hex SHA-256 of a file's bytes, as workspace.json records it.
 func fileDigest(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	d, err := pipeline.FileDigest(p)
+	return d.Encoded(), err
 }
 
 // localeOrder sorts the way SkillOpt's String.prototype.localeCompare does
