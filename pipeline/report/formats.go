@@ -8,12 +8,13 @@ import (
 
 // formatWriters write another system's own output files into a run folder,
 // by the suite's formats field (verdict.Report.Formats), after the standard
-// reports; each lives in the file named for its system.
+// reports; each lives in the file named for its system. run-benchmark has
+// none: its reports carry a run date and live beside its definitions, where
+// the run-benchmark command writes them.
 var formatWriters = map[string]func(dir string, r *verdict.Report, ev *Evidence) error{
 	"gstack":         writeGstack,
 	"chrisbanes":     writeChrisbanes,
 	"benchmarkSkill": writeBenchmarkSkill,
-	"runBenchmark":   writeRunBenchmark,
 	"skillCreator":   writeSkillCreator,
 	"skillopt":       writeSkillOpt,
 }

@@ -322,12 +322,6 @@ func RunBenchmarkGate(b RunBenchmark, failBelow, warnBelow float64) (line string
 	return "OK: validation Δ " + d, false
 }
 
-// writeRunBenchmark writes the system's own output files into the run
-// folder dir: none, since run-benchmark's reports carry a run date and live
-// beside the definitions (specs/benchmarks/reports/), where the
-// run-benchmark command writes them.
-func writeRunBenchmark(dir string, r *verdict.Report, ev *Evidence) error { return nil }
-
 // RunBenchmarkDefinition is one run-benchmark definition as a plan holds
 // it: its skill, its file (suite-relative) and its scenarios' cases.
 type RunBenchmarkDefinition struct {

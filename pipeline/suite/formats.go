@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,16 +46,6 @@ func readFormats(v cue.Value, dir string) (cue.Value, cueerrors.Error) {
 		return v, errs
 	}
 	return v, nil
-}
-
-// usedFormats lists the fields of `formats` a suite sets, sorted.
-func usedFormats(raw map[string]json.RawMessage) []string {
-	out := make([]string, 0, len(raw))
-	for k := range raw {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // caseSources lists the files other than CUE files, relative to dir, that a
