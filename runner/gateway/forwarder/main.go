@@ -5,14 +5,23 @@
 //
 //	forwarder [-listen 127.0.0.1:8080] [-socket /skillgate/gateway.sock]
 //	forwarder [flags] -exec CMD [ARG...]
+//	forwarder -relay [-socket /skillgate/gateway.sock]
 //
 // With -exec it listens, then starts CMD, forwards signals to it, and exits with its exit
 // code (128+N if a signal N ended it; 125 if the forwarder could not listen, 126 or 127
 // if CMD could not be started). It writes nothing else to stdout or stderr, which are
 // the agent's.
 //
-// It is built with CGO_ENABLED=0 and imports only the standard library, so it runs in any
-// image.
+// With -relay it is the other end, for a cell that cannot reach the gateway's socket (a
+// Kubernetes Pod on another node): it listens on the socket itself and carries each
+// connection over its standard input and output, which skillgate holds through the API
+// (see runner/gateway/tunnel). It ends when that stream does.
+//
+// A connection made before the socket is there (a relay still starting) waits for it, up
+// to dialWait.
+//
+// It is built with CGO_ENABLED=0 and imports only the standard library and the
+// tunnel package (itself only the standard library), so it runs in any image.
 package main
 
 import (
@@ -27,13 +36,33 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/skillgate/skillgate/runner/gateway/tunnel"
 )
+
+// dialWait bounds how long a connection waits for the gateway's socket to
+// appear or to accept.
+const dialWait = 30 * time.Second
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:8080", "TCP address to listen on")
 	socket := flag.String("socket", "/skillgate/gateway.sock", "unix socket to relay to")
 	execCmd := flag.Bool("exec", false, "run the remaining arguments as a command while forwarding")
+	relayMode := flag.Bool("relay", false, "listen on -socket and carry its connections over standard input and output")
 	flag.Parse()
+
+	if *relayMode {
+		ln, err := net.Listen("unix", *socket)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "forwarder: %v\n", err)
+			os.Exit(125)
+		}
+		if err := tunnel.Relay(ln, tunnel.NewConn(os.Stdin, os.Stdout, nil)); err != nil {
+			fmt.Fprintf(os.Stderr, "forwarder: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -111,7 +140,7 @@ func forward(ln net.Listener, socket string) error {
 // see on a direct connection, and the relay ends when both directions have.
 func relay(c net.Conn, socket string) {
 	defer c.Close()
-	u, err := net.Dial("unix", socket)
+	u, err := dial(socket)
 	if err != nil {
 		return
 	}
@@ -135,4 +164,19 @@ func relay(c net.Conn, socket string) {
 	go pipe(u, c)
 	go pipe(c, u)
 	wg.Wait()
+}
+
+// dial connects to socket, waiting up to dialWait while it is not there or
+// refuses.
+func dial(socket string) (net.Conn, error) {
+	deadline := time.Now().Add(dialWait)
+	delay := 5 * time.Millisecond
+	for {
+		u, err := net.Dial("unix", socket)
+		if err == nil || !(errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)) || time.Now().After(deadline) {
+			return u, err
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 500*time.Millisecond)
+	}
 }
