@@ -6,6 +6,7 @@ package runner_test
 // bench/README.md for the targets.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -42,6 +43,8 @@ type benchSuite struct {
 	// cases is how many cases the suite has (default 1), all alike, so a plan
 	// can hold more cells than the schema's trials allow.
 	cases int
+	// provider is the agent's (default none: no gateway).
+	provider string
 }
 
 // writeSuite writes s into a fresh repository folder and returns the suite
@@ -80,13 +83,13 @@ import (
 schema.#Suite & {
 	name: %q
 	skills: s: path: "skill"
-	agent: agents.command & {command: [%s]}
+	agent: agents.command & {command: [%s], provider: %q}
 	trials: %d
 	arms: {none: {}}
 	cases: {%s}
 	policy: policies.advisory
 }
-`, s.name, strings.Join(cmd, ", "), s.trials, benchCases(max(s.cases, 1)))
+`, s.name, strings.Join(cmd, ", "), cmp.Or(s.provider, "none"), s.trials, benchCases(max(s.cases, 1)))
 	must(os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(src), 0o644))
 	p, err := plan.CompileDir(dir)
 	if err != nil {

@@ -104,6 +104,50 @@ func BenchmarkPodOverhead(b *testing.B) {
 	phCtr.report(b, "docker", 1)
 }
 
+// BenchmarkGatewayRelay compares a cell's wall time on Kubernetes with the
+// gateway relayed through the API (the default: Pods on any node) against
+// the same cells with the gateway's folder mounted from the node by
+// hostPath, alternating the two: the relay's cost is the forwarder streamed
+// into each Pod and the exec that runs it. The agent (`true`, one job) makes
+// no call, so the figure is the relay's start-up, which every cell pays.
+func BenchmarkGatewayRelay(b *testing.B) {
+	const name, trials = "bench-gateway-relay", 10
+	needDocker(b, name)
+	relayed := kubeBench(b)
+	hostPath := *relayed
+	hostPath.HostPath = true
+	dir, p := writeSuite(b, benchSuite{name: name, trials: trials, command: []string{"true"}, provider: "scripted"})
+	runPlanOn(b, dir, p, 1, relayed) // the cell image, and both sides warm
+	runPlanOn(b, dir, p, 1, &hostPath)
+
+	var sumRelay, sumHost time.Duration
+	var ratios []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var r, h time.Duration
+		run := []func(){
+			func() { r, _ = runPlanOn(b, dir, p, 1, relayed) },
+			func() { h, _ = runPlanOn(b, dir, p, 1, &hostPath) },
+		}
+		if i%2 == 1 {
+			run[0], run[1] = run[1], run[0]
+		}
+		run[0]()
+		run[1]()
+		sumRelay, sumHost = sumRelay+r, sumHost+h
+		ratios = append(ratios, float64(r)/float64(h))
+	}
+	b.StopTimer()
+	cells := float64(b.N * trials)
+	slices.Sort(ratios)
+	b.ReportMetric(sumRelay.Seconds()/cells, "relay-s/cell")
+	b.ReportMetric(sumHost.Seconds()/cells, "hostpath-s/cell")
+	b.ReportMetric(float64(sumRelay)/float64(sumHost), "ratio")
+	b.ReportMetric(ratios[0], "ratio-min")
+	b.ReportMetric(ratios[len(ratios)/2], "ratio-median")
+	b.ReportMetric(ratios[len(ratios)-1], "ratio-max")
+}
+
 // BenchmarkPodsInFlight runs 32 cells of `sleep 5` with --jobs 32 on
 // Kubernetes and counts the run's Pods in flight, sampled every 100 ms: the
 // most at once against the 32 asked for, and the run's wall time against

@@ -335,17 +335,17 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 		return docker.ContainerSpec{}, err
 	}
 	env := cellEnv(r.plan, pc, arm, in)
-	var binds []string
+	var gatewayDir string
 	if r.gateway != nil {
 		cmd = append([]string{gateway.ForwarderPath, "-exec"}, cmd...)
 		env = append(env, agent.Of(r.plan.Agent.Kind).Env(r.plan.Agent.Model, r.gateway.NewCellToken(c.ID))...)
-		binds = []string{filepath.Dir(r.gateway.Socket()) + ":" + cellGatewayMount + ":ro"}
+		gatewayDir = filepath.Dir(r.gateway.Socket()) + ":" + cellGatewayMount
 	}
 	return docker.ContainerSpec{
 		Image:      image,
 		Cmd:        cmd,
 		Env:        env,
-		Binds:      binds,
+		Gateway:    gatewayDir,
 		User:       r.plan.Agent.User,
 		WorkingDir: docker.Workspace,
 		Labels: map[string]string{

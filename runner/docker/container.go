@@ -35,6 +35,10 @@ type ContainerSpec struct {
 	Timeout   time.Duration
 
 	Binds []string // "hostpath:containerpath:ro"
+	// Gateway is the gateway's folder ("hostpath:containerpath"), which
+	// holds its socket and the forwarder: bound read-only here; a backend
+	// whose cells run elsewhere relays it.
+	Gateway string
 
 	// OutputCap is how many bytes of stdout, and of stderr, are kept; the rest is counted
 	// and discarded as it streams. It must be positive.
@@ -173,6 +177,9 @@ func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *Con
 	}
 	out = &ContainerOutcome{}
 	t0 := time.Now()
+	if spec.Gateway != "" {
+		spec.Binds = slices.Concat(spec.Binds, []string{spec.Gateway + ":ro"})
+	}
 	files := spec.Files
 	if host, dir, ok, err := bindFiles(files); err != nil {
 		return nil, err

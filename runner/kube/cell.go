@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/gateway"
 )
 
 // agentScript waits for the go-ahead line on standard input, so that the
@@ -54,10 +57,22 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	base, baseID, layers := c.resolve(spec.Image)
 	folders := writableFolders(spec.Env)
 	folders = append(folders, filesFolders(spec.Files, folders)...)
-	extra, extraMounts, err := binds(spec.Binds, 0)
+	binds := spec.Binds
+	var gwHost, gwDir string
+	if spec.Gateway != "" {
+		var ok bool
+		if gwHost, gwDir, ok = strings.Cut(spec.Gateway, ":"); !ok || !path.IsAbs(gwHost) || !path.IsAbs(gwDir) {
+			return nil, fmt.Errorf("run pod: gateway folder %q: want hostpath:containerpath", spec.Gateway)
+		}
+		gwDir = path.Clean(gwDir)
+		binds = append(slices.Clip(binds), spec.Gateway+":ro")
+	}
+	g, err := c.hostFolders(binds, folders)
 	if err != nil {
 		return nil, fmt.Errorf("run pod: %w", err)
 	}
+	folders = append(folders, g.folders...)
+	relayed := spec.Gateway != "" && !c.hostPath
 	env := make([]corev1.EnvVar, 0, len(spec.Env))
 	for _, kv := range spec.Env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -72,16 +87,21 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	}
 	pod, err := shape.pod([]corev1.Container{
 		{Name: agentContainer, Command: append([]string{"/bin/sh", "-c", agentScript, "sh"}, spec.Cmd...),
-			WorkingDir: spec.WorkingDir, Env: env, Stdin: true, StdinOnce: true, VolumeMounts: extraMounts},
+			WorkingDir: spec.WorkingDir, Env: env, Stdin: true, StdinOnce: true, VolumeMounts: g.mounts},
 		{Name: holdContainer, Command: []string{"/bin/sh"}, Stdin: true},
-	}, map[string]bool{agentContainer: true, holdContainer: true}, extra)
+	}, map[string]bool{agentContainer: true, holdContainer: true}, g.vols)
 	if err != nil {
 		return nil, fmt.Errorf("run pod: %w", err)
 	}
-	// The hold container only reads the workspace.
+	// The hold container only reads the workspace; where it relays the
+	// gateway, it makes the socket in the gateway's folder, which the agent
+	// only reads.
 	for i, m := range pod.Spec.Containers[1].VolumeMounts {
-		if m.MountPath == docker.Workspace {
+		switch {
+		case m.MountPath == docker.Workspace:
 			pod.Spec.Containers[1].VolumeMounts[i].ReadOnly = true
+		case relayed && m.MountPath == gwDir:
+			pod.Spec.Containers[1].VolumeMounts[i].ReadOnly = false
 		}
 	}
 	name, err := c.createPod(ctx, pod)
@@ -96,7 +116,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 		}
 	}()
 
-	if err := c.seed(ctx, name, baseID, layers, spec.Files, folders); err != nil {
+	if err := c.seed(ctx, name, baseID, layers, g.trees, spec.Files, folders); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
@@ -104,6 +124,25 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 
 	if _, err := c.waitRunning(ctx, name, agentContainer, false); err != nil {
 		return nil, err
+	}
+	// The relay ends with the agent; one that ends before is the cluster's
+	// failure, never the agent's: its model calls had nowhere to go.
+	relayEnded := make(chan error, 1)
+	if relayed {
+		if st, err := c.waitRunning(ctx, name, holdContainer, false); err != nil {
+			return nil, err
+		} else if st.Terminated != nil {
+			return nil, fmt.Errorf("run pod %s: its hold container ended: exit %d", name, st.Terminated.ExitCode)
+		}
+		rctx, rcancel := context.WithCancel(ctx)
+		defer rcancel()
+		go func() { relayEnded <- c.relay(rctx, name, gwDir, path.Join(gwHost, gateway.GatewaySocket)) }()
+		defer func() {
+			rcancel()
+			if rerr := <-relayEnded; rerr != nil && err == nil {
+				out, err = nil, rerr
+			}
+		}()
 	}
 	stdout := &cappedBuffer{limit: spec.OutputCap}
 	stderr := &cappedBuffer{limit: spec.OutputCap}
@@ -235,7 +274,7 @@ func (c *Cluster) waitTerminated(ctx context.Context, pod, container string, ini
 
 // seed streams the cell's content into the Pod's seed container and waits
 // for it to have unpacked it.
-func (c *Cluster) seed(ctx context.Context, pod, imageID string, layers []*docker.BuildContext, files []docker.SpecFile, folders []folder) error {
+func (c *Cluster) seed(ctx context.Context, pod, imageID string, layers []*docker.BuildContext, trees []tree, files []docker.SpecFile, folders []folder) error {
 	var checked error
 	st, err := c.waitRunning(ctx, pod, seedContainer, true, func(p *corev1.Pod) { checked = checkImageID(p, seedContainer, true, imageID) })
 	if err != nil {
@@ -250,7 +289,7 @@ func (c *Cluster) seed(ctx context.Context, pod, imageID string, layers []*docke
 	pr, pw := io.Pipe()
 	streamed := make(chan error, 1)
 	go func() {
-		err := seedStream(pw, layers, files, folders)
+		err := seedStream(pw, layers, trees, files, folders)
 		pw.CloseWithError(err)
 		streamed <- err
 	}()

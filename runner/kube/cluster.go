@@ -27,6 +27,11 @@ type Config struct {
 	Context string
 	// Namespace is where the Pods run; empty is the context's, else "default".
 	Namespace string
+	// HostPath mounts the folders of skillgate's machine a Pod is given (the
+	// gateway's, a case's) by hostPath, for a cluster whose one node is that
+	// machine. Otherwise their content is streamed into each Pod and the
+	// gateway is relayed through the API, so that Pods run on any node.
+	HostPath bool
 }
 
 // LabelManaged marks every Pod skillgate starts, and selects them for its
@@ -52,6 +57,7 @@ type Cluster struct {
 	rest      *rest.Config
 	namespace string
 	pods      *podWatch
+	hostPath  bool
 
 	dockerOnce sync.Once
 	docker     *docker.Engine
@@ -99,7 +105,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	if _, err := cs.CoreV1().Namespaces().Get(pctx, ns, metav1.GetOptions{}); err != nil {
 		return nil, fmt.Errorf("connect kubernetes cluster %s, namespace %s: %w", rc.Host, ns, err)
 	}
-	c := &Cluster{cs: cs, rest: rc, namespace: ns, cells: map[string]*cellImage{}}
+	c := &Cluster{cs: cs, rest: rc, namespace: ns, cells: map[string]*cellImage{}, hostPath: cfg.HostPath}
 	if err := c.ensureNetworkPolicy(pctx); err != nil {
 		return nil, err
 	}

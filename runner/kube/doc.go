@@ -3,8 +3,13 @@
 // another, hardened as runner/docker hardens a container (uid 1000, no
 // privilege escalation, every capability dropped, a read-only root, the
 // runtime's seccomp profile, no service-account token, memory and CPU
-// limits, a deadline) and with no network but the gateway's folder, mounted
-// from the node by hostPath, which serves a single node.
+// limits, a deadline) and with no network but the gateway: its socket is made
+// in the Pod by a relay that an exec of the API runs in the hold container,
+// whose standard input and output carry the agent's connections to
+// skillgate's gateway (runner/gateway/tunnel), so a Pod runs on any node and
+// needs no network at all. Folders of skillgate's machine a Pod is given
+// (the gateway's, a case's) stream in with its content; on a cluster whose one
+// node is skillgate's machine, Config.HostPath mounts them by hostPath instead.
 //
 // Nothing reaches a Pod through a registry but its image: the cell's
 // content (fixture, skills, agent files, prompt) streams through the API

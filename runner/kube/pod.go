@@ -125,9 +125,9 @@ func podMeta(prefix string, given map[string]string) metav1.ObjectMeta {
 	return m
 }
 
-// binds turns "hostpath:containerpath[:ro]" into hostPath volumes: on one
-// node, the gateway's folder.
-func binds(bs []string, first int) ([]corev1.Volume, []corev1.VolumeMount, error) {
+// hostPathVolumes turns "hostpath:containerpath[:ro]" into hostPath volumes:
+// on a cluster whose one node is skillgate's machine.
+func hostPathVolumes(bs []string, first int) ([]corev1.Volume, []corev1.VolumeMount, error) {
 	var vols []corev1.Volume
 	var mounts []corev1.VolumeMount
 	for i, b := range bs {
@@ -219,11 +219,11 @@ func (s podShape) pod(containers []corev1.Container, roFor map[string]bool, extr
 }
 
 // seedStream writes the tar the seed container unpacks: the entries of the
-// cell image's layers, in order, and the files given, each placed in its folder, owned by
+// cell image's layers, in order, the trees' and the files given, each placed in its folder, owned by
 // whoever unpacks it. An entry outside every folder cannot be placed in a Pod
 // whose root is read-only: it is an error. A folder's own entry and those
 // above it are left out (the folders exist).
-func seedStream(w io.Writer, layers []*docker.BuildContext, files []docker.SpecFile, folders []folder) error {
+func seedStream(w io.Writer, layers []*docker.BuildContext, trees []tree, files []docker.SpecFile, folders []folder) error {
 	tw := tar.NewWriter(w)
 	place := func(h *tar.Header, r io.Reader) error {
 		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
@@ -252,6 +252,11 @@ func seedStream(w io.Writer, layers []*docker.BuildContext, files []docker.SpecF
 	for _, bc := range layers {
 		if err := layerEntries(bc, place); err != nil {
 			return fmt.Errorf("stream the cell's content: %w", err)
+		}
+	}
+	for _, t := range trees {
+		if err := treeEntries(t, place); err != nil {
+			return fmt.Errorf("stream %s into the pod: %w", t.host, err)
 		}
 	}
 	// Given files' folders: created readable by all, as a container's are.

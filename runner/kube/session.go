@@ -44,12 +44,13 @@ func (c *Cluster) StartSession(ctx context.Context, spec docker.SessionSpec, fol
 	}
 	shape := podShape{image: base, user: spec.User, folders: fs, memory: spec.Memory, cpus: spec.NanoCPUs,
 		labels: spec.Labels, prefix: "skillgate-check-"}
-	vols, mounts, err := binds(spec.Binds, 0)
+	g, err := c.hostFolders(spec.Binds, fs)
 	if err != nil {
 		return nil, fmt.Errorf("start session: %w", err)
 	}
+	shape.folders = append(shape.folders, g.folders...)
 	pod, err := shape.pod([]corev1.Container{{Name: sessionContainer, Command: []string{"/bin/sh"}, Stdin: true,
-		WorkingDir: spec.WorkingDir, Env: env, VolumeMounts: mounts}}, nil, vols)
+		WorkingDir: spec.WorkingDir, Env: env, VolumeMounts: g.mounts}}, map[string]bool{sessionContainer: true}, g.vols)
 	if err != nil {
 		return nil, fmt.Errorf("start session: %w", err)
 	}
@@ -61,7 +62,7 @@ func (c *Cluster) StartSession(ctx context.Context, spec docker.SessionSpec, fol
 		return nil, err
 	}
 	s := &Session{c: c, name: name, folders: fs}
-	if err := c.seed(ctx, name, baseID, layers, nil, fs); err != nil {
+	if err := c.seed(ctx, name, baseID, layers, g.trees, nil, shape.folders); err != nil {
 		s.Close()
 		return nil, err
 	}

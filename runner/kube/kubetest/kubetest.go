@@ -40,7 +40,14 @@ func Kubeconfig(t testing.TB) string {
 // Cluster connects to the test cluster, or skips or fails as Kubeconfig does.
 func Cluster(t testing.TB) *kube.Cluster {
 	t.Helper()
-	cfg := kube.Config{Kubeconfig: Kubeconfig(t)}
+	return Connect(t, kube.Config{})
+}
+
+// Connect connects to the test cluster with cfg, its kubeconfig the test
+// cluster's, or skips or fails as Kubeconfig does.
+func Connect(t testing.TB, cfg kube.Config) *kube.Cluster {
+	t.Helper()
+	cfg.Kubeconfig = Kubeconfig(t)
 	c, err := kube.Connect(context.Background(), cfg)
 	if err != nil {
 		if os.Getenv("CI") != "" {
