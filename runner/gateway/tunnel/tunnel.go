@@ -21,6 +21,7 @@ package tunnel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -188,27 +189,27 @@ func serveStream(w http.ResponseWriter, r *http.Request, dial func(context.Conte
 // Relay makes each connection accepted on ln a stream over conn, until ln
 // fails or conn ends. It closes ln.
 func Relay(ln net.Listener, conn *Conn) error {
+	defer ln.Close()
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
-	var dialed sync.Once
 	tr := &http.Transport{
 		Protocols:          &p,
-		HTTP2:              &http.HTTP2Config{StrictMaxConcurrentRequests: true},
 		DisableCompression: true,
 		DialContext: func(context.Context, string, string) (net.Conn, error) {
-			var c net.Conn
-			dialed.Do(func() { c = conn })
-			if c == nil {
-				return nil, errors.New("the tunnel's one stream is gone")
-			}
-			return c, nil
+			return conn, nil
 		},
 	}
+	// The one connection: a stream past its concurrency limit waits for
+	// another to end rather than ask for a second.
+	cc, err := tr.NewClientConn(context.Background(), "http", "gateway:80")
+	if err != nil {
+		return fmt.Errorf("start the tunnel: %w", err)
+	}
+	defer cc.Close()
 	go func() {
 		<-conn.Done()
 		ln.Close()
 	}()
-	defer ln.Close()
 	var delay time.Duration
 	for {
 		c, err := ln.Accept()
@@ -225,7 +226,7 @@ func Relay(ln net.Listener, conn *Conn) error {
 			return err
 		}
 		delay = 0
-		go relayConn(tr, c)
+		go relayConn(cc, c)
 	}
 }
 
@@ -236,14 +237,14 @@ type bodyOf struct{ c net.Conn }
 func (b bodyOf) Read(p []byte) (int, error) { return b.c.Read(p) }
 
 // relayConn carries one accepted connection as a stream.
-func relayConn(tr *http.Transport, c net.Conn) {
+func relayConn(cc *http.ClientConn, c net.Conn) {
 	defer c.Close()
 	req, err := http.NewRequest(http.MethodPost, "http://gateway/", bodyOf{c})
 	if err != nil {
 		return
 	}
 	req.ContentLength = -1
-	resp, err := tr.RoundTrip(req)
+	resp, err := cc.RoundTrip(req)
 	if err != nil {
 		return
 	}
