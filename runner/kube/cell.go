@@ -55,6 +55,10 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	out = &docker.ContainerOutcome{}
 	t0 := time.Now()
 	base, baseID, layers := c.resolve(spec.Image)
+	image, want, err := c.podImage(ctx, base, baseID)
+	if err != nil {
+		return nil, fmt.Errorf("run pod: %w", err)
+	}
 	folders := writableFolders(spec.Env)
 	folders = append(folders, filesFolders(spec.Files, folders)...)
 	binds := spec.Binds
@@ -78,7 +82,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 		k, v, _ := strings.Cut(kv, "=")
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
-	shape := podShape{image: base, user: spec.User, folders: folders, memory: spec.Memory, cpus: spec.NanoCPUs,
+	shape := podShape{image: image, user: spec.User, folders: folders, memory: spec.Memory, cpus: spec.NanoCPUs,
 		labels: spec.Labels, prefix: "skillgate-cell-"}
 	if spec.Timeout > 0 {
 		// A backstop: the cell's own timeout kills the agent and its
@@ -116,7 +120,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 		}
 	}()
 
-	if err := c.seed(ctx, name, baseID, layers, g.trees, spec.Files, folders); err != nil {
+	if err := c.seed(ctx, name, want, layers, g.trees, spec.Files, folders); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
@@ -233,7 +237,7 @@ func (c *Cluster) waitRunning(ctx context.Context, pod, container string, init b
 		switch {
 		case s.Waiting != nil && imageReasons[s.Waiting.Reason]:
 			img := p.Spec.Containers[0].Image
-			return true, &ImageMissingError{Image: img, Reason: s.Waiting.Reason, Message: s.Waiting.Message}
+			return true, &ImageMissingError{Image: img, Reason: s.Waiting.Reason, Message: s.Waiting.Message, Registry: c.registry}
 		case s.Waiting != nil && startReasons[s.Waiting.Reason]:
 			return true, fmt.Errorf("start container %s of pod %s: %s: %s", container, pod, s.Waiting.Reason, s.Waiting.Message)
 		}
@@ -274,9 +278,9 @@ func (c *Cluster) waitTerminated(ctx context.Context, pod, container string, ini
 
 // seed streams the cell's content into the Pod's seed container and waits
 // for it to have unpacked it.
-func (c *Cluster) seed(ctx context.Context, pod, imageID string, layers []*docker.BuildContext, trees []tree, files []docker.SpecFile, folders []folder) error {
+func (c *Cluster) seed(ctx context.Context, pod string, want imageWant, layers []*docker.BuildContext, trees []tree, files []docker.SpecFile, folders []folder) error {
 	var checked error
-	st, err := c.waitRunning(ctx, pod, seedContainer, true, func(p *corev1.Pod) { checked = checkImageID(p, seedContainer, true, imageID) })
+	st, err := c.waitRunning(ctx, pod, seedContainer, true, func(p *corev1.Pod) { checked = checkImageID(p, seedContainer, true, want) })
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,11 @@ type Config struct {
 	// machine. Otherwise their content is streamed into each Pod and the
 	// gateway is relayed through the API, so that Pods run on any node.
 	HostPath bool
+	// Registry, when set, is the registry (HOST[:PORT][/PATH]) the nodes
+	// pull the images a Pod starts from, pushed there by skillgate image
+	// push: a Pod names its image by the digest that push recorded for the
+	// local engine's build. Empty: the images are loaded into the nodes.
+	Registry string
 }
 
 // LabelManaged marks every Pod skillgate starts, and selects them for its
@@ -56,6 +61,7 @@ type Cluster struct {
 	cs        kubernetes.Interface
 	rest      *rest.Config
 	namespace string
+	registry  string
 	pods      *podWatch
 	hostPath  bool
 
@@ -75,6 +81,11 @@ type Cluster struct {
 // answers, makes sure the namespace's network policy for skillgate's Pods
 // exists and starts watching them.
 func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
+	if cfg.Registry != "" {
+		if err := docker.CheckRegistry(cfg.Registry); err != nil {
+			return nil, fmt.Errorf("connect kubernetes cluster: %w", err)
+		}
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if cfg.Kubeconfig != "" {
 		rules.ExplicitPath = cfg.Kubeconfig
@@ -105,7 +116,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	if _, err := cs.CoreV1().Namespaces().Get(pctx, ns, metav1.GetOptions{}); err != nil {
 		return nil, fmt.Errorf("connect kubernetes cluster %s, namespace %s: %w", rc.Host, ns, err)
 	}
-	c := &Cluster{cs: cs, rest: rc, namespace: ns, cells: map[string]*cellImage{}, hostPath: cfg.HostPath}
+	c := &Cluster{cs: cs, rest: rc, namespace: ns, registry: cfg.Registry, cells: map[string]*cellImage{}, hostPath: cfg.HostPath}
 	if err := c.ensureNetworkPolicy(pctx); err != nil {
 		return nil, err
 	}

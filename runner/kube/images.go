@@ -210,24 +210,70 @@ func (c *Cluster) isCell(ref string) bool {
 	return ok
 }
 
+// podImage is what a Pod names for base, the image its cell starts from,
+// and what its containers must then report having run. Without a registry
+// that is base, loaded into the nodes, and the local engine's ID for it
+// (baseID, when known). With one it is the reference by digest that
+// skillgate image push recorded for the local engine's build of base, so
+// the node pulls exactly that build, or an error naming the command when
+// this build was not pushed.
+func (c *Cluster) podImage(ctx context.Context, base, baseID string) (string, imageWant, error) {
+	if c.registry == "" {
+		return base, imageWant{id: baseID}, nil
+	}
+	e, err := c.engine(ctx)
+	if err != nil {
+		return "", imageWant{}, err
+	}
+	p, ok, err := e.PushedRef(ctx, base, c.registry)
+	if err != nil {
+		return "", imageWant{}, fmt.Errorf("find image %s in registry %s: %w", base, c.registry, err)
+	}
+	if !ok {
+		return "", imageWant{}, fmt.Errorf("find image %s in registry %s: the local engine's build of it was not pushed there: run skillgate image push %s (with the run's suite, cases and arms) first", base, c.registry, c.registry)
+	}
+	return p.Ref, imageWant{id: p.ID, ref: p.Ref}, nil
+}
+
+// imageWant is what a Pod's container must have run: the local engine's
+// image ID, and with a registry the reference by digest it was pulled by.
+type imageWant struct {
+	id, ref string
+}
+
 // checkImageID fails when the cluster ran a Pod's container from another
 // image than the local engine's of the same name (loaded before a rebuild):
-// the cell would not run the image its rollout names. An image the node
-// pulled is known by its registry digest alone, which is not compared.
-func checkImageID(p *corev1.Pod, container string, init bool, want string) error {
-	if want == "" {
+// the cell would not run the image its rollout names. The runtime reports
+// an image it has by a registry digest as that reference, which must be
+// the pushed one when it names the same repository, and an image it has
+// by no digest (loaded into the node) by its ID, which must be the local
+// engine's.
+func checkImageID(p *corev1.Pod, container string, init bool, want imageWant) error {
+	if want.id == "" && want.ref == "" {
 		return nil
 	}
 	sts := p.Status.ContainerStatuses
 	if init {
 		sts = p.Status.InitContainerStatuses
 	}
+	wantRepo, wantDigest, _ := strings.Cut(want.ref, "@")
 	for _, s := range sts {
-		if s.Name != container || s.ImageID == "" || strings.Contains(s.ImageID, "@") {
+		if s.Name != container || s.ImageID == "" {
 			continue
 		}
-		if got := strings.TrimPrefix(s.ImageID, "docker-pullable://"); got != want {
-			return fmt.Errorf("start pod %s: the cluster's image %s is %s, the local engine's is %s: load it again (.ci/kube-load %s)", p.Name, s.Image, got, want, s.Image)
+		got := strings.TrimPrefix(s.ImageID, "docker-pullable://")
+		if repo, dg, pinned := strings.Cut(got, "@"); pinned {
+			if want.ref != "" && repo == wantRepo && dg != wantDigest {
+				return fmt.Errorf("start pod %s: the cluster's image %s is %s, the pushed one is %s", p.Name, s.Image, got, want.ref)
+			}
+			continue
+		}
+		if want.id != "" && got != want.id {
+			hint := fmt.Sprintf("load it again (.ci/kube-load %s)", s.Image)
+			if want.ref != "" {
+				hint = "push it again (skillgate image push)"
+			}
+			return fmt.Errorf("start pod %s: the cluster's image %s is %s, the local engine's is %s: %s", p.Name, s.Image, got, want.id, hint)
 		}
 	}
 	return nil
@@ -237,10 +283,16 @@ func checkImageID(p *corev1.Pod, container string, init bool, want string) error
 // not loaded into the node and cannot be pulled.
 type ImageMissingError struct {
 	Image, Reason, Message string
+	// Registry is the registry the image was to be pulled from, if any.
+	Registry string
 }
 
 func (e *ImageMissingError) Error() string {
-	return fmt.Sprintf("start pod: image %s is not in the cluster (%s: %s): load it into the nodes (.ci/kube-load %s for the local cluster) or push it to a registry they pull from",
+	if e.Registry != "" {
+		return fmt.Sprintf("start pod: the cluster could not pull image %s (%s: %s): push it with skillgate image push %s, to a registry the nodes reach and may pull from",
+			e.Image, e.Reason, e.Message, e.Registry)
+	}
+	return fmt.Sprintf("start pod: image %s is not in the cluster (%s: %s): load it into the nodes (.ci/kube-load %s for the local cluster) or push it to a registry they pull from (skillgate image push REGISTRY, then run --registry REGISTRY)",
 		e.Image, e.Reason, e.Message, e.Image)
 }
 

@@ -37,7 +37,7 @@ func TestCellHasNoNetwork(t *testing.T) {
 		hostPath bool
 	}{{"through the API", false}, {"by hostPath", true}} {
 		t.Run(mode.name, func(t *testing.T) {
-			c := kubetest.Connect(t, kube.Config{HostPath: mode.hostPath})
+			c := kubetest.ClusterWith(t, kube.Config{HostPath: mode.hostPath})
 			labels := testLabels(t, c)
 			image := cellImage(t, c, labels)
 

@@ -31,6 +31,10 @@ type Session struct {
 // where CopyIn may unpack.
 func (c *Cluster) StartSession(ctx context.Context, spec docker.SessionSpec, folders ...string) (*Session, error) {
 	base, baseID, layers := c.resolve(spec.Image)
+	image, want, err := c.podImage(ctx, base, baseID)
+	if err != nil {
+		return nil, fmt.Errorf("start session: %w", err)
+	}
 	fs := writableFolders(spec.Env)
 	for _, f := range folders {
 		if p := path.Clean(f); path.IsAbs(p) && placeOf(p, fs) == placeOutside {
@@ -42,7 +46,7 @@ func (c *Cluster) StartSession(ctx context.Context, spec docker.SessionSpec, fol
 		k, v, _ := strings.Cut(kv, "=")
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
-	shape := podShape{image: base, user: spec.User, folders: fs, memory: spec.Memory, cpus: spec.NanoCPUs,
+	shape := podShape{image: image, user: spec.User, folders: fs, memory: spec.Memory, cpus: spec.NanoCPUs,
 		labels: spec.Labels, prefix: "skillgate-check-"}
 	g, err := c.hostFolders(spec.Binds, fs)
 	if err != nil {
@@ -62,7 +66,7 @@ func (c *Cluster) StartSession(ctx context.Context, spec docker.SessionSpec, fol
 		return nil, err
 	}
 	s := &Session{c: c, name: name, folders: fs}
-	if err := c.seed(ctx, name, baseID, layers, g.trees, nil, shape.folders); err != nil {
+	if err := c.seed(ctx, name, want, layers, g.trees, nil, shape.folders); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -40,12 +40,12 @@ func Kubeconfig(t testing.TB) string {
 // Cluster connects to the test cluster, or skips or fails as Kubeconfig does.
 func Cluster(t testing.TB) *kube.Cluster {
 	t.Helper()
-	return Connect(t, kube.Config{})
+	return ClusterWith(t, kube.Config{})
 }
 
-// Connect connects to the test cluster with cfg, its kubeconfig the test
-// cluster's, or skips or fails as Kubeconfig does.
-func Connect(t testing.TB, cfg kube.Config) *kube.Cluster {
+// ClusterWith connects to the test cluster with cfg, its kubeconfig the
+// test cluster's, or skips or fails as Kubeconfig does.
+func ClusterWith(t testing.TB, cfg kube.Config) *kube.Cluster {
 	t.Helper()
 	cfg.Kubeconfig = Kubeconfig(t)
 	c, err := kube.Connect(context.Background(), cfg)
