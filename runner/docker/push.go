@@ -69,11 +69,12 @@ type pushMessage struct {
 
 // PushImage pushes local's image to its repository of registry
 // (RegistryRepo), under a tag that is its image ID, so a later build never
-// takes a pushed build's tag, with the credentials the user's Docker config
+// takes a pushed build's tag (the engine keeps the digest it recorded, which
+// PushedRef reads, only while the repository has a tag of it locally), with the credentials the user's Docker config
 // holds for the registry's host (see registryAuth). It writes the engine's
 // progress to log, a line per layer's step, and returns the reference by
 // digest the engine recorded.
-func (e *Engine) PushImage(ctx context.Context, local, registryRef string, log io.Writer) (PushedImage, error) {
+func (e *Engine) PushImage(ctx context.Context, local, registryRef string, log io.Writer) (_ PushedImage, err error) {
 	repo, err := RegistryRepo(registryRef, local)
 	if err != nil {
 		return PushedImage{}, err
@@ -96,6 +97,12 @@ func (e *Engine) PushImage(ctx context.Context, local, registryRef string, log i
 	if err := e.Tag(ctx, id, tagged.String()); err != nil {
 		return PushedImage{}, fmt.Errorf("push image %s: %w", local, err)
 	}
+	defer func() {
+		if err != nil {
+			// A tag that carried no push is no record of one.
+			e.c.ImageRemove(context.WithoutCancel(ctx), tagged.String(), image.RemoveOptions{})
+		}
+	}()
 	rc, err := e.c.ImagePush(ctx, tagged.String(), image.PushOptions{RegistryAuth: auth})
 	if err != nil {
 		return PushedImage{}, fmt.Errorf("push image %s to %s: %w", local, repo.Name(), err)
