@@ -147,3 +147,56 @@ func TestKubernetesKillMidwayLeavesNoPod(t *testing.T) {
 		t.Errorf("pods left after the rerun: %q (%v)", left, err)
 	}
 }
+
+// With a registry, a run's Pods, its cells' and its run: checks', start from
+// the agent image that PushImages put there, named by its digest: the node
+// asks the registry for that manifest, which only the registry has under
+// that name (its port is the test's own), and every cell and check runs.
+func TestKubernetesRunPullsPushedImages(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials: an open registry
+	e := dockertest.Engine(t)
+	kc := kubetest.Kubeconfig(t)
+	kubetest.Cluster(t)
+	s := copySuite(t, e, "checks")
+	reg := dockertest.NewRegistry(t)
+	registry := reg.Host + "/sg"
+	out := t.TempDir()
+	ctx := context.Background()
+
+	var log bytes.Buffer
+	pushed, err := PushImages(ctx, s.Plan, Options{Out: out, SuiteDir: s.Dir, Log: &log}, registry)
+	if err != nil {
+		t.Fatalf("push: %v\n%s", err, log.String())
+	}
+	sandbox, err := e.EnsureSandbox(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pushed) != 1 || pushed[0].Local != sandbox || !strings.HasPrefix(pushed[0].Ref, registry+"/sandbox@sha256:") {
+		t.Fatalf("pushed %+v; want the agent image %s alone", pushed, sandbox)
+	}
+	// The tag of the push is on the shared sandbox image: this test's to remove.
+	dockertest.Untag(t, registry+"/sandbox:"+strings.TrimPrefix(pushed[0].ID, "sha256:"))
+	digest := pushed[0].Ref[strings.Index(pushed[0].Ref, "@")+1:]
+	before := len(reg.Requests("/v2/"))
+
+	sum, r, err := Evaluate(ctx, s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 4, Log: &log,
+		Kubernetes: &kube.Config{Kubeconfig: kc, Registry: registry}})
+	if err != nil || r == nil {
+		t.Fatalf("evaluate: %v\n%s", err, log.String())
+	}
+	if !sum.Complete() || sum.Statuses[store.StatusCompleted] != len(s.Plan.Cells) {
+		t.Errorf("summary %+v\n%s", sum, log.String())
+	}
+	g := gradesOf(t, s.Plan, out)
+	for _, c := range s.Plan.Cells {
+		if n := strings.Count(g[c.ID], grade.CheckRun+":"); n != 3 || !strings.Contains(g[c.ID], grade.CheckRun+":one=true") {
+			t.Errorf("%s: %s", c.ID, g[c.ID])
+		}
+	}
+	pulls := reg.Requests("/v2/")[before:]
+	if !slices.Contains(pulls, "GET /v2/sg/sandbox/manifests/"+digest) {
+		t.Errorf("the registry saw no pull of the pushed manifest %s: %q", digest, pulls)
+	}
+	t.Logf("the node asked the registry %q", pulls)
+}

@@ -27,6 +27,12 @@ func flagsFirst(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
+	// A subcommand's flags go before its arguments, after its name.
+	if at+1 < len(args) {
+		if sub := cmd.Command(args[at+1]); sub != nil {
+			cmd, at = sub, at+1
+		}
+	}
 	takesValue := map[string]bool{}
 	for _, f := range cmd.Flags {
 		_, isBool := f.(*cli.BoolFlag)

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/runner"
 	"github.com/skillgate/skillgate/runner/agent"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -16,8 +19,8 @@ import (
 
 // imageCommand is `skillgate image`: the agents' images.
 func imageCommand() *cli.Command {
-	// flagsFirst moves a subcommand's flags before the subcommand's name, so --version is
-	// a flag of image too; build reads it from either.
+	// --version is a flag of image too, as it was when flagsFirst moved a subcommand's
+	// flags before the subcommand's name; build reads it from either.
 	kinds := agent.ImageKinds()
 	var pinned []string
 	for _, k := range kinds {
@@ -28,7 +31,7 @@ func imageCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "image",
-		Usage: "build the Docker images of the agents",
+		Usage: "build the Docker images of the agents, push a suite's to a registry",
 		Flags: []cli.Flag{version()},
 		Subcommands: []*cli.Command{{
 			Name:      "build",
@@ -74,6 +77,88 @@ Pinned versions: %s.`, strings.Join(pinned, ", ")),
 				fmt.Println(ref)
 				return nil
 			},
-		}},
+		}, imagePushCommand()},
+	}
+}
+
+// imagePushCommand is `skillgate image push`: the images a suite's Pods start from, in a
+// registry the cluster pulls from.
+func imagePushCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "push",
+		Usage:     "push the images a suite's cells start from on Kubernetes to a registry",
+		ArgsUsage: "REGISTRY [DIR|PLAN]",
+		Description: `Pushes to REGISTRY (HOST[:PORT][/PATH], such as registry.example.com/team/skillgate
+or 127.0.0.1:5000/skillgate) every image the selected cells of the suite folder
+or plan file start from as Pods: the agent's image in each environment the
+cells and their run: checks use, built first when the Docker engine lacks it,
+as a run builds it. A cell's own content is not pushed: it streams into its
+Pods. Each image goes to REGISTRY/NAME (NAME the last part of its local
+repository, so skillgate/claude-code:2.1.332 goes to REGISTRY/claude-code),
+tagged with its image ID. "skillgate run --backend kubernetes --registry
+REGISTRY" then names each by the digest of its manifest, so the nodes pull
+exactly the local engine's build; a build not pushed since it changed is
+refused there, naming this command.
+
+The Docker engine pushes, with the credentials of the auths entry for the
+registry's host in $DOCKER_CONFIG/config.json or ~/.docker/config.json (what
+docker login writes without a credential store); credential helpers
+(credsStore, credHelpers) are not supported, and a registry whose
+credentials they keep is refused, saying so. A registry on 127.0.0.0/8 is
+pushed to over plain HTTP (the engine's default insecure registry).
+
+Prints the engine's progress on stderr and, on stdout, one line per image:
+LOCAL → REGISTRY/NAME@sha256:DIGEST.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "run folder `DIR` whose store receives the environments' Dockerfile folders (default: .skillgate/SUITE)"},
+			&cli.StringSliceFlag{Name: "case", Usage: "only the images of case `ID` (repeatable)"},
+			&cli.StringSliceFlag{Name: "arm", Usage: "only the images of arm `NAME` (repeatable)"},
+			&cli.StringFlag{Name: "split", Usage: "only the images of cases of split `S`"},
+			&cli.StringFlag{Name: "shard", Usage: "only the images of the `I/N`-th share of the plan's cells"},
+			&cli.StringFlag{Name: "suite", Usage: "with a plan file: the suite folder `DIR` it was compiled from"},
+		},
+		HideHelpCommand: true,
+		OnUsageError:    usageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 || c.NArg() > 2 {
+				return exit(2, fmt.Errorf("image push takes a registry and one suite folder or plan file, got %d arguments", c.NArg()))
+			}
+			registry := c.Args().Get(0)
+			if err := docker.CheckRegistry(registry); err != nil {
+				return exit(2, err)
+			}
+			target := c.Args().Get(1)
+			if target == "" {
+				target = "."
+			}
+			t, err := plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case"))
+			if err != nil {
+				return exit(2, err)
+			}
+			var shard runner.Shard
+			if c.IsSet("shard") {
+				if shard, err = runner.ParseShard(c.String("shard")); err != nil {
+					return exit(2, err)
+				}
+			}
+			if _, err := runner.Select(t.Plan, c.StringSlice("case"), c.StringSlice("arm"), c.String("split")); err != nil {
+				return exit(2, err)
+			}
+			out := c.String("out")
+			if out == "" {
+				out = filepath.Join(".skillgate", t.Plan.Suite.Name)
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			pushed, err := runner.PushImages(ctx, t.Plan, runner.Options{
+				Out: out, SuiteDir: t.SuiteDir,
+				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"), Shard: shard,
+				Log: os.Stderr,
+			}, registry)
+			for _, p := range pushed {
+				fmt.Printf("%s → %s\n", p.Local, p.Ref)
+			}
+			return err
+		},
 	}
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	cuecmd "cuelang.org/go/cmd/cue/cmd"
+	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -34,7 +38,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "../../testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_GOLDEN") != "",
-		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"standin": standIn, "sametimes": sameTimes, "tamper": tamper},
+		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"standin": standIn, "registry": imageRegistry, "sametimes": sameTimes, "tamper": tamper},
 		Condition:     condition,
 		Setup: func(e *testscript.Env) error {
 			work := e.Getenv("WORK")
@@ -68,6 +72,22 @@ func condition(cond string) (bool, error) {
 		return false, nil
 	}
 	return true, nil
+}
+
+// imageRegistry is `registry VAR`: an image registry served by the test on
+// 127.0.0.1 over plain HTTP until the script ends, its HOST:PORT in $VAR; a
+// push to it is one the Docker engine makes (127.0.0.0/8 is insecure by
+// default) and no request leaves the machine.
+func imageRegistry(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: registry VAR")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
+	go srv.Serve(ln)
+	ts.Defer(func() { srv.Close() })
+	ts.Setenv(args[0], ln.Addr().String())
 }
 
 // standIn is the script command `standin STATUS TYPE MESSAGE FILE...`: it starts a

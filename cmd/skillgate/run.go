@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/kube"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -82,6 +83,7 @@ failed), 3 calibration failed.`,
 			&cli.StringFlag{Name: "context", Usage: "with --backend kubernetes: the kubeconfig's context `NAME` (default: its current context)"},
 			&cli.StringFlag{Name: "namespace", Usage: "with --backend kubernetes: the `NAMESPACE` of the Pods (default: the context's, else default)"},
 			&cli.BoolFlag{Name: "host-path", Usage: "with --backend kubernetes: mount the gateway's and the cases' folders from this machine by hostPath, for a cluster whose one node is this machine (default: stream them into each Pod and relay the gateway through the API, so Pods run on any node)"},
+			&cli.StringFlag{Name: "registry", Usage: "with --backend kubernetes: the `REGISTRY` the nodes pull the agent images from, pushed there by skillgate image push; Pods name them by digest (default: none, the images are loaded into the nodes)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
@@ -195,14 +197,19 @@ func interruptible(parent context.Context) (run, finish context.Context, stop fu
 func kubernetesConfig(c *cli.Context) (*kube.Config, error) {
 	switch b := c.String("backend"); b {
 	case "docker":
-		for _, f := range []string{"kubeconfig", "context", "namespace", "host-path"} {
+		for _, f := range []string{"kubeconfig", "context", "namespace", "host-path", "registry"} {
 			if c.IsSet(f) {
 				return nil, fmt.Errorf("choose backend: --%s is for --backend kubernetes", f)
 			}
 		}
 		return nil, nil
 	case "kubernetes":
-		return &kube.Config{Kubeconfig: c.String("kubeconfig"), Context: c.String("context"), Namespace: c.String("namespace"), HostPath: c.Bool("host-path")}, nil
+		if r := c.String("registry"); r != "" {
+			if err := docker.CheckRegistry(r); err != nil {
+				return nil, err
+			}
+		}
+		return &kube.Config{Kubeconfig: c.String("kubeconfig"), Context: c.String("context"), Namespace: c.String("namespace"), Registry: c.String("registry"), HostPath: c.Bool("host-path")}, nil
 	default:
 		return nil, fmt.Errorf("choose backend: --backend %q: want docker or kubernetes", b)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -199,4 +200,24 @@ func Containers(t *testing.T, labels ...string) []string {
 		out = append(out, strings.TrimPrefix(ct.ID, "sha256:")[:12]+" "+ct.State+" "+ct.Labels[docker.LabelCell])
 	}
 	return out
+}
+
+// Untag removes, when the test ends, the names given to images the test did
+// not build (the shared sandbox's, say): only the name goes, the image stays
+// under its others.
+func Untag(t *testing.T, refs ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			t.Errorf("untag %v: %v", refs, err)
+			return
+		}
+		defer c.Close()
+		for _, ref := range refs {
+			if _, err := c.ImageRemove(context.Background(), ref, image.RemoveOptions{}); err != nil {
+				t.Errorf("untag %s: %v", ref, err)
+			}
+		}
+	})
 }
