@@ -3,6 +3,7 @@ package docker_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -129,4 +130,31 @@ func httpGet(url string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// A registry that needs a login gets the credentials of the Docker config's
+// auths entry for its host, and none without one.
+func TestPushImageWithLogin(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", cfg)
+	e := dockertest.Engine(t)
+	labels, _ := dockertest.Labels(t, e)
+	local := pushable(t, e, labels, "login")
+	reg := dockertest.NewLoginRegistry(t, "team", "s3cret")
+	ctx := context.Background()
+	if _, err := e.PushImage(ctx, local, reg.Host+"/sg", &bytes.Buffer{}); err == nil {
+		t.Fatal("pushed with no credentials to a registry that needs them")
+	} else {
+		t.Logf("without credentials: %v", err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("team:s3cret"))
+	mustDo(t, os.WriteFile(filepath.Join(cfg, "config.json"), []byte(`{"auths": {"other.example.com": {"auth": "eDp5"}, "http://`+reg.Host+`": {"auth": "`+auth+`"}}}`), 0o600))
+	var log bytes.Buffer
+	p, err := e.PushImage(ctx, local, reg.Host+"/sg", &log)
+	if err != nil {
+		t.Fatalf("push with the config's credentials: %v\n%s", err, log.String())
+	}
+	if !strings.HasPrefix(p.Ref, reg.Host+"/sg/pushed@sha256:") {
+		t.Fatalf("pushed %+v", p)
+	}
 }

@@ -28,6 +28,14 @@ type Registry struct {
 // NewRegistry starts a registry that stops when the test ends.
 func NewRegistry(t testing.TB) *Registry {
 	t.Helper()
+	return NewLoginRegistry(t, "", "")
+}
+
+// NewLoginRegistry starts a registry that answers only requests with the
+// basic credentials user and password (none when user is empty), as a
+// private registry does.
+func NewLoginRegistry(t testing.TB, user, password string) *Registry {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +46,11 @@ func NewRegistry(t testing.TB) *Registry {
 		r.mu.Lock()
 		r.requests = append(r.requests, req.Method+" "+req.URL.Path)
 		r.mu.Unlock()
+		if u, p, _ := req.BasicAuth(); user != "" && (u != user || p != password) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="skillgate-test"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"log in"}]}`, http.StatusUnauthorized)
+			return
+		}
 		h.ServeHTTP(w, req)
 	})}
 	go srv.Serve(ln)
