@@ -19,8 +19,8 @@ import (
 
 // imageCommand is `skillgate image`: the agents' images.
 func imageCommand() *cli.Command {
-	// --version is a flag of image too, as it was when flagsFirst moved a subcommand's
-	// flags before the subcommand's name; build reads it from either.
+	// --version is a flag of image too, so `image --version V build KIND` works; build
+	// reads it from either.
 	kinds := agent.ImageKinds()
 	var pinned []string
 	for _, k := range kinds {

@@ -232,6 +232,11 @@ func (c *Cluster) podImage(ctx context.Context, base, baseID string) (string, im
 	if !ok {
 		return "", imageWant{}, fmt.Errorf("find image %s in registry %s: the local engine's build of it was not pushed there: run skillgate image push %s (with the run's suite, cases and arms) first", base, c.registry, c.registry)
 	}
+	if baseID != "" && p.ID != baseID {
+		// Built again since the cell's image was made on it: the rollout
+		// names the build the cell image holds.
+		return "", imageWant{}, fmt.Errorf("find image %s in registry %s: the local engine's build of it is %s now, the cell's is %s: run again", base, c.registry, p.ID, baseID)
+	}
 	return p.Ref, imageWant{id: p.ID, ref: p.Ref}, nil
 }
 
