@@ -150,8 +150,8 @@ func TestKubernetesKillMidwayLeavesNoPod(t *testing.T) {
 
 // With a registry, a run's Pods, its cells' and its run: checks', start from
 // the agent image that PushImages put there, named by its digest: the node
-// asks the registry for that manifest, which only the registry has under
-// that name (its port is the test's own), and every cell and check runs.
+// asks the registry for that manifest, a name only the registry has (its
+// port is the test's own), and every cell and check runs.
 func TestKubernetesRunPullsPushedImages(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials: an open registry
 	e := dockertest.Engine(t)
@@ -194,9 +194,12 @@ func TestKubernetesRunPullsPushedImages(t *testing.T) {
 			t.Errorf("%s: %s", c.ID, g[c.ID])
 		}
 	}
+	// The node resolves the name at the registry; the manifest's bytes may
+	// be in its content store already, from an earlier pull of the same
+	// digest (TestRunPodPullsPushedImage pulls an image no node has).
 	pulls := reg.Requests("/v2/")[before:]
-	if !slices.Contains(pulls, "GET /v2/sg/sandbox/manifests/"+digest) {
-		t.Errorf("the registry saw no pull of the pushed manifest %s: %q", digest, pulls)
+	if !slices.Contains(pulls, "GET /v2/sg/sandbox/manifests/"+digest) && !slices.Contains(pulls, "HEAD /v2/sg/sandbox/manifests/"+digest) {
+		t.Errorf("the registry saw no request for the pushed manifest %s: %q", digest, pulls)
 	}
 	t.Logf("the node asked the registry %q", pulls)
 }
