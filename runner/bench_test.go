@@ -6,7 +6,6 @@ package runner_test
 // bench/README.md for the targets.
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -83,13 +82,13 @@ import (
 schema.#Suite & {
 	name: %q
 	skills: s: path: "skill"
-	agent: agents.command & {command: [%s], provider: %q}
+	agent: agents.command & {command: [%s]%s}
 	trials: %d
 	arms: {none: {}}
 	cases: {%s}
 	policy: policies.advisory
 }
-`, s.name, strings.Join(cmd, ", "), cmp.Or(s.provider, "none"), s.trials, benchCases(max(s.cases, 1)))
+`, s.name, strings.Join(cmd, ", "), s.agentModel(), s.trials, benchCases(max(s.cases, 1)))
 	must(os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(src), 0o644))
 	p, err := plan.CompileDir(dir)
 	if err != nil {
@@ -99,6 +98,15 @@ schema.#Suite & {
 		tb.Fatalf("plan has %d cells, want %d", len(p.Cells), s.trials*max(s.cases, 1))
 	}
 	return dir, p
+}
+
+// agentModel is the agent's provider fields: none (no gateway), or a
+// scripted stand-in with one reply.
+func (s benchSuite) agentModel() string {
+	if s.provider == "" {
+		return ""
+	}
+	return fmt.Sprintf(`, provider: %q, model: "m", standIn: "scripted stand-in (benchmark)", script: {model: "m", rules: [{reply: [{text: "ok"}]}]}`, s.provider)
 }
 
 // benchCases are n cases over the fixture fx, c, c-2, c-3, ..., each with
