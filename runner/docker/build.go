@@ -55,14 +55,18 @@ type buildMessage struct {
 
 // BuildImage builds bc with networking off, tags the image tag, labels it, and returns its
 // ID. It builds unconditionally: the caller asks ImageExists first. A context that only
-// unpacks its entries on a base image is loaded as one layer on it (loadLayer), with no
+// unpacks its entries on a base image is loaded as one layer on it (loadLayers), with no
 // build step; a base missing then is ErrImageMissing.
 func (e *Engine) BuildImage(ctx context.Context, tag string, labels map[string]string, bc *BuildContext) (id string, err error) {
 	if err := bc.check(); err != nil {
 		return "", fmt.Errorf("build image %s: %w", tag, err)
 	}
 	if base, ok := layerBase(bc); ok {
-		return e.loadLayer(ctx, tag, base, labels, bc)
+		ids, err := e.loadLayers(ctx, []ImageBuild{{Tag: tag, Labels: labels, Context: bc}}, []string{base})
+		if err != nil {
+			return "", err
+		}
+		return ids[0], nil
 	}
 	pr, pw := io.Pipe()
 	defer pr.Close()

@@ -15,6 +15,8 @@ import (
 
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
+
+	"github.com/opencontainers/go-digest"
 )
 
 func TestImageContextDeterministicWithOwners(t *testing.T) {
@@ -217,5 +219,108 @@ func TestLayerLoadedOnBase(t *testing.T) {
 	out = dockertest.Run(t, e, docker.ContainerSpec{Image: tag + "-built", Cmd: []string{"stat", "-c", "%u %n", "/workspace", "/workspace/b.txt"}, Labels: labels, Timeout: time.Minute, OutputCap: 1 << 20})
 	if want := "1000 /workspace\n0 /workspace/b.txt\n"; string(out.Stdout) != want {
 		t.Errorf("built on the sandbox: %q, want %q", out.Stdout, want)
+	}
+}
+
+// TestLayersLoadedTogether: images one layer above each other, loaded in one archive
+// by BuildImages (a case's fixture image and its arms' images above it), are the
+// images BuildImage makes one by one: one ID for equal content, the fixture's layer
+// under every arm's, the labels of each; an entry whose bytes are not the plan's fails
+// the load before any image of it is tagged, and a base that is gone is
+// ErrImageMissing.
+func TestLayersLoadedTogether(t *testing.T) {
+	e := dockertest.Engine(t)
+	labels, _ := dockertest.Labels(t, e)
+	ctx := context.Background()
+	sandbox, err := e.EnsureSandbox(ctx)
+	mustDo(t, err)
+	tag := "skillgate-test/stack:" + labels[dockertest.Label]
+	with := func(key string) map[string]string {
+		l := map[string]string{docker.LabelCellKey: key}
+		for k, v := range labels {
+			l[k] = v
+		}
+		return l
+	}
+	fixture := func(from string) *docker.BuildContext {
+		bc := docker.NewBuildContext("FROM " + from + "\nADD " + docker.LayerTar + " /\n")
+		bc.AddDir("workspace", 0o755, 1000, 1000)
+		bc.AddFile("workspace/fixture.txt", 0o644, 1000, 1000, []byte("fixture\n"))
+		return bc
+	}
+	arm := func(from, skill string) *docker.BuildContext {
+		bc := docker.NewBuildContext("FROM " + from + "\nADD " + docker.LayerTar + " /\n")
+		bc.AddDir("workspace", 0o755, 1000, 1000)
+		bc.AddDir("workspace/skills", 0o755, 1000, 1000)
+		bc.AddFile("workspace/skills/"+skill, 0o644, 1000, 1000, []byte(skill+"\n"))
+		return bc
+	}
+	ids, err := e.BuildImages(ctx, []docker.ImageBuild{
+		{Tag: tag + "-fixture", Labels: with("fixture"), Context: fixture(sandbox)},
+		{Tag: tag + "-one", Labels: with("one"), Context: arm(tag+"-fixture", "one")},
+		{Tag: tag + "-two", Labels: with("two"), Context: arm(tag+"-fixture", "two")},
+	})
+	mustDo(t, err)
+	if len(ids) != 3 || ids[1] == ids[2] {
+		t.Fatalf("ids %v: want three images", ids)
+	}
+
+	// One by one, as the runner builds an arm over a fixture image it finds.
+	alone, err := e.BuildImage(ctx, tag+"-fixture-alone", with("fixture"), fixture(sandbox))
+	mustDo(t, err)
+	armAlone, err := e.BuildImage(ctx, tag+"-one-alone", with("one"), arm(alone, "one"))
+	mustDo(t, err)
+	if alone != ids[0] || armAlone != ids[1] {
+		t.Errorf("loaded together %s and %s, one by one %s and %s: equal content is one image", ids[0], ids[1], alone, armAlone)
+	}
+
+	base, _, err := e.ImageInfo(ctx, sandbox)
+	mustDo(t, err)
+	fx, _, err := e.ImageInfo(ctx, tag+"-fixture")
+	mustDo(t, err)
+	for i, name := range []string{"one", "two"} {
+		info, _, err := e.ImageInfo(ctx, tag+"-"+name)
+		mustDo(t, err)
+		if info.ID != ids[i+1] || len(info.Layers) != len(fx.Layers)+1 || strings.Join(info.Layers[:len(fx.Layers)], " ") != strings.Join(fx.Layers, " ") {
+			t.Errorf("arm %s: %s, layers %v, want %s: the fixture's %v and one more", name, info.ID, info.Layers, ids[i+1], fx.Layers)
+		}
+		if info.Labels[docker.LabelCellKey] != name || info.Labels[dockertest.Label] != labels[dockertest.Label] || info.Labels[docker.LabelImage] != "sandbox" {
+			t.Errorf("arm %s: labels %v, want its own over the fixture's and the sandbox's", name, info.Labels)
+		}
+		out := dockertest.Run(t, e, docker.ContainerSpec{Image: tag + "-" + name, Cmd: []string{"sh", "-c", "cat /workspace/fixture.txt; ls /workspace/skills; stat -c '%u' /workspace/skills/" + name},
+			Labels: labels, Timeout: time.Minute, OutputCap: 1 << 20})
+		if want := "fixture\n" + name + "\n1000\n"; string(out.Stdout) != want {
+			t.Errorf("arm %s holds %q, want %q (stderr %s)", name, out.Stdout, want, out.Stderr)
+		}
+	}
+	if len(fx.Layers) != len(base.Layers)+1 {
+		t.Errorf("fixture layers %v, want the sandbox's %v and one more", fx.Layers, base.Layers)
+	}
+
+	// An arm's file that is not the plan's: the load fails, and tags nothing.
+	dir := t.TempDir()
+	mustDo(t, os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("changed\n"), 0o644))
+	bad := arm(tag+"-bad-fixture", "three")
+	mustDo(t, bad.AddTree("workspace/skills/bad", dir, map[string]docker.TreeFile{"SKILL.md": {Digest: digest.FromString("planned\n"), Size: 8}}, 1000, 1000))
+	fb := fixture(sandbox)
+	fb.AddFile("workspace/other.txt", 0o644, 1000, 1000, []byte("other\n"))
+	_, err = e.BuildImages(ctx, []docker.ImageBuild{
+		{Tag: tag + "-bad-fixture", Labels: with("bad-fixture"), Context: fb},
+		{Tag: tag + "-bad", Labels: with("bad"), Context: bad},
+	})
+	if err == nil || !strings.Contains(err.Error(), "the plan says") {
+		t.Errorf("a file that is not the plan's: %v, want its digest refused", err)
+	}
+	for _, ref := range []string{tag + "-bad-fixture", tag + "-bad"} {
+		if _, ok, err := e.ImageExists(ctx, ref); err != nil || ok {
+			t.Errorf("%s exists (%v) after a load that failed", ref, err)
+		}
+	}
+
+	if _, err := e.BuildImages(ctx, []docker.ImageBuild{
+		{Tag: tag + "-orphan", Labels: labels, Context: fixture("sha256:" + strings.Repeat("0", 64))},
+		{Tag: tag + "-orphan-arm", Labels: labels, Context: arm(tag+"-orphan", "one")},
+	}); !errors.Is(err, docker.ErrImageMissing) {
+		t.Errorf("layers on a missing base: %v, want ErrImageMissing", err)
 	}
 }
