@@ -58,6 +58,11 @@ type images struct {
 	// fixtures are the images below the cell images: one per case's
 	// fixture on an agent image, whatever the arms.
 	fixtures map[digest.Digest]*imageBuild
+	// expected are the arms whose cell images the run will ask for, by case
+	// ID, which a case's fixture image is built with (buildFixture); made
+	// are the IDs of those so built, by cell key, until their cells ask.
+	expected map[string][]plan.PlanArm
+	made     map[digest.Digest]string
 	envs     map[string]*imageBuild // environment images, by environment name
 	debs     map[string]*imageBuild // Debian roots, by tag
 }
@@ -73,7 +78,24 @@ type imageBuild struct {
 
 // newImages is the image builder of a plan's cells.
 func newImages(e backend, p *plan.Plan, st *store.Store, log io.Writer) *images {
-	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}, fixtures: map[digest.Digest]*imageBuild{}}
+	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}, fixtures: map[digest.Digest]*imageBuild{},
+		expected: map[string][]plan.PlanArm{}, made: map[digest.Digest]string{}}
+}
+
+// layersBuilder is a backend that builds images one layer above another in one go
+// (docker.Engine.BuildImages), paying the engine's cost of an image build once.
+type layersBuilder interface {
+	BuildImages(ctx context.Context, builds []docker.ImageBuild) ([]string, error)
+}
+
+// expect says that the run will ask for the cell image of pc and arm, in pc's
+// environment: when the case's fixture image is built, the cell images of its expected
+// arms that the engine lacks are built with it, in one load of the engine, rather than
+// each in a load of its own as its cell asks.
+func (im *images) expect(pc plan.PlanCase, arm plan.PlanArm) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	im.expected[pc.ID] = append(im.expected[pc.ID], arm)
 }
 
 // agentImage resolves the agent's image: skillgate's own sandbox is built
@@ -135,6 +157,43 @@ func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.Pl
 	if err != nil {
 		return "", "", err
 	}
+	kd := im.cellKey(pc, arm, agentID)
+	b := im.keyedImage(ctx, im.cells, kd, func(ref string) (string, error) {
+		for attempt := 0; ; attempt++ {
+			fixtureRef, fixtureID, err := im.fixtureImage(ctx, pc, agentRef, agentID, env)
+			if err != nil {
+				return "", err
+			}
+			if id, ok := im.takeMade(kd); ok {
+				return id, nil
+			}
+			id, err := im.buildArm(ctx, ref, kd, fixtureID, pc, arm)
+			if attempt > 0 || !errors.Is(err, docker.ErrImageMissing) {
+				return id, err
+			}
+			// The fixture image was removed since it was found: built again.
+			fmt.Fprintf(im.log, "image %s was removed while in use; building it again\n", fixtureRef)
+			im.forgetFixture(fixtureRef)
+		}
+	})
+	// Found in the engine, or built: what its fixture's build made of it is used.
+	im.takeMade(kd)
+	return b.ref, b.id, b.err
+}
+
+// takeMade returns, and forgets, the ID of the cell image with key kd that its case's
+// fixture image was built with.
+func (im *images) takeMade(kd digest.Digest) (string, bool) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	id, ok := im.made[kd]
+	delete(im.made, kd)
+	return id, ok
+}
+
+// cellKey is the content key of the cell image of pc and arm on the agent image
+// agentID: its tag and its LabelCellKey.
+func (im *images) cellKey(pc plan.PlanCase, arm plan.PlanArm, agentID string) digest.Digest {
 	a := im.plan.Agent
 	type skill struct {
 		Name   string        `json:"name"`
@@ -152,24 +211,12 @@ func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.Pl
 		key.Skills = append(key.Skills, skill{im.plan.Skills[k].Name, im.plan.Skills[k].Digest})
 	}
 	kb, _ := json.Marshal(key)
-	kd := digest.FromBytes(kb)
+	return digest.FromBytes(kb)
+}
 
-	b := im.keyedImage(ctx, im.cells, kd, func(ref string) (string, error) {
-		for attempt := 0; ; attempt++ {
-			fixtureRef, fixtureID, err := im.fixtureImage(ctx, pc, agentRef, agentID)
-			if err != nil {
-				return "", err
-			}
-			id, err := im.buildArm(ctx, ref, kd, fixtureID, pc, arm)
-			if attempt > 0 || !errors.Is(err, docker.ErrImageMissing) {
-				return id, err
-			}
-			// The fixture image was removed since it was found: built again.
-			fmt.Fprintf(im.log, "image %s was removed while in use; building it again\n", fixtureRef)
-			im.forgetFixture(fixtureRef)
-		}
-	})
-	return b.ref, b.id, b.err
+// keyRef is the tag of the cell or fixture image with content key kd.
+func keyRef(kd digest.Digest) string {
+	return docker.CellImageRepo + ":" + kd.Encoded()[:24]
 }
 
 // keyedImage finds or builds, once per run, the image whose content key is kd, in table
@@ -180,7 +227,7 @@ func (im *images) keyedImage(ctx context.Context, table map[digest.Digest]*image
 	im.mu.Lock()
 	b, ok := table[kd]
 	if !ok {
-		b = &imageBuild{ref: docker.CellImageRepo + ":" + kd.Encoded()[:24]}
+		b = &imageBuild{ref: keyRef(kd)}
 		table[kd] = b
 	}
 	im.mu.Unlock()
@@ -203,8 +250,8 @@ func (im *images) keyedImage(ctx context.Context, table map[digest.Digest]*image
 // kind's files on the agent image, below every arm's cell image of the case: built and
 // stored once however many arms install skills over it. Its key is the agent image ID,
 // the agent's user, the fixture's trees and the agent's files, and like a cell image's
-// it is its tag and its LabelCellKey.
-func (im *images) fixtureImage(ctx context.Context, pc plan.PlanCase, agentRef, agentID string) (ref, id string, err error) {
+// it is its tag and its LabelCellKey. env is the environment of agentRef.
+func (im *images) fixtureImage(ctx context.Context, pc plan.PlanCase, agentRef, agentID, env string) (ref, id string, err error) {
 	key := struct {
 		Image   string            `json:"image"`
 		Agent   string            `json:"agent"`
@@ -216,7 +263,7 @@ func (im *images) fixtureImage(ctx context.Context, pc plan.PlanCase, agentRef, 
 	kd := digest.FromBytes(kb)
 
 	b := im.keyedImage(ctx, im.fixtures, kd, func(ref string) (string, error) {
-		return im.buildFixture(ctx, ref, kd, agentRef, pc)
+		return im.buildFixture(ctx, ref, kd, agentRef, agentID, env, pc)
 	})
 	return b.ref, b.id, b.err
 }
@@ -274,11 +321,70 @@ func (im *images) snapshot(what string, t plan.Tree) (string, error) {
 
 // buildFixture builds the fixture image: the workspace folder with the fixture's files,
 // then the overlay's, owned by the agent's user, and the agent kind's files, the same for
-// every arm.
-func (im *images) buildFixture(ctx context.Context, tag string, key digest.Digest, agentRef string, pc plan.PlanCase) (string, error) {
+// every arm. In the case's own environment, the cell images of its expected arms that the
+// engine lacks are built with it in one go where the backend can (layersBuilder), each
+// its skills' layer on the fixture's; their IDs wait in made for their cells. When that
+// fails, the fixture image is built alone, and each arm's build reports its own error.
+func (im *images) buildFixture(ctx context.Context, tag string, key digest.Digest, agentRef, agentID, env string, pc plan.PlanCase) (string, error) {
+	bc, err := im.fixtureContext(agentRef, pc)
+	if err != nil {
+		return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
+	}
+	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: im.plan.Suite.Name, docker.LabelCellKey: key.String()}
+	builds := []docker.ImageBuild{{Tag: tag, Labels: labels, Context: bc}}
+	var keys []digest.Digest
+	lb, ok := im.engine.(layersBuilder)
+	if ok && env == pc.Environment {
+		im.mu.Lock()
+		arms := slices.Clone(im.expected[pc.ID])
+		im.mu.Unlock()
+		for _, arm := range arms {
+			kd := im.cellKey(pc, arm, agentID)
+			if slices.Contains(keys, kd) {
+				continue
+			}
+			if _, l, ok, err := im.engine.ImageLabels(ctx, keyRef(kd)); err != nil || ok && l[docker.LabelCellKey] == kd.String() {
+				continue
+			}
+			abc, err := im.armContext(tag, arm)
+			if err != nil {
+				continue // its own build reports it
+			}
+			keys = append(keys, kd)
+			builds = append(builds, docker.ImageBuild{Tag: keyRef(kd), Labels: cellLabels(im.plan, kd), Context: abc})
+		}
+	}
+	if len(builds) > 1 {
+		ids, err := lb.BuildImages(ctx, builds)
+		if err == nil {
+			im.mu.Lock()
+			for i, kd := range keys {
+				im.made[kd] = ids[i+1]
+			}
+			im.mu.Unlock()
+			return ids[0], nil
+		}
+		if bc, err = im.fixtureContext(agentRef, pc); err != nil {
+			return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
+		}
+	}
+	id, err := im.engine.BuildImage(ctx, tag, labels, bc)
+	if err != nil {
+		return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
+	}
+	return id, nil
+}
+
+// cellLabels are the labels of the cell or fixture image with content key kd.
+func cellLabels(p *plan.Plan, kd digest.Digest) map[string]string {
+	return map[string]string{docker.LabelImage: "cell", docker.LabelSuite: p.Suite.Name, docker.LabelCellKey: kd.String()}
+}
+
+// fixtureContext is the build context of pc's fixture image on agentRef.
+func (im *images) fixtureContext(agentRef string, pc plan.PlanCase) (*docker.BuildContext, error) {
 	uid, gid, err := owner(im.plan.Agent.User)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	bc := docker.NewBuildContext("FROM " + agentRef + "\nADD " + docker.LayerTar + " /\n")
 	bc.AddDir(docker.Workspace, 0o755, uid, gid)
@@ -289,7 +395,7 @@ func (im *images) buildFixture(ctx context.Context, tag string, key digest.Diges
 			err = bc.AddTree(docker.Workspace, dir, treeFiles(layer.Tree), uid, gid)
 		}
 		if err != nil {
-			return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
+			return nil, err
 		}
 	}
 	for p, data := range agentFiles(im.plan) {
@@ -302,25 +408,34 @@ func (im *images) buildFixture(ctx context.Context, tag string, key digest.Diges
 		}
 		bc.AddFile(p, 0o644, uid, gid, data)
 	}
-	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: im.plan.Suite.Name, docker.LabelCellKey: key.String()}
-	id, err := im.engine.BuildImage(ctx, tag, labels, bc)
+	return bc, nil
+}
+
+// buildArm builds a cell image on its fixture image (named by ID, so a tag moved since
+// cannot change what it is built on): one layer of the arm's skills (armContext), so the
+// engine loads it without a build step (docker.Engine.BuildImage).
+func (im *images) buildArm(ctx context.Context, tag string, key digest.Digest, fixtureID string, pc plan.PlanCase, arm plan.PlanArm) (string, error) {
+	bc, err := im.armContext(fixtureID, arm)
 	if err != nil {
-		return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
+		return "", err
+	}
+	id, err := im.engine.BuildImage(ctx, tag, cellLabels(im.plan, key), bc)
+	if err != nil {
+		return "", fmt.Errorf("build cell image for %s/%s: %w", pc.ID, arm.Name, err)
 	}
 	return id, nil
 }
 
-// buildArm builds a cell image on its fixture image (named by ID, so a tag moved since
-// cannot change what it is built on): one layer of the arm's skills, every folder leading
-// to them in it, so the engine loads it without a build step (docker.Engine.BuildImage).
-// The workspace folder is in it even when nothing else is, so every cell image is its
-// fixture image and one layer.
-func (im *images) buildArm(ctx context.Context, tag string, key digest.Digest, fixtureID string, pc plan.PlanCase, arm plan.PlanArm) (string, error) {
+// armContext is the build context of arm's cell image on the fixture image from: one
+// layer of the arm's skills, every folder leading to them in it. The workspace folder is
+// in it even when nothing else is, so every cell image is its fixture image and one
+// layer.
+func (im *images) armContext(from string, arm plan.PlanArm) (*docker.BuildContext, error) {
 	uid, gid, err := owner(im.plan.Agent.User)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	bc := docker.NewBuildContext("FROM " + fixtureID + "\nADD " + docker.LayerTar + " /\n")
+	bc := docker.NewBuildContext("FROM " + from + "\nADD " + docker.LayerTar + " /\n")
 	bc.AddDir(docker.Workspace, 0o755, uid, gid)
 	if len(arm.Skills) > 0 {
 		dir := docker.Workspace
@@ -335,16 +450,11 @@ func (im *images) buildArm(ctx context.Context, tag string, key digest.Digest, f
 				err = bc.AddTree(path.Join(dir, sk.Name), snap, treeFiles(sk.Tree), uid, gid)
 			}
 			if err != nil {
-				return "", fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
+				return nil, fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
 			}
 		}
 	}
-	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: im.plan.Suite.Name, docker.LabelCellKey: key.String()}
-	id, err := im.engine.BuildImage(ctx, tag, labels, bc)
-	if err != nil {
-		return "", fmt.Errorf("build cell image for %s/%s: %w", pc.ID, arm.Name, err)
-	}
-	return id, nil
+	return bc, nil
 }
 
 // Where a cell finds its prompt and seed conversation: root-owned files it can read and

@@ -112,6 +112,9 @@ func BenchmarkFixtureImageArms(b *testing.B) {
 		}
 		must(in.pin())
 		im := newImages(dockerBackend{e}, p, st, io.Discard)
+		for _, arm := range arms { // as a run's prepareImages
+			im.expect(pc, arm)
+		}
 		agentRef, _, _, err := im.agentImage(ctx)
 		must(err)
 

@@ -17,6 +17,7 @@ import (
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
 	"github.com/opencontainers/go-digest"
@@ -312,7 +313,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixtureRef, _, err := im.fixtureImage(context.Background(), pc, agentRef, agentID)
+	fixtureRef, _, err := im.fixtureImage(context.Background(), pc, agentRef, agentID, pc.Environment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,4 +507,93 @@ func mustLabel(t *testing.T, e *docker.Engine, ref string) string {
 		t.Fatalf("inspect %s: %v %v", ref, ok, err)
 	}
 	return labels[docker.LabelCellKey]
+}
+
+// TestCaseImagesBuiltTogether: when the run says which arms of a case it will ask for,
+// the first cell to ask builds the case's fixture image and every such arm's cell image
+// in one go, and the others find theirs built; they are the images built one by one,
+// ID for ID, under the same tags and keys.
+func TestCaseImagesBuiltTogether(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copySuite(t, e, "pinned")
+	// A fixture of its own, so that no other test's images are found.
+	if err := os.WriteFile(filepath.Join(s.Dir, "fx", "nonce.txt"), []byte(dockertest.RandomHex(t)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.CompileDir(s.Dir)
+	if err != nil {
+		t.Fatal(suite.PrintError(err, s.Dir))
+	}
+	st, err := store.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := p.Cases[0]
+	in := newInputs(p, s.Dir, st)
+	for _, arm := range p.Arms {
+		if err := in.add(pc, arm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.pin(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	together := newImages(dockerBackend{e}, p, st, io.Discard)
+	agentRef, agentID, _, err := together.agentImage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arm := range p.Arms {
+		together.expect(pc, arm)
+	}
+	first, _, err := together.cellImage(ctx, pc, p.Arms[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, arm := range p.Arms {
+		ref := keyRef(together.cellKey(pc, arm, agentID))
+		id, labels, ok, err := e.ImageLabels(ctx, ref)
+		if err != nil || !ok || !keyNamesTag(labels[docker.LabelCellKey], ref) || labels[docker.LabelSuite] != p.Suite.Name {
+			t.Fatalf("arm %s: %s after the first cell's build: %v %v labels %v", arm.Name, ref, ok, err, labels)
+		}
+		ids[arm.Name] = id
+	}
+	if n := len(together.fixtures); n != 1 {
+		t.Errorf("%d fixture images, want 1", n)
+	}
+	for _, arm := range p.Arms {
+		ref, id, err := together.cellImage(ctx, pc, arm)
+		if err != nil || id != ids[arm.Name] || arm.Name == p.Arms[0].Name && ref != first {
+			t.Errorf("arm %s: %s %s %v, built %s", arm.Name, ref, id, err, ids[arm.Name])
+		}
+	}
+	if len(together.made) != 0 {
+		t.Errorf("made still holds %v once every cell asked", together.made)
+	}
+
+	// Removed, and built again one by one: the same images.
+	for _, arm := range p.Arms {
+		if _, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+together.cellKey(pc, arm, agentID).String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fixtureRef, fixtureID, err := together.fixtureImage(ctx, pc, agentRef, agentID, pc.Environment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+mustLabel(t, e, fixtureRef)); err != nil {
+		t.Fatal(err)
+	}
+	alone := newImages(dockerBackend{e}, p, st, io.Discard)
+	for _, arm := range p.Arms {
+		_, id, err := alone.cellImage(ctx, pc, arm)
+		if err != nil || id != ids[arm.Name] {
+			t.Errorf("arm %s one by one: %s %v, built together %s", arm.Name, id, err, ids[arm.Name])
+		}
+	}
+	if ref, id, err := alone.fixtureImage(ctx, pc, agentRef, agentID, pc.Environment); err != nil || ref != fixtureRef || id != fixtureID {
+		t.Errorf("fixture one by one: %s %s %v, built together %s %s", ref, id, err, fixtureRef, fixtureID)
+	}
 }

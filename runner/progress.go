@@ -490,6 +490,12 @@ func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs 
 			first = append(first, c)
 		}
 	}
+	// A case's fixture image is built with the cell images of all its arms the run asks
+	// for, in one go.
+	for _, c := range first {
+		pc := r.cases[c.Case]
+		r.images.expect(pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
+	}
 	cellsTotal := prog.total
 	r.images.log = prog // the agent image's build notes go above the live line
 	prog.begin(phaseImages, len(first))
