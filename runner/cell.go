@@ -63,8 +63,11 @@ type images struct {
 	// are the IDs of those so built, by cell key, until their cells ask.
 	expected map[string][]plan.PlanArm
 	made     map[digest.Digest]string
-	envs     map[string]*imageBuild // environment images, by environment name
-	debs     map[string]*imageBuild // Debian roots, by tag
+	// armsOn are, by fixture image ID, the builds of the expected arms' cell
+	// images on a fixture image found in the engine (buildExpected).
+	armsOn map[string]*sync.Once
+	envs   map[string]*imageBuild // environment images, by environment name
+	debs   map[string]*imageBuild // Debian roots, by tag
 }
 
 type imageBuild struct {
@@ -79,7 +82,7 @@ type imageBuild struct {
 // newImages is the image builder of a plan's cells.
 func newImages(e backend, p *plan.Plan, st *store.Store, log io.Writer) *images {
 	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}, fixtures: map[digest.Digest]*imageBuild{},
-		expected: map[string][]plan.PlanArm{}, made: map[digest.Digest]string{}}
+		expected: map[string][]plan.PlanArm{}, made: map[digest.Digest]string{}, armsOn: map[string]*sync.Once{}}
 }
 
 // layersBuilder is a backend that builds images one layer above another in one go
@@ -164,6 +167,10 @@ func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.Pl
 			if err != nil {
 				return "", err
 			}
+			if id, ok := im.takeMade(kd); ok {
+				return id, nil
+			}
+			im.buildExpected(ctx, pc, env, agentID, fixtureID)
 			if id, ok := im.takeMade(kd); ok {
 				return id, nil
 			}
@@ -332,36 +339,16 @@ func (im *images) buildFixture(ctx context.Context, tag string, key digest.Diges
 	}
 	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: im.plan.Suite.Name, docker.LabelCellKey: key.String()}
 	builds := []docker.ImageBuild{{Tag: tag, Labels: labels, Context: bc}}
-	var keys []digest.Digest
 	lb, ok := im.engine.(layersBuilder)
+	var keys []digest.Digest
 	if ok && env == pc.Environment {
-		im.mu.Lock()
-		arms := slices.Clone(im.expected[pc.ID])
-		im.mu.Unlock()
-		for _, arm := range arms {
-			kd := im.cellKey(pc, arm, agentID)
-			if slices.Contains(keys, kd) {
-				continue
-			}
-			if _, l, ok, err := im.engine.ImageLabels(ctx, keyRef(kd)); err != nil || ok && l[docker.LabelCellKey] == kd.String() {
-				continue
-			}
-			abc, err := im.armContext(tag, arm)
-			if err != nil {
-				continue // its own build reports it
-			}
-			keys = append(keys, kd)
-			builds = append(builds, docker.ImageBuild{Tag: keyRef(kd), Labels: cellLabels(im.plan, kd), Context: abc})
-		}
+		arms, k := im.missingArms(ctx, pc, agentID, tag)
+		builds, keys = append(builds, arms...), k
 	}
 	if len(builds) > 1 {
 		ids, err := lb.BuildImages(ctx, builds)
 		if err == nil {
-			im.mu.Lock()
-			for i, kd := range keys {
-				im.made[kd] = ids[i+1]
-			}
-			im.mu.Unlock()
+			im.keepMade(keys, ids[1:])
 			return ids[0], nil
 		}
 		if bc, err = im.fixtureContext(agentRef, pc); err != nil {
@@ -373,6 +360,68 @@ func (im *images) buildFixture(ctx context.Context, tag string, key digest.Diges
 		return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
 	}
 	return id, nil
+}
+
+// buildExpected builds, once per fixture image found in the engine, the cell images of
+// pc's expected arms that the engine lacks on the fixture image fixtureID, in one go
+// where the backend can (layersBuilder), as buildFixture does with a fixture image it
+// builds; their IDs wait in made. A failure is left to each arm's own build to report.
+func (im *images) buildExpected(ctx context.Context, pc plan.PlanCase, env, agentID, fixtureID string) {
+	lb, ok := im.engine.(layersBuilder)
+	if !ok || env != pc.Environment {
+		return
+	}
+	im.mu.Lock()
+	once, ok := im.armsOn[fixtureID]
+	if !ok {
+		once = &sync.Once{}
+		im.armsOn[fixtureID] = once
+	}
+	im.mu.Unlock()
+	once.Do(func() {
+		// One alone costs what its own build does.
+		if builds, keys := im.missingArms(ctx, pc, agentID, fixtureID); len(builds) > 1 {
+			if ids, err := lb.BuildImages(ctx, builds); err == nil {
+				im.keepMade(keys, ids)
+			}
+		}
+	})
+}
+
+// missingArms are the builds of the cell images of pc's expected arms that the engine
+// lacks, on the fixture image from, and their keys. An arm whose context cannot be made
+// is left out: its own build reports why.
+func (im *images) missingArms(ctx context.Context, pc plan.PlanCase, agentID, from string) ([]docker.ImageBuild, []digest.Digest) {
+	im.mu.Lock()
+	arms := slices.Clone(im.expected[pc.ID])
+	im.mu.Unlock()
+	var builds []docker.ImageBuild
+	var keys []digest.Digest
+	for _, arm := range arms {
+		kd := im.cellKey(pc, arm, agentID)
+		if slices.Contains(keys, kd) {
+			continue
+		}
+		if _, l, ok, err := im.engine.ImageLabels(ctx, keyRef(kd)); err != nil || ok && l[docker.LabelCellKey] == kd.String() {
+			continue
+		}
+		bc, err := im.armContext(from, arm)
+		if err != nil {
+			continue
+		}
+		keys = append(keys, kd)
+		builds = append(builds, docker.ImageBuild{Tag: keyRef(kd), Labels: cellLabels(im.plan, kd), Context: bc})
+	}
+	return builds, keys
+}
+
+// keepMade keeps the IDs of cell images built before their cells ask, by key.
+func (im *images) keepMade(keys []digest.Digest, ids []string) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	for i, kd := range keys {
+		im.made[kd] = ids[i]
+	}
 }
 
 // cellLabels are the labels of the cell or fixture image with content key kd.

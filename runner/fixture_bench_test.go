@@ -53,9 +53,10 @@ schema.#Suite & {
 // cell images of three arms over a 20 MB fixture (20 files of 1 MB of random bytes)
 // against those of one arm, each iteration both, alternating which goes first, each
 // side over a fixture of its own (a fresh nonce), so every image is built. Time is the
-// images' build, from the store's pinned snapshots, as a run's first cells do it: the
-// three at once, as with the default --jobs 4 (ratio), and one after another, as with
-// --jobs 1 (serial-ratio);
+// images' build, from the store's pinned snapshots, as a run's first cells do it, the
+// run's arms expected (as prepareImages says them): the three asked for at once, as
+// with the default --jobs 4 (ratio), and one after another, as with --jobs 1
+// (serial-ratio);
 // disk is the bytes of the layers they add above the agent image, read from the
 // engine's image sizes (each image is one layer above the one below it).
 func BenchmarkFixtureImageArms(b *testing.B) {

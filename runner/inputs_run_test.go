@@ -511,8 +511,9 @@ func mustLabel(t *testing.T, e *docker.Engine, ref string) string {
 
 // TestCaseImagesBuiltTogether: when the run says which arms of a case it will ask for,
 // the first cell to ask builds the case's fixture image and every such arm's cell image
-// in one go, and the others find theirs built; they are the images built one by one,
-// ID for ID, under the same tags and keys.
+// in one go, or those arms' images on the fixture image it finds, and the others find
+// theirs built; they are the images built one by one, ID for ID, under the same tags
+// and keys.
 func TestCaseImagesBuiltTogether(t *testing.T) {
 	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
@@ -573,12 +574,32 @@ func TestCaseImagesBuiltTogether(t *testing.T) {
 		t.Errorf("made still holds %v once every cell asked", together.made)
 	}
 
-	// Removed, and built again one by one: the same images.
-	for _, arm := range p.Arms {
-		if _, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+together.cellKey(pc, arm, agentID).String()); err != nil {
-			t.Fatal(err)
+	// The cell images removed and their fixture image kept, as when a skill changed: the
+	// first cell to ask builds them all again, on the fixture image, in one go.
+	removeArms := func() {
+		t.Helper()
+		for _, arm := range p.Arms {
+			if _, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+together.cellKey(pc, arm, agentID).String()); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	removeArms()
+	onFixture := newImages(dockerBackend{e}, p, st, io.Discard)
+	for _, arm := range p.Arms {
+		onFixture.expect(pc, arm)
+	}
+	if _, _, err := onFixture.cellImage(ctx, pc, p.Arms[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, arm := range p.Arms {
+		if id, _, ok, err := e.ImageLabels(ctx, keyRef(together.cellKey(pc, arm, agentID))); err != nil || !ok || id != ids[arm.Name] {
+			t.Errorf("arm %s on the fixture image found: %s %v %v after the first cell's build, built together %s", arm.Name, id, ok, err, ids[arm.Name])
+		}
+	}
+
+	// Removed, and built again one by one: the same images.
+	removeArms()
 	fixtureRef, fixtureID, err := together.fixtureImage(ctx, pc, agentRef, agentID, pc.Environment)
 	if err != nil {
 		t.Fatal(err)
