@@ -4,7 +4,8 @@
 // stays here. It builds images from build contexts assembled in memory
 // (owners in the tar headers, every file of a plan's tree verified while
 // it streams), loading one that only adds a layer on an image as that
-// layer, with no build step; the built-in sandbox image and the userland
+// layer, with no build step, and several such images, one above another,
+// in one archive; the built-in sandbox image and the userland
 // every image built FROM scratch shares; imports a root file system as an image; runs hardened containers (no network, no
 // capabilities, no privilege escalation, limits, an init, only the
 // environment given) to their end, reading back what they changed in their

@@ -43,7 +43,7 @@ func layerBase(bc *BuildContext) (string, bool) {
 	return base, ok && base != "scratch" && base != "" && !strings.ContainsAny(base, " \t")
 }
 
-// loadedConfig is the image configuration loadLayer writes: the base's, with its layers,
+// loadedConfig is the image configuration loadLayers writes: the base's, with its layers,
 // one more, and the labels added.
 type loadedConfig struct {
 	Architecture string          `json:"architecture"`
