@@ -337,7 +337,7 @@ func (im *images) buildFixture(ctx context.Context, tag string, key digest.Diges
 	if err != nil {
 		return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
 	}
-	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: im.plan.Suite.Name, docker.LabelCellKey: key.String()}
+	labels := cellLabels(im.plan, key)
 	builds := []docker.ImageBuild{{Tag: tag, Labels: labels, Context: bc}}
 	lb, ok := im.engine.(layersBuilder)
 	var keys []digest.Digest
@@ -350,9 +350,6 @@ func (im *images) buildFixture(ctx context.Context, tag string, key digest.Diges
 		if err == nil {
 			im.keepMade(keys, ids[1:])
 			return ids[0], nil
-		}
-		if bc, err = im.fixtureContext(agentRef, pc); err != nil {
-			return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
 		}
 	}
 	id, err := im.engine.BuildImage(ctx, tag, labels, bc)

@@ -618,3 +618,65 @@ func TestCaseImagesBuiltTogether(t *testing.T) {
 		t.Errorf("fixture one by one: %s %s %v, built together %s %s", ref, id, err, fixtureRef, fixtureID)
 	}
 }
+
+// TestCaseImagesBuildVerifiesSnapshot: a skill's snapshot changed after it was pinned
+// fails the case's images built in one go, and then only its arm's: the fixture image
+// and the other arm's cell image are built alone, and the changed file is named.
+func TestCaseImagesBuildVerifiesSnapshot(t *testing.T) {
+	e := dockertest.Engine(t)
+	s := copySuite(t, e, "pinned")
+	if err := os.WriteFile(filepath.Join(s.Dir, "fx", "nonce.txt"), []byte(dockertest.RandomHex(t)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.CompileDir(s.Dir)
+	if err != nil {
+		t.Fatal(suite.PrintError(err, s.Dir))
+	}
+	st, err := store.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := p.Cases[0]
+	in := newInputs(p, s.Dir, st)
+	for _, arm := range p.Arms {
+		if err := in.add(pc, arm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.pin(); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(st.TreeDir(p.Skills["s"].Digest), "SKILL.md")
+	b, _ := os.ReadFile(snap)
+	b[len(b)-2] ^= 1 // same size, other bytes
+	if err := os.Chmod(snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snap, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	im := newImages(dockerBackend{e}, p, st, io.Discard)
+	for _, arm := range p.Arms {
+		im.expect(pc, arm)
+	}
+	for _, arm := range p.Arms {
+		ref, _, err := im.cellImage(ctx, pc, arm)
+		switch arm.Name {
+		case "forced":
+			if want := "verify " + snap + ": digest " + string(digest.FromBytes(b)); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("arm forced from a changed snapshot: %v, want %q", err, want)
+			}
+			if _, _, ok, err := e.ImageLabels(ctx, ref); err != nil || ok {
+				t.Errorf("an image is tagged %s after the failed build (%v)", ref, err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("arm %s: %v, want its image built without the changed skill", arm.Name, err)
+			}
+		}
+	}
+	if ref := onlyFixture(t, im); mustLabel(t, e, ref) == "" {
+		t.Errorf("fixture image %s has no key", ref)
+	}
+}
