@@ -95,7 +95,7 @@ func loadSuite(name, abs, root string, src []byte) (*Suite, error) {
 		errs = enumErrors(err, insts[0].Files)
 	}
 	s := &Suite{Dir: abs, Root: root}
-	if derr := decodeSuite(v, s, errs != nil); derr != nil && errs == nil {
+	if derr := decodeSuite(v, s, errs != nil, insts[0].Files); derr != nil && errs == nil {
 		return nil, cueerrors.Promote(derr, "decode suite")
 	}
 	checks := withoutFollowOns(checkSuite(s, v), errs)
@@ -263,11 +263,13 @@ func RepositoryRoot(dir string) string {
 var schemaFiles = schema.Files
 
 // decodeSuite decodes a validated suite value into s. Cases, the bulk of a
-// large suite, are exported concurrently.
+// large suite, are decoded concurrently, by lookup (decode.go) when the
+// schema's #Case has no field Go lacks, else through JSON; files are the
+// suite's own, whose literals tell which fields a case has.
 //
 // When lenient, parts that do not decode (because validation failed) are
 // skipped, so that checks can still run on the rest.
-func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
+func decodeSuite(v cue.Value, s *Suite, lenient bool, files []*ast.File) error {
 	raw := map[string]json.RawMessage{}
 	it, err := v.Fields()
 	if err != nil {
@@ -294,13 +296,28 @@ func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
 	}
 	var ids []string
 	var vals []cue.Value
-	cit, err := v.LookupPath(pathCases).Fields()
+	cit, err := v.LookupPath(pathCases).Fields(cue.Patterns(true))
 	if err != nil {
 		return err
 	}
+	byLookup, patterns := !lenient, 0
+	var caseShape *shape
 	for cit.Next() {
+		if cit.Selector().ConstraintType() == cue.PatternConstraint {
+			// #Case, the constraint every case meets.
+			patterns++
+			byLookup = byLookup && mirrored(cit.Value(), caseType)
+			caseShape = shapeOf(cit.Value(), caseType)
+			continue
+		}
 		ids = append(ids, cit.Selector().Unquoted())
 		vals = append(vals, cit.Value())
+	}
+	byLookup = byLookup && patterns > 0
+	var lits map[string][]*ast.StructLit
+	if byLookup && patterns == 1 && caseShape != nil && len(s.Formats) == 0 {
+		// Cases read from other systems' files have no literal to go by.
+		lits, _ = caseLiterals(files)
 	}
 	cases := make([]Case, len(vals))
 	errs := make([]error, len(vals))
@@ -311,6 +328,21 @@ func decodeSuite(v cue.Value, s *Suite, lenient bool) error {
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < len(vals); i += workers {
+				if byLookup {
+					c, err := decodeCase(vals[i], lits[ids[i]], caseShape)
+					if err == nil {
+						if len(s.Formats) > 0 {
+							c.Sources = caseSources(vals[i], s.Dir)
+						}
+						cases[i] = c
+						continue
+					}
+					if errors.Is(err, errLookupDiffers) {
+						errs[i] = fmt.Errorf("decode case %s: %w", ids[i], err)
+						continue
+					}
+					// Decoded through JSON, whose error names what went wrong.
+				}
 				b, err := vals[i].MarshalJSON()
 				if err == nil {
 					err = decodeStrict(b, &cases[i])

@@ -1,0 +1,581 @@
+package suite
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/token"
+)
+
+// Cases are decoded by looking up the fields their Go types declare, not by
+// exporting them as JSON: every way CUE offers to list a struct's fields
+// sorts them topologically first, which for a large suite costs more than
+// evaluating it. Looking up leaves a field the schema declares and Go lacks
+// unread, so the cases take this way only when mirrored says the schema's
+// #Case declares no such field at any depth: the schema's definitions are
+// closed, so a case holds no field its definition does not declare.
+//
+// Each lookup costs an evaluation context, and most of a case's fields are
+// absent, so where the suite's files write a case as struct literals of
+// plain fields, only the fields those literals set and the fields the
+// schema always gives are looked up (decodePredicted); a case's value then
+// has no other field, and every value still comes from CUE.
+
+// errNotDecoded stands for a value the lookup decoder cannot read as Go
+// would read its JSON; the case is then decoded through JSON, whose error,
+// if any, is the one the user sees.
+var errNotDecoded = errors.New("not decoded by lookup")
+
+// goField is one field of a Go struct as encoding/json names it.
+type goField struct {
+	name  string
+	path  cue.Path
+	index []int
+	typ   reflect.Type
+}
+
+// goFields are the fields encoding/json decodes into a struct type, by
+// name, embedded structs' fields promoted.
+type goFields struct {
+	list   []goField
+	byName map[string]goField
+}
+
+var goFieldCache sync.Map // reflect.Type → *goFields
+
+// verifyLookupDecode, set by the package's tests, has every case decoded
+// by lookup decoded through JSON as well, and refused if the two differ.
+var verifyLookupDecode bool
+
+// errLookupDiffers is a case that decodes differently by lookup and
+// through JSON, which only verifyLookupDecode looks for.
+var errLookupDiffers = errors.New("decode case by lookup: differs from JSON")
+
+// decodeCase decodes the case v by lookup: by its literals lits and the
+// schema's shape of #Case sh where the suite's files give them, else every
+// field Go declares. An error means it is to be decoded through JSON.
+func decodeCase(v cue.Value, lits []*ast.StructLit, sh *shape) (Case, error) {
+	var c Case
+	var err error
+	if lits != nil && sh != nil {
+		err = decodePredicted(v, reflect.ValueOf(&c).Elem(), lits, sh)
+	} else {
+		err = decodeLookup(v, reflect.ValueOf(&c).Elem())
+	}
+	if err != nil || !verifyLookupDecode {
+		return c, err
+	}
+	b, err := v.MarshalJSON()
+	if err != nil {
+		return c, err
+	}
+	var want Case
+	if err := decodeStrict(b, &want); err != nil {
+		return c, err
+	}
+	if !reflect.DeepEqual(c, want) {
+		got, _ := json.Marshal(c)
+		wantb, _ := json.Marshal(want)
+		return c, fmt.Errorf("%w: got %s, want %s", errLookupDiffers, got, wantb)
+	}
+	return c, nil
+}
+
+var (
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	caseType        = reflect.TypeFor[Case]()
+)
+
+// fieldsOf lists the JSON fields of the struct type t, as encoding/json
+// would decode them: a tag's name or the Go name, `-` skipped, untagged
+// embedded structs promoted.
+func fieldsOf(t reflect.Type) *goFields {
+	if f, ok := goFieldCache.Load(t); ok {
+		return f.(*goFields)
+	}
+	fs := &goFields{byName: map[string]goField{}}
+	var add func(t reflect.Type, index []int)
+	add = func(t reflect.Type, index []int) {
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			tag := sf.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, _, _ := strings.Cut(tag, ",")
+			idx := append(append([]int{}, index...), i)
+			if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
+				add(sf.Type, idx)
+				continue
+			}
+			if !sf.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = sf.Name
+			}
+			f := goField{name: name, path: cue.MakePath(cue.Str(name)), index: idx, typ: sf.Type}
+			fs.list = append(fs.list, f)
+			fs.byName[name] = f
+		}
+	}
+	add(t, nil)
+	got, _ := goFieldCache.LoadOrStore(t, fs)
+	return got.(*goFields)
+}
+
+// mirrored reports whether the Go type t has a field for every field the
+// schema value sv declares, at every depth, so that decodeLookup, which
+// reads only the fields Go declares, drops nothing. It answers false
+// whenever it cannot tell: an open struct, a pattern, a disjunction of
+// structs.
+func mirrored(sv cue.Value, t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return true // decoded through JSON
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Slice, reflect.Map:
+	default:
+		return true // a scalar or any: no field to drop
+	}
+	if op, args := sv.Eval().Expr(); op == cue.OrOp {
+		for _, a := range args {
+			if !mirrored(a, t) {
+				return false
+			}
+		}
+		return true
+	}
+	k := sv.IncompleteKind()
+	if k == cue.NullKind {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if k != cue.StructKind || sv.Allows(cue.Str("\x00")) {
+			return false
+		}
+		it, err := sv.Fields(cue.Optional(true), cue.Patterns(true))
+		if err != nil {
+			return false
+		}
+		fs := fieldsOf(t)
+		for it.Next() {
+			sel := it.Selector()
+			if sel.LabelType() != cue.StringLabel || sel.ConstraintType() == cue.PatternConstraint {
+				return false
+			}
+			f, ok := fs.byName[sel.Unquoted()]
+			if !ok || !mirrored(it.Value(), f.typ) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if k != cue.ListKind {
+			return false
+		}
+		elem := sv.LookupPath(cue.MakePath(cue.AnyIndex))
+		return !elem.Exists() || mirrored(elem, t.Elem())
+	default: // a map
+		if k != cue.StructKind {
+			return false
+		}
+		elem := sv.LookupPath(cue.MakePath(cue.AnyString))
+		return !elem.Exists() || mirrored(elem, t.Elem())
+	}
+}
+
+// decodeLookup decodes the concrete value v into rv as encoding/json would
+// decode v's JSON, reading each field Go declares by its path. It returns
+// errNotDecoded, or CUE's error, where it cannot.
+func decodeLookup(v cue.Value, rv reflect.Value) error {
+	t := rv.Type()
+	byJSON := t.Kind() == reflect.Interface || t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8
+	if byJSON || t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
+		b, err := v.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(b, rv.Addr().Interface())
+	}
+	if v.Kind() == cue.NullKind {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map:
+			rv.SetZero()
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		p := reflect.New(t.Elem())
+		if err := decodeLookup(v, p.Elem()); err != nil {
+			return err
+		}
+		rv.Set(p)
+	case reflect.Struct:
+		if v.IncompleteKind() != cue.StructKind {
+			return errNotDecoded
+		}
+		for _, f := range fieldsOf(t).list {
+			fv := v.LookupPath(f.path)
+			if !fv.Exists() {
+				continue
+			}
+			if err := decodeLookup(fv, rv.FieldByIndex(f.index)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		it, err := v.List()
+		if err != nil {
+			return errNotDecoded
+		}
+		s := reflect.MakeSlice(t, 0, 4)
+		for i := 0; it.Next(); i++ {
+			s = reflect.Append(s, reflect.Zero(t.Elem()))
+			if err := decodeLookup(it.Value(), s.Index(i)); err != nil {
+				return err
+			}
+		}
+		rv.Set(s)
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return errNotDecoded
+		}
+		it, err := v.Fields()
+		if err != nil {
+			return errNotDecoded
+		}
+		m := reflect.MakeMap(t)
+		for it.Next() {
+			e := reflect.New(t.Elem()).Elem()
+			if err := decodeLookup(it.Value(), e); err != nil {
+				return err
+			}
+			m.SetMapIndex(reflect.ValueOf(it.Selector().Unquoted()).Convert(t.Key()), e)
+		}
+		rv.Set(m)
+	case reflect.String:
+		s, err := v.String()
+		if err != nil {
+			return errNotDecoded
+		}
+		rv.SetString(s)
+	case reflect.Bool:
+		b, err := v.Bool()
+		if err != nil {
+			return errNotDecoded
+		}
+		rv.SetBool(b)
+	case reflect.Float64, reflect.Float32:
+		f, err := v.Float64()
+		if err != nil {
+			return errNotDecoded
+		}
+		rv.SetFloat(f)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if v.IncompleteKind() != cue.IntKind {
+			return errNotDecoded
+		}
+		n, err := v.Int64()
+		if err != nil || rv.OverflowInt(n) {
+			return errNotDecoded
+		}
+		rv.SetInt(n)
+	default:
+		return errNotDecoded
+	}
+	return nil
+}
+
+// A shape is what the schema says of a struct the Go type decodes: the
+// fields every value has (regular fields, present once validated), and the
+// shapes of its struct-valued fields and of its lists' struct elements. A
+// nil shape is one the schema does not make plain enough to predict.
+type shape struct {
+	regular map[string]bool
+	fields  map[string]*shape
+}
+
+// shapeOf reads the shape of the schema value sv, decoded into t.
+func shapeOf(sv cue.Value, t reflect.Type) *shape {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	if op, _ := sv.Eval().Expr(); op == cue.OrOp || sv.IncompleteKind() != cue.StructKind || !plainDefinition(sv) {
+		return nil
+	}
+	it, err := sv.Fields(cue.Optional(true))
+	if err != nil {
+		return nil
+	}
+	fs := fieldsOf(t)
+	sh := &shape{regular: map[string]bool{}, fields: map[string]*shape{}}
+	for it.Next() {
+		sel := it.Selector()
+		name := sel.Unquoted()
+		if sel.ConstraintType() == 0 {
+			sh.regular[name] = true
+		}
+		f, ok := fs.byName[name]
+		if !ok {
+			return nil
+		}
+		ft := f.typ
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case ft.Kind() == reflect.Struct:
+			sh.fields[name] = shapeOf(it.Value(), ft)
+		case ft.Kind() == reflect.Slice && elemStruct(ft):
+			if it.Value().IncompleteKind() == cue.ListKind {
+				sh.fields[name] = shapeOf(it.Value().LookupPath(cue.MakePath(cue.AnyIndex)), ft.Elem())
+			}
+		}
+	}
+	return sh
+}
+
+// plainDefinition reports whether the schema value sv is written as struct
+// literals of plain fields only: no comprehension or embedding that could
+// add a field the evaluated definition does not list.
+func plainDefinition(sv cue.Value) bool {
+	vals := []cue.Value{sv}
+	if op, args := sv.Expr(); op == cue.AndOp {
+		vals = args
+	}
+	for _, x := range vals {
+		src := cue.Dereference(x).Source()
+		if f, ok := src.(*ast.Field); ok {
+			src = f.Value
+		}
+		st, ok := src.(*ast.StructLit)
+		if !ok {
+			return false
+		}
+		for _, e := range st.Elts {
+			switch e.(type) {
+			case *ast.Field, *ast.CommentGroup, *ast.Attribute:
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// elemStruct reports whether the slice type t holds structs.
+func elemStruct(t reflect.Type) bool {
+	e := t.Elem()
+	for e.Kind() == reflect.Pointer {
+		e = e.Elem()
+	}
+	return e.Kind() == reflect.Struct
+}
+
+// caseLiterals finds, in the suite's own files, the struct literals each
+// case is written as. ok is false when the files set cases some other way
+// as well (a pattern over cases, a comprehension, an embedding, a dynamic
+// label): then no case's fields can be told from its literals. A case
+// written other than as a literal has no entry.
+func caseLiterals(files []*ast.File) (lits map[string][]*ast.StructLit, ok bool) {
+	lits = map[string][]*ast.StructLit{}
+	odd := map[string]bool{}
+	var top func(decls []ast.Decl) bool
+	top = func(decls []ast.Decl) bool {
+		for _, d := range decls {
+			switch d := d.(type) {
+			case *ast.Package, *ast.ImportDecl, *ast.CommentGroup, *ast.Attribute:
+			case *ast.EmbedDecl:
+				switch x := d.Expr.(type) {
+				case *ast.SelectorExpr: // the schema's #Suite, beside the fields
+				case *ast.BinaryExpr: // X.#Suite & {...}
+					if x.Op != token.AND {
+						return false
+					}
+					st, ok := x.Y.(*ast.StructLit)
+					if _, sel := x.X.(*ast.SelectorExpr); !sel || !ok || !top(st.Elts) {
+						return false
+					}
+				default:
+					return false
+				}
+			case *ast.Field:
+				name, _, err := ast.LabelName(d.Label)
+				if err != nil || d.Constraint != token.ILLEGAL {
+					return false
+				}
+				if name != "cases" {
+					continue
+				}
+				st, ok := d.Value.(*ast.StructLit)
+				if !ok {
+					return false
+				}
+				for _, e := range st.Elts {
+					switch e := e.(type) {
+					case *ast.CommentGroup, *ast.Attribute:
+					case *ast.Field:
+						id, _, err := ast.LabelName(e.Label)
+						if err != nil || e.Constraint != token.ILLEGAL {
+							return false
+						}
+						if cs, ok := e.Value.(*ast.StructLit); ok {
+							lits[id] = append(lits[id], cs)
+						} else {
+							odd[id] = true
+						}
+					default:
+						return false
+					}
+				}
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	for _, f := range files {
+		if !top(f.Decls) {
+			return nil, false
+		}
+	}
+	for id := range odd {
+		delete(lits, id)
+	}
+	return lits, true
+}
+
+// plainFields gathers the values of the regular fields the literals set,
+// by label; ok is false when a literal holds anything but plain fields.
+func plainFields(lits []*ast.StructLit) (fields map[string][]ast.Expr, ok bool) {
+	fields = map[string][]ast.Expr{}
+	for _, st := range lits {
+		for _, e := range st.Elts {
+			switch e := e.(type) {
+			case *ast.CommentGroup, *ast.Attribute:
+			case *ast.Field:
+				name, _, err := ast.LabelName(e.Label)
+				if err != nil || e.Constraint != token.ILLEGAL {
+					return nil, false
+				}
+				fields[name] = append(fields[name], e.Value)
+			default:
+				return nil, false
+			}
+		}
+	}
+	return fields, true
+}
+
+// decodePredicted is decodeLookup for a struct written as the literals
+// lits with the schema's shape sh: it looks up only the fields that are
+// there, those the literals set and those the schema always gives, where
+// decodeLookup would look up every field Go declares.
+func decodePredicted(v cue.Value, rv reflect.Value, lits []*ast.StructLit, sh *shape) error {
+	fields, ok := plainFields(lits)
+	if !ok || sh == nil {
+		return decodeLookup(v, rv)
+	}
+	for name := range fields {
+		if _, known := fieldsOf(rv.Type()).byName[name]; !known && !strings.HasPrefix(name, "#") && !strings.HasPrefix(name, "_") {
+			return errNotDecoded // a field Go lacks: JSON says so
+		}
+	}
+	for _, f := range fieldsOf(rv.Type()).list {
+		set := fields[f.name]
+		if len(set) == 0 && !sh.regular[f.name] {
+			continue
+		}
+		fv := v.LookupPath(f.path)
+		if !fv.Exists() {
+			continue
+		}
+		out := rv.FieldByIndex(f.index)
+		t := f.typ
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		child := sh.fields[f.name]
+		switch {
+		case t.Kind() == reflect.Struct && child != nil && fv.IncompleteKind() == cue.StructKind:
+			var sub []*ast.StructLit
+			for _, x := range set {
+				st, ok := x.(*ast.StructLit)
+				if !ok {
+					sub = nil
+					child = nil
+					break
+				}
+				sub = append(sub, st)
+			}
+			if child == nil {
+				if err := decodeLookup(fv, out); err != nil {
+					return err
+				}
+				continue
+			}
+			target := out
+			if f.typ.Kind() == reflect.Pointer {
+				target = reflect.New(t).Elem()
+			}
+			if err := decodePredicted(fv, target, sub, child); err != nil {
+				return err
+			}
+			if f.typ.Kind() == reflect.Pointer {
+				out.Set(target.Addr())
+			}
+		case t.Kind() == reflect.Slice && child != nil && len(set) == 1 && f.typ.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+			list, isList := set[0].(*ast.ListLit)
+			var elems []*ast.StructLit
+			for _, e := range list.Elts {
+				st, ok := e.(*ast.StructLit)
+				if !ok {
+					isList = false
+					break
+				}
+				elems = append(elems, st)
+			}
+			it, err := fv.List()
+			if !isList || err != nil {
+				if err := decodeLookup(fv, out); err != nil {
+					return err
+				}
+				continue
+			}
+			s := reflect.MakeSlice(t, 0, len(elems))
+			for i := 0; it.Next(); i++ {
+				if i >= len(elems) {
+					return errNotDecoded
+				}
+				s = reflect.Append(s, reflect.Zero(t.Elem()))
+				if err := decodePredicted(it.Value(), s.Index(i), elems[i:i+1], child); err != nil {
+					return err
+				}
+			}
+			if s.Len() != len(elems) {
+				return errNotDecoded
+			}
+			out.Set(s)
+		default:
+			if err := decodeLookup(fv, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
