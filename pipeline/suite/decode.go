@@ -302,9 +302,15 @@ func decodeLookup(v cue.Value, rv reflect.Value) error {
 // fields every value has (regular fields, present once validated), and the
 // shapes of its struct-valued fields and of its lists' struct elements. A
 // nil shape is one the schema does not make plain enough to predict.
+//
+// defaults are the values of regular fields that the schema gives alike to
+// every value (a default or an empty list that depends on no other field),
+// read once from the schema, so a value that does not set them is not
+// looked up for them.
 type shape struct {
-	regular map[string]bool
-	fields  map[string]*shape
+	regular  map[string]bool
+	fields   map[string]*shape
+	defaults map[string]reflect.Value
 }
 
 // shapeOf reads the shape of the schema value sv, decoded into t.
@@ -323,16 +329,19 @@ func shapeOf(sv cue.Value, t reflect.Type) *shape {
 		return nil
 	}
 	fs := fieldsOf(t)
-	sh := &shape{regular: map[string]bool{}, fields: map[string]*shape{}}
+	sh := &shape{regular: map[string]bool{}, fields: map[string]*shape{}, defaults: map[string]reflect.Value{}}
 	for it.Next() {
 		sel := it.Selector()
 		name := sel.Unquoted()
-		if sel.ConstraintType() == 0 {
-			sh.regular[name] = true
-		}
 		f, ok := fs.byName[name]
 		if !ok {
 			return nil
+		}
+		if sel.ConstraintType() == 0 {
+			sh.regular[name] = true
+			if d, ok := sameDefault(it.Value(), f.typ); ok {
+				sh.defaults[name] = d
+			}
 		}
 		ft := f.typ
 		for ft.Kind() == reflect.Pointer {
@@ -348,6 +357,44 @@ func shapeOf(sv cue.Value, t reflect.Type) *shape {
 		}
 	}
 	return sh
+}
+
+// sameDefault decodes the schema's value sv for a regular field of Go type
+// t when every value that does not set the field has that value: sv
+// refers to nothing but the package's definitions and CUE's types, and
+// decodes to a scalar or a list of them.
+func sameDefault(sv cue.Value, t reflect.Type) (reflect.Value, bool) {
+	switch k := t.Kind(); {
+	case k == reflect.String, k == reflect.Bool, k == reflect.Float64, k == reflect.Int:
+	case k == reflect.Slice && t.Elem().Kind() == reflect.String:
+	default:
+		return reflect.Value{}, false
+	}
+	src := sv.Source()
+	if f, ok := src.(*ast.Field); ok {
+		src = f.Value
+	}
+	if src == nil {
+		return reflect.Value{}, false
+	}
+	alone := true
+	ast.Walk(src, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			// Resolved within the file's struct literals: another field.
+			if _, top := id.Scope.(*ast.File); id.Scope != nil && !top {
+				alone = false
+			}
+		}
+		return alone
+	}, nil)
+	if !alone {
+		return reflect.Value{}, false
+	}
+	d := reflect.New(t).Elem()
+	if decodeLookup(sv, d) != nil {
+		return reflect.Value{}, false
+	}
+	return d, true
 }
 
 // plainDefinition reports whether the schema value sv is written as struct
@@ -499,6 +546,15 @@ func decodePredicted(v cue.Value, rv reflect.Value, lits []*ast.StructLit, sh *s
 	for _, f := range fieldsOf(rv.Type()).list {
 		set := fields[f.name]
 		if len(set) == 0 && !sh.regular[f.name] {
+			continue
+		}
+		if d, ok := sh.defaults[f.name]; ok && len(set) == 0 {
+			out := rv.FieldByIndex(f.index)
+			if d.Kind() == reflect.Slice {
+				out.Set(reflect.AppendSlice(reflect.MakeSlice(d.Type(), 0, d.Len()), d))
+			} else {
+				out.Set(d)
+			}
 			continue
 		}
 		fv := v.LookupPath(f.path)
