@@ -10,6 +10,7 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/token"
 )
 
@@ -557,6 +558,12 @@ func decodePredicted(v cue.Value, rv reflect.Value, lits []*ast.StructLit, sh *s
 			}
 			continue
 		}
+		if len(set) == 1 {
+			if x, ok := literalValue(set[0], f.typ); ok {
+				rv.FieldByIndex(f.index).Set(x)
+				continue
+			}
+		}
 		fv := v.LookupPath(f.path)
 		if !fv.Exists() {
 			continue
@@ -634,4 +641,60 @@ func decodePredicted(v cue.Value, rv reflect.Value, lits []*ast.StructLit, sh *s
 		}
 	}
 	return nil
+}
+
+// literalValue reads a field of Go type t that its only literal sets to a
+// double-quoted string, or a list of them: unifying a concrete string
+// with the schema leaves it as it is, so the validated value is the
+// literal's.
+func literalValue(x ast.Expr, t reflect.Type) (reflect.Value, bool) {
+	ptr := t.Kind() == reflect.Pointer
+	if ptr {
+		t = t.Elem()
+	}
+	var out reflect.Value
+	switch {
+	case t.Kind() == reflect.String:
+		str, ok := literalString(x)
+		if !ok {
+			return reflect.Value{}, false
+		}
+		out = reflect.New(t).Elem()
+		out.SetString(str)
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		list, ok := x.(*ast.ListLit)
+		if !ok {
+			return reflect.Value{}, false
+		}
+		out = reflect.MakeSlice(t, len(list.Elts), len(list.Elts))
+		for i, e := range list.Elts {
+			str, ok := literalString(e)
+			if !ok {
+				return reflect.Value{}, false
+			}
+			out.Index(i).SetString(str)
+		}
+	default:
+		return reflect.Value{}, false
+	}
+	if ptr {
+		p := reflect.New(t)
+		p.Elem().Set(out)
+		return p, true
+	}
+	return out, true
+}
+
+// literalString is the value of a double-quoted string literal.
+func literalString(x ast.Expr) (string, bool) {
+	lit, ok := x.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	q, _, _, err := literal.ParseQuotes(lit.Value, lit.Value)
+	if err != nil || !q.IsDouble() {
+		return "", false
+	}
+	str, err := literal.Unquote(lit.Value)
+	return str, err == nil
 }
