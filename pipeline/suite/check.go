@@ -47,6 +47,19 @@ type checker struct {
 	v        cue.Value
 	errs     cueerrors.Error
 	fixtures map[string]error
+	// regexps holds each assertion's expression compiled once: many
+	// cases share one.
+	regexps map[string]error
+}
+
+// compile compiles an assertion's regular expression, once a vet.
+func (c *checker) compile(re string) error {
+	err, seen := c.regexps[re]
+	if !seen {
+		_, err = regexp.Compile(re)
+		c.regexps[re] = err
+	}
+	return err
 }
 
 func (c *checker) add(sel []cue.Selector, format string, args ...interface{}) {
@@ -94,15 +107,16 @@ func str(s string) cue.Selector { return cue.Str(s) }
 // skills, arms and routing expectations, regular expressions and the shape
 // of assertions.
 func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
-	c := &checker{v: v, fixtures: map[string]error{}}
+	c := &checker{v: v, fixtures: map[string]error{}, regexps: map[string]error{}}
 	if !v.LookupPath(pathArms).Exists() || !v.LookupPath(pathCases).Exists() {
 		return nil // CUE reports what is missing
 	}
 	// Counted in CUE: an arm or case that did not decode is CUE's to report.
-	if len(fieldOrder(v.LookupPath(pathArms))) == 0 {
+	// One that decoded is one there: the count in CUE lists every field.
+	if len(s.Arms) == 0 && len(fieldOrder(v.LookupPath(pathArms))) == 0 {
 		c.add([]cue.Selector{str("arms")}, "a suite needs at least one arm")
 	}
-	if len(fieldOrder(v.LookupPath(pathCases))) == 0 {
+	if len(s.Cases) == 0 && len(fieldOrder(v.LookupPath(pathCases))) == 0 {
 		c.add([]cue.Selector{str("cases")}, "a suite needs at least one case")
 	}
 	// A skill that did not decode still exists: what names it is not wrong,
@@ -409,7 +423,7 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, unde
 	}
 	for i, a := range cs.Assert {
 		sel := at(str("assert"), cue.Index(i))
-		if err := checkAssertion(a); err != nil {
+		if err := checkAssertion(c, a); err != nil {
 			c.add(sel, "%v", err)
 		}
 	}
@@ -466,7 +480,7 @@ func checkPromptSize(c *checker, s *Suite, cs Case, sel []cue.Selector) {
 
 // checkAssertion checks that exactly one subject is set, that file-only
 // fields come with a file, and that regular expressions compile.
-func checkAssertion(a Assertion) error {
+func checkAssertion(c *checker, a Assertion) error {
 	subjects := 0
 	for _, set := range []bool{a.File != nil, a.Answer != nil, a.Code != nil, a.Run != nil} {
 		if set {
@@ -497,7 +511,7 @@ func checkAssertion(a Assertion) error {
 			if re == nil {
 				continue
 			}
-			if _, err := regexp.Compile(*re); err != nil {
+			if err := c.compile(*re); err != nil {
 				return fmt.Errorf("invalid regular expression %q: %v", *re, err)
 			}
 		}
