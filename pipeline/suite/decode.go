@@ -65,7 +65,7 @@ func decodeCase(v cue.Value, lits []*ast.StructLit, sh *shape) (Case, error) {
 	var c Case
 	var err error
 	if lits != nil && sh != nil {
-		err = decodePredicted(v, reflect.ValueOf(&c).Elem(), lits, sh)
+		err = decodePredicted(&lazyValue{v: v, done: true}, reflect.ValueOf(&c).Elem(), lits, sh)
 	} else {
 		err = decodeLookup(v, reflect.ValueOf(&c).Elem())
 	}
@@ -530,14 +530,32 @@ func plainFields(lits []*ast.StructLit) (fields map[string][]ast.Expr, ok bool) 
 	return fields, true
 }
 
+// A lazyValue is a value looked up only when something is read from CUE
+// itself: a struct whose fields all come from its literals or the
+// schema's defaults costs no lookup.
+type lazyValue struct {
+	parent *lazyValue
+	path   cue.Path
+	v      cue.Value
+	done   bool
+}
+
+func (l *lazyValue) get() cue.Value {
+	if !l.done {
+		l.v, l.done = l.parent.get().LookupPath(l.path), true
+	}
+	return l.v
+}
+
 // decodePredicted is decodeLookup for a struct written as the literals
-// lits with the schema's shape sh: it looks up only the fields that are
+// lits with the schema's shape sh: it reads only the fields that are
 // there, those the literals set and those the schema always gives, where
-// decodeLookup would look up every field Go declares.
-func decodePredicted(v cue.Value, rv reflect.Value, lits []*ast.StructLit, sh *shape) error {
+// decodeLookup would look up every field Go declares, and reads from the
+// literals what CUE would leave as written.
+func decodePredicted(lv *lazyValue, rv reflect.Value, lits []*ast.StructLit, sh *shape) error {
 	fields, ok := plainFields(lits)
 	if !ok || sh == nil {
-		return decodeLookup(v, rv)
+		return decodeLookup(lv.get(), rv)
 	}
 	for name := range fields {
 		if _, known := fieldsOf(rv.Type()).byName[name]; !known && !strings.HasPrefix(name, "#") && !strings.HasPrefix(name, "_") {
@@ -549,8 +567,8 @@ func decodePredicted(v cue.Value, rv reflect.Value, lits []*ast.StructLit, sh *s
 		if len(set) == 0 && !sh.regular[f.name] {
 			continue
 		}
+		out := rv.FieldByIndex(f.index)
 		if d, ok := sh.defaults[f.name]; ok && len(set) == 0 {
-			out := rv.FieldByIndex(f.index)
 			if d.Kind() == reflect.Slice {
 				out.Set(reflect.AppendSlice(reflect.MakeSlice(d.Type(), 0, d.Len()), d))
 			} else {
@@ -560,87 +578,77 @@ func decodePredicted(v cue.Value, rv reflect.Value, lits []*ast.StructLit, sh *s
 		}
 		if len(set) == 1 {
 			if x, ok := literalValue(set[0], f.typ); ok {
-				rv.FieldByIndex(f.index).Set(x)
+				out.Set(x)
 				continue
 			}
 		}
-		fv := v.LookupPath(f.path)
-		if !fv.Exists() {
-			continue
-		}
-		out := rv.FieldByIndex(f.index)
 		t := f.typ
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
-		child := sh.fields[f.name]
-		switch {
-		case t.Kind() == reflect.Struct && child != nil && fv.IncompleteKind() == cue.StructKind:
-			var sub []*ast.StructLit
-			for _, x := range set {
-				st, ok := x.(*ast.StructLit)
+		field := &lazyValue{parent: lv, path: f.path}
+		if child := sh.fields[f.name]; child != nil {
+			switch {
+			case t.Kind() == reflect.Struct:
+				sub, ok := structLits(set)
 				if !ok {
-					sub = nil
-					child = nil
 					break
 				}
-				sub = append(sub, st)
-			}
-			if child == nil {
-				if err := decodeLookup(fv, out); err != nil {
+				target := out
+				if f.typ.Kind() == reflect.Pointer {
+					target = reflect.New(t).Elem()
+				}
+				if err := decodePredicted(field, target, sub, child); err != nil {
 					return err
 				}
+				if f.typ.Kind() == reflect.Pointer {
+					out.Set(target.Addr())
+				}
 				continue
-			}
-			target := out
-			if f.typ.Kind() == reflect.Pointer {
-				target = reflect.New(t).Elem()
-			}
-			if err := decodePredicted(fv, target, sub, child); err != nil {
-				return err
-			}
-			if f.typ.Kind() == reflect.Pointer {
-				out.Set(target.Addr())
-			}
-		case t.Kind() == reflect.Slice && child != nil && len(set) == 1 && f.typ.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
-			list, isList := set[0].(*ast.ListLit)
-			var elems []*ast.StructLit
-			for _, e := range list.Elts {
-				st, ok := e.(*ast.StructLit)
+			case t.Kind() == reflect.Slice && f.typ.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct && len(set) == 1:
+				// A list literal unified with the schema's list keeps its
+				// length: the elements are the literal's, each met by the
+				// schema's element.
+				list, ok := set[0].(*ast.ListLit)
 				if !ok {
-					isList = false
 					break
 				}
-				elems = append(elems, st)
-			}
-			it, err := fv.List()
-			if !isList || err != nil {
-				if err := decodeLookup(fv, out); err != nil {
-					return err
+				elems, ok := structLits(list.Elts)
+				if !ok {
+					break
 				}
+				sl := reflect.MakeSlice(t, len(elems), len(elems))
+				for i, e := range elems {
+					elem := &lazyValue{parent: field, path: cue.MakePath(cue.Index(i))}
+					if err := decodePredicted(elem, sl.Index(i), []*ast.StructLit{e}, child); err != nil {
+						return err
+					}
+				}
+				out.Set(sl)
 				continue
 			}
-			s := reflect.MakeSlice(t, 0, len(elems))
-			for i := 0; it.Next(); i++ {
-				if i >= len(elems) {
-					return errNotDecoded
-				}
-				s = reflect.Append(s, reflect.Zero(t.Elem()))
-				if err := decodePredicted(it.Value(), s.Index(i), elems[i:i+1], child); err != nil {
-					return err
-				}
-			}
-			if s.Len() != len(elems) {
-				return errNotDecoded
-			}
-			out.Set(s)
-		default:
-			if err := decodeLookup(fv, out); err != nil {
-				return err
-			}
+		}
+		fv := field.get()
+		if !fv.Exists() {
+			continue
+		}
+		if err := decodeLookup(fv, out); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// structLits is xs as struct literals, ok only if all are.
+func structLits(xs []ast.Expr) (lits []*ast.StructLit, ok bool) {
+	for _, x := range xs {
+		st, ok := x.(*ast.StructLit)
+		if !ok {
+			return nil, false
+		}
+		lits = append(lits, st)
+	}
+	return lits, true
 }
 
 // literalValue reads a field of Go type t that its only literal sets to a
