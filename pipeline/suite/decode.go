@@ -24,9 +24,13 @@ import (
 //
 // Each lookup costs an evaluation context, and most of a case's fields are
 // absent, so where the suite's files write a case as struct literals of
-// plain fields, only the fields those literals set and the fields the
-// schema always gives are looked up (decodePredicted); a case's value then
-// has no other field, and every value still comes from CUE.
+// plain fields (decodePredicted), a case's value has only the fields those
+// literals set and the fields the schema always gives; of these, the ones
+// the schema gives alike to every case are read once from the schema
+// (shape.defaults), strings the literals write are read from them (CUE
+// leaves a concrete string as it is), and only the rest are looked up.
+// The type information of the Go mirror is kept for the process, as
+// encoding/json keeps its own; nothing of a suite is.
 
 // errNotDecoded stands for a value the lookup decoder cannot read as Go
 // would read its JSON; the case is then decoded through JSON, whose error,
