@@ -115,24 +115,7 @@ func run(args []string) int {
 
 // forward accepts connections until the listener fails and relays each to socket.
 func forward(ln net.Listener, socket string) error {
-	var delay time.Duration
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
-			return err
-		}
-		delay = 0
-		go relay(c, socket)
-	}
+	return tunnel.AcceptEach(ln, func(c net.Conn) { relay(c, socket) })
 }
 
 // relay copies both ways between c and a fresh connection to socket. When one side ends

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -210,6 +211,13 @@ func Relay(ln net.Listener, conn *Conn) error {
 		<-conn.Done()
 		ln.Close()
 	}()
+	return AcceptEach(ln, func(c net.Conn) { relayConn(cc, c) })
+}
+
+// AcceptEach accepts connections on ln until it is closed (nil) or fails,
+// and handles each in its own goroutine. A failure that passes (a timeout,
+// too many open files) is waited out, longer each time in a row.
+func AcceptEach(ln net.Listener, handle func(net.Conn)) error {
 	var delay time.Duration
 	for {
 		c, err := ln.Accept()
@@ -218,7 +226,7 @@ func Relay(ln net.Listener, conn *Conn) error {
 				return nil
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				time.Sleep(delay)
 				continue
@@ -226,7 +234,7 @@ func Relay(ln net.Listener, conn *Conn) error {
 			return err
 		}
 		delay = 0
-		go relayConn(cc, c)
+		go handle(c)
 	}
 }
 
