@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +282,55 @@ func TestRunPodLayeredCellImage(t *testing.T) {
 	step.AddFile("workspace/x", 0o644, 1000, 1000, nil)
 	if _, err := c.BuildImage(ctx, layered+"-step", labels, step); err == nil || !strings.Contains(err.Error(), "runs no build step") {
 		t.Errorf("a build step on a cell image: %v", err)
+	}
+}
+
+// A case's folder, which setups and checks are given from skillgate's
+// machine, reaches a session's Pod by its content: the same files, links and
+// modes, read-only, and no hostPath in the Pod, so it runs on any node. A
+// folder that would be writable cannot be streamed and is refused.
+func TestSessionGetsCaseFolder(t *testing.T) {
+	c := kubetest.Cluster(t)
+	labels := testLabels(t, c)
+	image := cellImage(t, c, labels)
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "data.txt"), []byte("case data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub/data.txt", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	spec := docker.SessionSpec{Image: image, User: "1000:1000", WorkingDir: docker.Workspace, Labels: labels,
+		Memory: 128 << 20, NanoCPUs: 1e9, PidsLimit: 256, Binds: []string{dir + ":/skillgate-case:ro"}}
+	vols := podVolumes(t, labels)
+	s, err := c.StartSession(ctx, spec, "/skillgate-check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c",
+		`cat /skillgate-case/sub/data.txt /skillgate-case/link; /skillgate-case/run.sh; touch /skillgate-case/x 2>/dev/null && echo wrote || echo read-only`}, OutputCap: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "case data\ncase data\nran\nread-only\n"; string(res.Output) != want || res.ExitCode != 0 {
+		t.Errorf("exec: exit %d, output %q, want %q", res.ExitCode, res.Output, want)
+	}
+	for _, v := range vols() {
+		if v.HostPath != nil {
+			t.Errorf("the session's pod mounts %s from the node", v.HostPath.Path)
+		}
+	}
+
+	spec.Binds = []string{dir + ":/skillgate-case"}
+	if _, err := c.StartSession(ctx, spec); err == nil || !strings.Contains(err.Error(), "only a read-only folder can be streamed") {
+		t.Errorf("a writable folder: %v, want it refused", err)
 	}
 }
