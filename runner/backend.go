@@ -65,6 +65,17 @@ func (k kubeBackend) StartSession(ctx context.Context, spec docker.SessionSpec) 
 	return s, nil
 }
 
+// localEngine is the local Docker engine, for what is its work whatever
+// backend runs the cells: it builds and names every image, and pushes them
+// to a registry for clusters that pull.
+func localEngine(ctx context.Context) (dockerBackend, error) {
+	e, err := docker.NewEngine(ctx)
+	if err != nil {
+		return dockerBackend{}, err
+	}
+	return dockerBackend{e}, nil
+}
+
 // newBackend connects to the engine the options name: a Kubernetes cluster
 // when they name one, else the Docker engine the environment names.
 func newBackend(ctx context.Context, opts Options) (backend, error) {
@@ -75,9 +86,9 @@ func newBackend(ctx context.Context, opts Options) (backend, error) {
 		}
 		return kubeBackend{c}, nil
 	}
-	e, err := docker.NewEngine(ctx)
+	e, err := localEngine(ctx)
 	if err != nil {
-		return nil, err
+		return nil, err // not a backend holding no engine
 	}
-	return dockerBackend{e}, nil
+	return e, nil
 }

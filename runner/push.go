@@ -67,12 +67,12 @@ func PushImages(ctx context.Context, p *plan.Plan, opts Options, registry string
 			return nil, err
 		}
 	}
-	e, err := docker.NewEngine(ctx)
+	e, err := localEngine(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close()
-	im := newImages(dockerBackend{e}, p, st, opts.Log)
+	im := newImages(e, p, st, opts.Log)
 	var pushed []docker.PushedImage
 	var refs []string
 	for _, env := range envs {
