@@ -509,15 +509,13 @@ func mustLabel(t *testing.T, e *docker.Engine, ref string) string {
 	return labels[docker.LabelCellKey]
 }
 
-// TestCaseImagesBuiltTogether: when the run says which arms of a case it will ask for,
-// the first cell to ask builds the case's fixture image and every such arm's cell image
-// in one go, or those arms' images on the fixture image it finds, and the others find
-// theirs built; they are the images built one by one, ID for ID, under the same tags
-// and keys.
-func TestCaseImagesBuiltTogether(t *testing.T) {
+// pinnedCase is the "pinned" suite over a fixture of its own (so that no
+// other test's images are found), its first case's inputs pinned for every
+// arm into a fresh store.
+func pinnedCase(t *testing.T) (*docker.Engine, *plan.Plan, *store.Store, plan.PlanCase) {
+	t.Helper()
 	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
-	// A fixture of its own, so that no other test's images are found.
 	if err := os.WriteFile(filepath.Join(s.Dir, "fx", "nonce.txt"), []byte(dockertest.RandomHex(t)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -539,6 +537,16 @@ func TestCaseImagesBuiltTogether(t *testing.T) {
 	if err := in.pin(); err != nil {
 		t.Fatal(err)
 	}
+	return e, p, st, pc
+}
+
+// TestCaseImagesBuiltTogether: when the run says which arms of a case it will ask for,
+// the first cell to ask builds the case's fixture image and every such arm's cell image
+// in one go, or those arms' images on the fixture image it finds, and the others find
+// theirs built; they are the images built one by one, ID for ID, under the same tags
+// and keys.
+func TestCaseImagesBuiltTogether(t *testing.T) {
+	e, p, st, pc := pinnedCase(t)
 	ctx := context.Background()
 	together := newImages(dockerBackend{e}, p, st, io.Discard)
 	agentRef, agentID, _, err := together.agentImage(ctx)
@@ -623,29 +631,7 @@ func TestCaseImagesBuiltTogether(t *testing.T) {
 // fails the case's images built in one go, and then only its arm's: the fixture image
 // and the other arm's cell image are built alone, and the changed file is named.
 func TestCaseImagesBuildVerifiesSnapshot(t *testing.T) {
-	e := dockertest.Engine(t)
-	s := copySuite(t, e, "pinned")
-	if err := os.WriteFile(filepath.Join(s.Dir, "fx", "nonce.txt"), []byte(dockertest.RandomHex(t)+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.CompileDir(s.Dir)
-	if err != nil {
-		t.Fatal(suite.PrintError(err, s.Dir))
-	}
-	st, err := store.OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc := p.Cases[0]
-	in := newInputs(p, s.Dir, st)
-	for _, arm := range p.Arms {
-		if err := in.add(pc, arm); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := in.pin(); err != nil {
-		t.Fatal(err)
-	}
+	e, p, st, pc := pinnedCase(t)
 	snap := filepath.Join(st.TreeDir(p.Skills["s"].Digest), "SKILL.md")
 	b, _ := os.ReadFile(snap)
 	b[len(b)-2] ^= 1 // same size, other bytes
