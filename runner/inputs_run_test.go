@@ -243,15 +243,7 @@ func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
 	if err := in.pin(); err != nil {
 		t.Fatal(err)
 	}
-	snap := filepath.Join(st.TreeDir(s.Plan.Skills["s"].Digest), "SKILL.md")
-	b, _ := os.ReadFile(snap)
-	b[len(b)-2] ^= 1 // same size, other bytes
-	if err := os.Chmod(snap, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(snap, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	snap, b := tamperSkill(t, st, s.Plan.Skills["s"].Digest)
 	im := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
 	ref, _, err := im.cellImage(context.Background(), pc, arm)
 	if want := "verify " + snap + ": digest " + string(digest.FromBytes(b)) + ", the plan says " + skillFileDigest(s.Plan); err == nil || !strings.Contains(err.Error(), want) {
@@ -509,6 +501,26 @@ func mustLabel(t *testing.T, e *docker.Engine, ref string) string {
 	return labels[docker.LabelCellKey]
 }
 
+// tamperSkill changes a byte of the SKILL.md in the store's snapshot of the
+// skill tree, keeping its size, as a disk or a hand might after it
+// was pinned; it returns the file's path and its new bytes.
+func tamperSkill(t *testing.T, st *store.Store, tree digest.Digest) (string, []byte) {
+	t.Helper()
+	snap := filepath.Join(st.TreeDir(tree), "SKILL.md")
+	b, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-2] ^= 1
+	if err := os.Chmod(snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snap, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return snap, b
+}
+
 // pinnedCase is the "pinned" suite over a fixture of its own (so that no
 // other test's images are found), its first case's inputs pinned for every
 // arm into a fresh store.
@@ -632,15 +644,7 @@ func TestCaseImagesBuiltTogether(t *testing.T) {
 // and the other arm's cell image are built alone, and the changed file is named.
 func TestCaseImagesBuildVerifiesSnapshot(t *testing.T) {
 	e, p, st, pc := pinnedCase(t)
-	snap := filepath.Join(st.TreeDir(p.Skills["s"].Digest), "SKILL.md")
-	b, _ := os.ReadFile(snap)
-	b[len(b)-2] ^= 1 // same size, other bytes
-	if err := os.Chmod(snap, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(snap, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	snap, b := tamperSkill(t, st, p.Skills["s"].Digest)
 	ctx := context.Background()
 	im := newImages(dockerBackend{e}, p, st, io.Discard)
 	for _, arm := range p.Arms {
