@@ -36,15 +36,11 @@ func (c *Cluster) collect(ctx context.Context, pod string, spec docker.Container
 	prefix := path.Clean("/" + spec.CollectPrefix)
 	pr, pw := io.Pipe()
 	stderr := &cappedBuffer{limit: 4 << 10}
-	type result struct {
-		code int
-		err  error
-	}
-	ran := make(chan result, 1)
+	ran := make(chan execEnd, 1)
 	go func() {
 		code, err := c.exec(cctx, pod, holdContainer, []string{"tar", "-c", "-f", "-", "-C", prefix, "."}, streamOpts{stdout: pw, stderr: stderr})
 		pw.CloseWithError(err)
-		ran <- result{code, err}
+		ran <- execEnd{code, err}
 	}()
 	cutTime := fmt.Sprintf("the collection took longer than limits.collect.timeout (%s)", lim.Timeout)
 	visitErr := func() error {

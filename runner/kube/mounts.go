@@ -121,17 +121,13 @@ func (c *Cluster) relay(ctx context.Context, pod, dir, socket string) error {
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stderr := &cappedBuffer{limit: 4 << 10}
-	type ended struct {
-		code int
-		err  error
-	}
-	execd := make(chan ended, 1)
+	execd := make(chan execEnd, 1)
 	go func() {
 		code, err := c.exec(ectx, pod, holdContainer,
 			[]string{path.Join(dir, path.Base(gateway.ForwarderPath)), "-relay", "-socket", path.Join(dir, gateway.GatewaySocket)},
 			streamOpts{stdin: toPodR, stdout: fromPodW, stderr: stderr})
 		fromPodW.Close()
-		execd <- ended{code, err}
+		execd <- execEnd{code, err}
 	}()
 	tunnel.Serve(ectx, conn, func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer

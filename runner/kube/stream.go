@@ -20,6 +20,12 @@ type streamOpts struct {
 	stdout, stderr io.Writer
 }
 
+// execEnd is how an exec that ran in the background ended.
+type execEnd struct {
+	code int
+	err  error
+}
+
 // exec runs cmd in a container of a Pod through the API and returns its exit
 // code; an error means the API or the stream failed.
 func (c *Cluster) exec(ctx context.Context, pod, container string, cmd []string, s streamOpts) (int, error) {
