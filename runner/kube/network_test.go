@@ -181,3 +181,26 @@ func podVolumes(t *testing.T, labels map[string]string) func() []corev1.Volume {
 		return vols
 	}
 }
+
+// A relay that cannot run (here: the gateway's folder holds no forwarder)
+// fails the cell as the cluster's failure, an error, never as the agent's
+// outcome: its model calls had nowhere to go.
+func TestRelayFailureIsTheClusters(t *testing.T) {
+	c := kubetest.Cluster(t)
+	labels := testLabels(t, c)
+	image := cellImage(t, c, labels)
+	dir, err := os.MkdirTemp("", "sg-kube-gw-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := spec(image, labels, "sleep 3", collected{})
+	s.Gateway = dir + ":/skillgate"
+	out, err := c.RunContainer(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "relay the gateway into pod") {
+		t.Fatalf("a cell whose relay failed: outcome %+v, error %v; want the relay's error", out, err)
+	}
+}
