@@ -32,9 +32,14 @@ func testFixture() map[string]plan.TreeEntry {
 // collectRun runs spec and collects its workspace against testAgentImage's fixture,
 // through the upper layer or, with api, through the engine's API.
 func collectRun(t *testing.T, e *docker.Engine, spec docker.ContainerSpec, api bool) ([]store.Change, string, docker.Collection) {
+	return collectRunFrom(t, e, spec, api, testFixture())
+}
+
+// collectRunFrom is collectRun against the initial workspace given.
+func collectRunFrom(t *testing.T, e *docker.Engine, spec docker.ContainerSpec, api bool, initial map[string]plan.TreeEntry) ([]store.Change, string, docker.Collection) {
 	t.Helper()
 	blobs := t.TempDir()
-	col := newWorkspaceCollector(testFixture(), blobs, &redact.Redactor{}, workspaceLimits{})
+	col := newWorkspaceCollector(initial, blobs, &redact.Redactor{}, workspaceLimits{})
 	spec.CollectPrefix, spec.Collect, spec.CollectAPI = "/workspace", col.visit, api
 	out := dockertest.Run(t, e, spec)
 	if out.ExitCode != 0 {
@@ -125,6 +130,30 @@ func TestContainerCollect(t *testing.T) {
 			if !reflect.DeepEqual(changes, want) {
 				t.Errorf("api %v: changes %+v,\nwant %+v (collection %+v)", api, changes, want, col)
 			}
+		}
+	})
+	t.Run("Trees", func(t *testing.T) {
+		// A skill bound read-only inside the workspace is part of its initial state:
+		// neither way of reading the changes takes it, or its mount point, for one, and
+		// the agent's attempts to change it fail.
+		host := t.TempDir()
+		if err := os.WriteFile(filepath.Join(host, "SKILL.md"), []byte("skill\n"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		initial := testFixture()
+		initial["skills/s/SKILL.md"] = plan.TreeEntry{Digest: digest.FromString("skill\n"), Size: 6}
+		for _, api := range []bool{false, true} {
+			spec := base
+			spec.Trees = []docker.Tree{{Host: host, Path: "/workspace/skills/s"}}
+			spec.Cmd = []string{"sh", "-c", "cat skills/s/SKILL.md >/dev/null && echo own > own.txt && { echo x >> skills/s/SKILL.md || rm -f skills/s/SKILL.md || true; } 2>/dev/null"}
+			changes, _, col := collectRunFrom(t, e, spec, api, initial)
+			want := []store.Change{{Path: "own.txt", Kind: store.ChangeAdded, Type: "file", Size: 4, Digest: digest.FromString("own\n")}}
+			if !reflect.DeepEqual(changes, want) {
+				t.Errorf("api %v: changes %+v,\nwant %+v (collection %+v)", api, changes, want, col)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(host, "SKILL.md")); err != nil || string(b) != "skill\n" {
+			t.Errorf("the bound folder holds %q (%v)", b, err)
 		}
 	})
 

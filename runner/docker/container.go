@@ -35,6 +35,9 @@ type ContainerSpec struct {
 	Timeout   time.Duration
 
 	Binds []string // "hostpath:containerpath:ro"
+	// Trees are folders of skillgate's machine the container reads, and never changes,
+	// inside a folder it writes to: a cell's skills in its workspace.
+	Trees []Tree
 	// Gateway is the gateway's folder ("hostpath:containerpath"), which
 	// holds its socket and the forwarder: bound read-only here; a backend
 	// whose cells run elsewhere relays it.
@@ -63,6 +66,24 @@ type ContainerSpec struct {
 	Files []SpecFile
 	// Stdin, when set, is the container's standard input, closed after it.
 	Stdin []byte
+}
+
+// Tree is a folder of skillgate's machine (Host) that a container sees at Path, read-only,
+// where Path lies inside a folder the container writes to, whose other files stay its
+// own: bound there by an engine of this machine; copied in by a backend whose containers
+// run elsewhere. A folder at Path in the image is hidden by it.
+type Tree struct {
+	Host string
+	Path string // absolute in the container
+}
+
+// treeBinds are the read-only binds of trees.
+func treeBinds(trees []Tree) []string {
+	out := make([]string, 0, len(trees))
+	for _, t := range trees {
+		out = append(out, t.Host+":"+path.Clean(t.Path)+":ro")
+	}
+	return out
 }
 
 // SpecFile is one file a ContainerSpec puts into its container before the start.
@@ -111,7 +132,7 @@ func (e *Engine) createContainer(ctx context.Context, spec ContainerSpec, keepSt
 		SecurityOpt: []string{"no-new-privileges"},
 		IpcMode:     "private",
 		Init:        &init,
-		Binds:       spec.Binds,
+		Binds:       slices.Concat(spec.Binds, treeBinds(spec.Trees)),
 		// Output is streamed to skillgate; a log file would only cost disk and time.
 		LogConfig: container.LogConfig{Type: "none"},
 		Resources: container.Resources{

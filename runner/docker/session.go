@@ -22,6 +22,7 @@ type SessionSpec struct {
 	WorkingDir string
 	Env        []string
 	Binds      []string // "hostpath:containerpath:ro"
+	Trees      []Tree   // read-only inside a folder the session writes to (ContainerSpec.Trees)
 	Labels     map[string]string
 	Memory     int64
 	NanoCPUs   int64
@@ -62,7 +63,7 @@ type ExecOutcome struct {
 // that never comes, so any image with sh serves.
 func (e *Engine) StartSession(ctx context.Context, spec SessionSpec) (*Session, error) {
 	cs := ContainerSpec{Image: spec.Image, Cmd: []string{"sh"}, Env: spec.Env, User: spec.User, WorkingDir: spec.WorkingDir,
-		Binds: spec.Binds, Labels: spec.Labels, Memory: spec.Memory, NanoCPUs: spec.NanoCPUs, PidsLimit: spec.PidsLimit}
+		Binds: spec.Binds, Trees: spec.Trees, Labels: spec.Labels, Memory: spec.Memory, NanoCPUs: spec.NanoCPUs, PidsLimit: spec.PidsLimit}
 	id, err := e.createContainer(ctx, cs, true)
 	if err != nil {
 		return nil, err

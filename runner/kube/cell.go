@@ -76,6 +76,11 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 		return nil, fmt.Errorf("run pod: %w", err)
 	}
 	folders = append(folders, g.folders...)
+	trees, err := copiedTrees(spec.Trees, folders)
+	if err != nil {
+		return nil, fmt.Errorf("run pod: %w", err)
+	}
+	g.trees = append(g.trees, trees...)
 	relayed := spec.Gateway != "" && !c.hostPath
 	env := make([]corev1.EnvVar, 0, len(spec.Env))
 	for _, kv := range spec.Env {

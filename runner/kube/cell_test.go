@@ -334,3 +334,41 @@ func TestSessionGetsCaseFolder(t *testing.T) {
 		t.Errorf("a writable folder: %v, want it refused", err)
 	}
 }
+
+// A cell's trees (its skills) reach its Pod inside the workspace by their
+// content, files read-only by mode, beside the workspace's own files; the
+// folder on skillgate's machine is untouched, and a tree outside the Pod's
+// folders is refused before any Pod is made.
+func TestRunPodGetsTrees(t *testing.T) {
+	c := kubetest.Cluster(t)
+	labels := testLabels(t, c)
+	image := cellImage(t, c, labels)
+	host := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(host, "references"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "SKILL.md"), []byte("---\nname: s\n---\nbody\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "references", "r.md"), []byte("ref\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	col := collected{}
+	s := spec(image, labels, `cat .claude/skills/s/SKILL.md .claude/skills/s/references/r.md keep.txt; stat -c %a .claude/skills/s/SKILL.md`, col)
+	s.Trees = []docker.Tree{{Host: host, Path: docker.Workspace + "/.claude/skills/s"}}
+	out, err := c.RunContainer(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "---\nname: s\n---\nbody\nref\nold\n444\n"; out.ExitCode != 0 || string(out.Stdout) != want {
+		t.Errorf("exit %d, stdout %q, want %q (stderr %s)", out.ExitCode, out.Stdout, want, out.Stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(host, "SKILL.md")); err != nil || string(b) != "---\nname: s\n---\nbody\n" {
+		t.Errorf("the host's tree: %q %v", b, err)
+	}
+
+	s.Trees = []docker.Tree{{Host: host, Path: "/opt/skills/s"}}
+	if _, err := c.RunContainer(context.Background(), s); err == nil || !strings.Contains(err.Error(), "not inside one of its folders") {
+		t.Errorf("a tree outside the pod's folders: %v", err)
+	}
+}

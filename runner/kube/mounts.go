@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/gateway/tunnel"
 )
@@ -61,6 +62,23 @@ func (c *Cluster) hostFolders(binds []string, have []folder) (given, error) {
 		g.trees = append(g.trees, tree{host: parts[0], path: p})
 	}
 	return g, nil
+}
+
+// copiedTrees are the trees given (docker.ContainerSpec.Trees) as the seed
+// stream copies them into the Pod: each must lie inside one of its folders
+// (a cell's skills in the workspace). The copies are the agent's, their
+// files read-only by mode; the folders of skillgate's machine are never
+// reached from the Pod.
+func copiedTrees(trees []docker.Tree, folders []folder) ([]tree, error) {
+	out := make([]tree, 0, len(trees))
+	for _, t := range trees {
+		p := path.Clean(t.Path)
+		if !path.IsAbs(t.Host) || placeOf(p, folders) != placeInside {
+			return nil, fmt.Errorf("copy %s into the pod at %s: not inside one of its folders (%s)", t.Host, t.Path, folderList(folders))
+		}
+		out = append(out, tree{host: t.Host, path: p})
+	}
+	return out, nil
 }
 
 // treeEntries calls fn with a tar entry for every folder, regular file and

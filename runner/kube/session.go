@@ -53,6 +53,11 @@ func (c *Cluster) StartSession(ctx context.Context, spec docker.SessionSpec, fol
 		return nil, fmt.Errorf("start session: %w", err)
 	}
 	shape.folders = append(shape.folders, g.folders...)
+	trees, err := copiedTrees(spec.Trees, shape.folders)
+	if err != nil {
+		return nil, fmt.Errorf("start session: %w", err)
+	}
+	g.trees = append(g.trees, trees...)
 	pod, err := shape.pod([]corev1.Container{{Name: sessionContainer, Command: []string{"/bin/sh"}, Stdin: true,
 		WorkingDir: spec.WorkingDir, Env: env, VolumeMounts: g.mounts}}, map[string]bool{sessionContainer: true}, g.vols)
 	if err != nil {

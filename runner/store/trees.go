@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/plan"
 
 	"github.com/opencontainers/go-digest"
@@ -277,4 +279,69 @@ func (s *Store) PinFixtures(p *plan.Plan, suiteDir string, cells []plan.Cell) er
 		}
 	}
 	return nil
+}
+
+// VerifyTree checks that the folder dir (a snapshot the store pinned) holds
+// exactly the tree the plan knows as want, hashing every file in place: the
+// same paths, kinds, symlink targets and bytes, nothing more, no symlink that
+// leaves the tree. An error names the file on this machine. A snapshot given
+// to a cell as it is (bound read-only, not copied into an image) is verified
+// so, since nothing then hashes it on its way in.
+func VerifyTree(dir string, want plan.Tree) error {
+	files, err := walkLive(dir)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", dir, err)
+	}
+	seen := make(map[string]bool, len(files))
+	var regular []liveEntry
+	for _, f := range files {
+		e, ok := want.Files[f.rel]
+		if !ok {
+			return fmt.Errorf("verify %s: not in the plan", f.host)
+		}
+		seen[f.rel] = true
+		mode, err := liveMode(f.info)
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", f.host, err)
+		}
+		if mode != e.Mode {
+			return fmt.Errorf("verify %s: %s, the plan says %s", f.host, entryKind(mode), entryKind(e.Mode))
+		}
+		if mode != "symlink" {
+			regular = append(regular, f)
+			continue
+		}
+		target, err := os.Readlink(f.host)
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", f.host, err)
+		}
+		target = filepath.ToSlash(target)
+		if got := digest.FromString(target); got != e.Digest {
+			return fmt.Errorf("verify %s: symlink to %s (digest %s), the plan says %s", f.host, target, got, e.Digest)
+		}
+		if rel := path.Join(path.Dir(f.rel), target); path.IsAbs(target) || rel == ".." || strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("verify %s: symlink to %s leaves the tree", f.host, target)
+		}
+	}
+	var missing []string
+	for p := range want.Files {
+		if !seen[p] {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("verify %s: in the plan, missing from the snapshot", filepath.Join(dir, filepath.FromSlash(missing[0])))
+	}
+	return forEachFile(len(regular), func(i int) error {
+		f := regular[i]
+		got, err := pipeline.FileDigest(f.host)
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", f.host, err)
+		}
+		if e := want.Files[f.rel]; got != e.Digest {
+			return fmt.Errorf("verify %s: digest %s, the plan says %s", f.host, got, e.Digest)
+		}
+		return nil
+	})
 }
