@@ -204,25 +204,10 @@ func warmUp(b *testing.B, dir string, p *plan.Plan, jobs int) (build time.Durati
 	var img float64
 	for _, r := range rollouts(b, p, out) {
 		img = max(img, r.Durations.Image)
-	}
-	ids := dockerOut(b, "images", "-q", "--no-trunc",
-		"--filter", "label="+docker.LabelImage+"=cell",
-		"--filter", "label="+docker.LabelSuite+"="+p.Suite.Name)
-	// The case's fixture image and, one layer above it, the arm's cell image
-	// the cells ran in: the one with the most layers.
-	f := strings.Fields(ids)
-	if len(f) != 2 {
-		b.Fatalf("cell images of suite %s: %q, want a fixture image and a cell image", p.Suite.Name, ids)
-	}
-	most := -1
-	for _, id := range f {
-		n, err := strconv.Atoi(strings.TrimSpace(dockerOut(b, "image", "inspect", "--format", "{{len .RootFS.Layers}}", id)))
-		if err != nil {
-			b.Fatal(err)
+		if image != "" && r.Inputs.CellImage != image {
+			b.Fatalf("the cells ran images %s and %s, want one", image, r.Inputs.CellImage)
 		}
-		if n > most {
-			most, image = n, id
-		}
+		image = r.Inputs.CellImage
 	}
 	return time.Duration(img * float64(time.Second)), image
 }

@@ -42,9 +42,12 @@ func owner(user string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// images builds each cell image once: for one (agent image, fixture, arm
-// skills) every trial starts a container from the same image, so a trial's
-// setup does not grow with the fixture's size.
+// images builds each cell image once: for one (agent image, fixture) every
+// trial of every arm starts a container from the same image or the one layer
+// above it that holds the skills folder, so a trial's setup does not grow with
+// the fixture's size nor a case's images with its arms. The arm's skills are
+// not in an image: each cell gets them read-only from the store's verified
+// snapshots (skillTrees).
 type images struct {
 	engine backend
 	plan   *plan.Plan
@@ -68,6 +71,14 @@ type images struct {
 	armsOn map[string]*sync.Once
 	envs   map[string]*imageBuild // environment images, by environment name
 	debs   map[string]*imageBuild // Debian roots, by tag
+	// verified are the skill snapshots checked against the plan, by tree digest.
+	verified map[digest.Digest]*verifiedTree
+}
+
+// verifiedTree is one snapshot's check, made once per run.
+type verifiedTree struct {
+	once sync.Once
+	err  error
 }
 
 type imageBuild struct {
@@ -82,7 +93,7 @@ type imageBuild struct {
 // newImages is the image builder of a plan's cells.
 func newImages(e backend, p *plan.Plan, st *store.Store, log io.Writer) *images {
 	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}, fixtures: map[digest.Digest]*imageBuild{},
-		expected: map[string][]plan.PlanArm{}, made: map[digest.Digest]string{}, armsOn: map[string]*sync.Once{}}
+		expected: map[string][]plan.PlanArm{}, made: map[digest.Digest]string{}, armsOn: map[string]*sync.Once{}, verified: map[digest.Digest]*verifiedTree{}}
 }
 
 // layersBuilder is a backend that builds images one layer above another in one go
@@ -143,22 +154,27 @@ func (im *images) agentImage(ctx context.Context) (ref, id, version string, err 
 	return b.ref, b.id, b.version, b.err
 }
 
-// cellImage returns the image holding the case's fixture and the arm's
-// skills on top of the agent image, building it from the store's verified
-// snapshots if the engine lacks it. Its tag and its LabelCellKey derive
-// from the agent image ID and the plan's tree digests: once every file is
+// cellImage returns the image a cell of pc and arm starts from, on top of the agent
+// image, building it from the store's verified snapshots if the engine lacks it: the
+// case's fixture image for an arm without skills, else that image and one layer of the
+// folders leading to the agent's skills folder, the same for every arm with skills (the
+// skills themselves come with the container: skillTrees). Its tag and its LabelCellKey
+// derive from the agent image ID and the plan's tree digests: once every file is
 // verified while the image is built, that is its content.
 func (im *images) cellImage(ctx context.Context, pc plan.PlanCase, arm plan.PlanArm) (ref, id string, err error) {
 	return im.cellImageIn(ctx, pc, arm, pc.Environment)
 }
 
 // cellImageIn is the cell image of pc and arm on the agent's image in environment env (a
-// run: check may name another environment than its cell's). It is the case's fixture
-// image (fixtureImage) with one layer above: the arm's skills.
+// run: check may name another environment than its cell's): the case's fixture image
+// (fixtureImage), and for an arm with skills one layer above it (skillsContext).
 func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.PlanArm, env string) (ref, id string, err error) {
 	agentRef, agentID, _, err := im.agentImageIn(ctx, env)
 	if err != nil {
 		return "", "", err
+	}
+	if len(arm.Skills) == 0 {
+		return im.fixtureImage(ctx, pc, agentRef, agentID, env)
 	}
 	kd := im.cellKey(pc, arm, agentID)
 	b := im.keyedImage(ctx, im.cells, kd, func(ref string) (string, error) {
@@ -174,7 +190,7 @@ func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.Pl
 			if id, ok := im.takeMade(kd); ok {
 				return id, nil
 			}
-			id, err := im.buildArm(ctx, ref, kd, fixtureID, pc, arm)
+			id, err := im.buildSkillsImage(ctx, ref, kd, fixtureID, pc)
 			if attempt > 0 || !errors.Is(err, docker.ErrImageMissing) {
 				return id, err
 			}
@@ -199,24 +215,32 @@ func (im *images) takeMade(kd digest.Digest) (string, bool) {
 }
 
 // cellKey is the content key of the cell image of pc and arm on the agent image
-// agentID: its tag and its LabelCellKey.
+// agentID: its tag and its LabelCellKey. An arm without skills runs the fixture image,
+// of the fixture's key; every arm with skills the image above it with the skills folder.
 func (im *images) cellKey(pc plan.PlanCase, arm plan.PlanArm, agentID string) digest.Digest {
-	a := im.plan.Agent
-	type skill struct {
-		Name   string        `json:"name"`
-		Digest digest.Digest `json:"digest"`
+	if len(arm.Skills) == 0 {
+		return im.fixtureKey(pc, agentID)
 	}
 	key := struct {
-		Agent     string            `json:"agent"`
-		User      string            `json:"user"`
-		SkillsDir string            `json:"skillsDir"`
-		Fixture   digest.Digest     `json:"fixture"`
-		Skills    []skill           `json:"skills"`
-		Files     map[string][]byte `json:"files,omitempty"`
-	}{agentID, a.User, a.SkillsDir, plan.WorkspaceDigest(pc), []skill{}, agentFiles(im.plan)}
-	for _, k := range arm.Skills {
-		key.Skills = append(key.Skills, skill{im.plan.Skills[k].Name, im.plan.Skills[k].Digest})
-	}
+		Image     string        `json:"image"`
+		Fixture   digest.Digest `json:"fixture"`
+		User      string        `json:"user"`
+		SkillsDir string        `json:"skillsDir"`
+	}{"skills", im.fixtureKey(pc, agentID), im.plan.Agent.User, im.plan.Agent.SkillsDir}
+	kb, _ := json.Marshal(key)
+	return digest.FromBytes(kb)
+}
+
+// fixtureKey is the content key of pc's fixture image on the agent image agentID: the
+// agent image ID, the agent's user, the fixture's trees and the agent's files.
+func (im *images) fixtureKey(pc plan.PlanCase, agentID string) digest.Digest {
+	key := struct {
+		Image   string            `json:"image"`
+		Agent   string            `json:"agent"`
+		User    string            `json:"user"`
+		Fixture digest.Digest     `json:"fixture"`
+		Files   map[string][]byte `json:"files,omitempty"`
+	}{"fixture", agentID, im.plan.Agent.User, plan.WorkspaceDigest(pc), agentFiles(im.plan)}
 	kb, _ := json.Marshal(key)
 	return digest.FromBytes(kb)
 }
@@ -254,20 +278,12 @@ func (im *images) keyedImage(ctx context.Context, table map[digest.Digest]*image
 }
 
 // fixtureImage returns the image holding the case's fixture (and overlay) and the agent
-// kind's files on the agent image, below every arm's cell image of the case: built and
-// stored once however many arms install skills over it. Its key is the agent image ID,
-// the agent's user, the fixture's trees and the agent's files, and like a cell image's
-// it is its tag and its LabelCellKey. env is the environment of agentRef.
+// kind's files on the agent image: the cell image of every arm without skills, and below
+// that of every arm with skills, built and stored once however many arms there are. Its
+// key (fixtureKey) is, like a cell image's, its tag and its LabelCellKey. env is the
+// environment of agentRef.
 func (im *images) fixtureImage(ctx context.Context, pc plan.PlanCase, agentRef, agentID, env string) (ref, id string, err error) {
-	key := struct {
-		Image   string            `json:"image"`
-		Agent   string            `json:"agent"`
-		User    string            `json:"user"`
-		Fixture digest.Digest     `json:"fixture"`
-		Files   map[string][]byte `json:"files,omitempty"`
-	}{"fixture", agentID, im.plan.Agent.User, plan.WorkspaceDigest(pc), agentFiles(im.plan)}
-	kb, _ := json.Marshal(key)
-	kd := digest.FromBytes(kb)
+	kd := im.fixtureKey(pc, agentID)
 
 	b := im.keyedImage(ctx, im.fixtures, kd, func(ref string) (string, error) {
 		return im.buildFixture(ctx, ref, kd, agentRef, agentID, env, pc)
@@ -304,6 +320,12 @@ func (im *images) forget(ref string) {
 			delete(im.cells, k)
 		}
 	}
+	// An arm without skills runs its fixture image.
+	for k, b := range im.fixtures {
+		if b.ref == ref {
+			delete(im.fixtures, k)
+		}
+	}
 }
 
 // forgetFixture drops what the images know of the fixture image ref.
@@ -324,6 +346,40 @@ func (im *images) snapshot(what string, t plan.Tree) (string, error) {
 		return "", fmt.Errorf("find the snapshot of %s: %w (inputs are pinned before the first cell)", what, err)
 	}
 	return dir, nil
+}
+
+// skillTrees are the arm's skills as its containers get them: each the store's snapshot
+// of the skill's tree, verified against the plan once per run (every file hashed, nothing
+// more in it), read-only at its folder in the agent's skills folder. No image holds a
+// skill, so a case's images do not grow with its arms, and a snapshot that differs from
+// the plan fails the cell before it starts, naming the file.
+func (im *images) skillTrees(arm plan.PlanArm) ([]docker.Tree, error) {
+	out := make([]docker.Tree, 0, len(arm.Skills))
+	for _, k := range arm.Skills {
+		sk := im.plan.Skills[k]
+		dir, err := im.snapshot("skill "+k, sk.Tree)
+		if err == nil {
+			err = im.verify(dir, sk.Tree)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("give arm %s its skills: %w", arm.Name, err)
+		}
+		out = append(out, docker.Tree{Host: dir, Path: path.Join(docker.Workspace, im.plan.Agent.SkillsDir, sk.Name)})
+	}
+	return out, nil
+}
+
+// verify checks the snapshot dir of tree t, once per run.
+func (im *images) verify(dir string, t plan.Tree) error {
+	im.mu.Lock()
+	v, ok := im.verified[t.Digest]
+	if !ok {
+		v = &verifiedTree{}
+		im.verified[t.Digest] = v
+	}
+	im.mu.Unlock()
+	v.once.Do(func() { v.err = store.VerifyTree(dir, t) })
+	return v.err
 }
 
 // buildFixture builds the fixture image: the workspace folder with the fixture's files,
@@ -396,13 +452,13 @@ func (im *images) missingArms(ctx context.Context, pc plan.PlanCase, agentID, fr
 	var keys []digest.Digest
 	for _, arm := range arms {
 		kd := im.cellKey(pc, arm, agentID)
-		if slices.Contains(keys, kd) {
-			continue
+		if len(arm.Skills) == 0 || slices.Contains(keys, kd) {
+			continue // the fixture image, or an image already in the batch
 		}
 		if _, l, ok, err := im.engine.ImageLabels(ctx, keyRef(kd)); err != nil || ok && l[docker.LabelCellKey] == kd.String() {
 			continue
 		}
-		bc, err := im.armContext(from, arm)
+		bc, err := im.skillsContext(from)
 		if err != nil {
 			continue
 		}
@@ -457,48 +513,37 @@ func (im *images) fixtureContext(agentRef string, pc plan.PlanCase) (*docker.Bui
 	return bc, nil
 }
 
-// buildArm builds a cell image on its fixture image (named by ID, so a tag moved since
-// cannot change what it is built on): one layer of the arm's skills (armContext), so the
-// engine loads it without a build step (docker.Engine.BuildImage).
-func (im *images) buildArm(ctx context.Context, tag string, key digest.Digest, fixtureID string, pc plan.PlanCase, arm plan.PlanArm) (string, error) {
-	bc, err := im.armContext(fixtureID, arm)
+// buildSkillsImage builds the cell image of pc's arms with skills on its fixture image
+// (named by ID, so a tag moved since cannot change what it is built on): one layer
+// (skillsContext), which the engine loads without a build step (docker.Engine.BuildImage).
+func (im *images) buildSkillsImage(ctx context.Context, tag string, key digest.Digest, fixtureID string, pc plan.PlanCase) (string, error) {
+	bc, err := im.skillsContext(fixtureID)
 	if err != nil {
 		return "", err
 	}
 	id, err := im.engine.BuildImage(ctx, tag, cellLabels(im.plan, key), bc)
 	if err != nil {
-		return "", fmt.Errorf("build cell image for %s/%s: %w", pc.ID, arm.Name, err)
+		return "", fmt.Errorf("build cell image for %s: %w", pc.ID, err)
 	}
 	return id, nil
 }
 
-// armContext is the build context of arm's cell image on the fixture image from: one
-// layer of the arm's skills, every folder leading to them in it. The workspace folder is
-// in it even when nothing else is, so every cell image is its fixture image and one
-// layer.
-func (im *images) armContext(from string, arm plan.PlanArm) (*docker.BuildContext, error) {
+// skillsContext is the build context of the cell image of the arms with skills on the
+// fixture image from: one layer of the workspace and every folder leading to the agent's
+// skills folder, owned by the agent's user, which a cell's skills are bound inside, so
+// that the agent may write there as it would in its own checkout. An arm without skills
+// has no such folder: its workspace is the fixture's alone.
+func (im *images) skillsContext(from string) (*docker.BuildContext, error) {
 	uid, gid, err := owner(im.plan.Agent.User)
 	if err != nil {
 		return nil, err
 	}
 	bc := docker.NewBuildContext("FROM " + from + "\nADD " + docker.LayerTar + " /\n")
 	bc.AddDir(docker.Workspace, 0o755, uid, gid)
-	if len(arm.Skills) > 0 {
-		dir := docker.Workspace
-		for _, part := range strings.Split(im.plan.Agent.SkillsDir, "/") {
-			dir = path.Join(dir, part)
-			bc.AddDir(dir, 0o755, uid, gid)
-		}
-		for _, k := range arm.Skills {
-			sk := im.plan.Skills[k]
-			snap, err := im.snapshot("skill "+k, sk.Tree)
-			if err == nil {
-				err = bc.AddTree(path.Join(dir, sk.Name), snap, treeFiles(sk.Tree), uid, gid)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("build cell image for arm %s: %w", arm.Name, err)
-			}
-		}
+	dir := docker.Workspace
+	for _, part := range strings.Split(im.plan.Agent.SkillsDir, "/") {
+		dir = path.Join(dir, part)
+		bc.AddDir(dir, 0o755, uid, gid)
 	}
 	return bc, nil
 }

@@ -54,11 +54,11 @@ schema.#Suite & {
 // BenchmarkFixtureImageArms measures what a case's images cost as its arms grow: the
 // cell images of three arms over a 20 MB fixture (20 files of 1 MB of random bytes)
 // against those of one arm, each iteration both, alternating which goes first, each
-// side over a fixture of its own (a fresh nonce), so every image is built. Time is the
-// images' build, from the store's pinned snapshots, as a run's first cells do it, the
-// run's arms expected (as prepareImages says them): the three asked for at once, as
-// with the default --jobs 4 (ratio), and one after another, as with --jobs 1
-// (serial-ratio);
+// side over a fixture of its own (a fresh nonce), so every image is built. Time is what
+// a run's first cells do before their containers, from the store's pinned snapshots,
+// the run's arms expected (as prepareImages says them): the images' build and each
+// arm's skills verified (cellOf); the three asked for at once, as with the default
+// --jobs 4 (ratio), and one after another, as with --jobs 1 (serial-ratio);
 // disk is the bytes of the layers they add above the agent image, read from the
 // engine's image sizes (each image is one layer above the one below it).
 func BenchmarkFixtureImageArms(b *testing.B) {
@@ -130,13 +130,13 @@ func BenchmarkFixtureImageArms(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					cells[i], _, errs[i] = im.cellImage(ctx, pc, arm)
+					errs[i] = cellOf(im, pc, arm, &cells[i])
 				}()
 			}
 			wg.Wait()
 		} else {
 			for i, arm := range arms {
-				cells[i], _, errs[i] = im.cellImage(ctx, pc, arm)
+				errs[i] = cellOf(im, pc, arm, &cells[i])
 			}
 		}
 		secs, cpu := time.Since(t0).Seconds(), engineCPU()-cpu0
@@ -271,4 +271,20 @@ func engineCPU() float64 {
 		ticks += n
 	}
 	return ticks / 100
+}
+
+// cellOf is what the first cell of arm does before its container starts: it finds or
+// builds its cell image (into ref) and has its skills verified from the store's
+// snapshots, one read-only tree each.
+func cellOf(im *images, pc plan.PlanCase, arm plan.PlanArm, ref *string) error {
+	r, _, err := im.cellImage(context.Background(), pc, arm)
+	if err != nil {
+		return err
+	}
+	*ref = r
+	trees, err := im.skillTrees(arm)
+	if err == nil && len(trees) != len(arm.Skills) {
+		err = fmt.Errorf("arm %s: %d skill trees for %d skills", arm.Name, len(trees), len(arm.Skills))
+	}
+	return err
 }

@@ -304,8 +304,12 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 			if err != nil {
 				return nil, err
 			}
+			trees, err := g.images.skillTrees(arm)
+			if err != nil {
+				return nil, err
+			}
 			cs = &checkSession{spec: docker.SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: docker.Workspace,
-				Binds:  caseDirBinds(g.store, pc),
+				Binds: caseDirBinds(g.store, pc), Trees: trees,
 				Labels: map[string]string{docker.LabelRun: g.runID, docker.LabelOut: outLabel(g.out), docker.LabelCell: c.ID, docker.LabelPlan: g.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
 				Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}}
 			sessions[env] = cs

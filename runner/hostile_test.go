@@ -85,12 +85,14 @@ func TestHostileAgent(t *testing.T) {
 	// Links: followed inside the workspace by both kinds of check; one leaving it is no file.
 	passed("links/none/1", map[string]bool{`file alias.md contains "# fixture"`: true, `file code.go contains "func Retry"`: true, "file notes.txt exists: false": true, "links resolve": true})
 
-	// Writes to the skills folder are changes like any other.
+	// Writes to the skills folder are changes like any other; a skill itself cannot be
+	// changed, added to or moved: every attempt fails in the cell, and nothing changed.
 	if d := checks("skills/none/1")["writes only [out.txt]"]; d.Passed || !strings.Contains(d.Detail, ".agents/skills/x/payload.sh added") {
 		t.Errorf("none arm's skill folder write: %+v", d)
 	}
-	passed("skills/forced/1", map[string]bool{"file .agents/skills/hostile/SKILL.md unchanged": false})
-	passed("skills/none/1", map[string]bool{"file .agents/skills/hostile/SKILL.md unchanged": true})
+	passed("skills/forced/1", map[string]bool{"file .agents/skills/hostile/SKILL.md unchanged": true, "file .agents/skills/hostile/payload.sh exists: false": true,
+		"the skill is where it was": true, "writes only [out.txt]": true})
+	passed("skills/none/1", map[string]bool{"file .agents/skills/hostile/SKILL.md unchanged": true, "file .agents/skills/hostile/payload.sh exists: false": true})
 
 	// A file past limits.collect.fileBytes is recorded, cut, and checks that need its
 	// content fail saying so; the rest is collected.

@@ -171,10 +171,11 @@ func TestRunRefusesChangedInput(t *testing.T) {
 	}
 }
 
-// TestCellImageHoldsPinnedBytes runs the original skill into A, an edited
-// one into B, and the original again into a fresh C: each image holds
-// exactly its plan's bytes, and C reuses A's image, never B's.
-func TestCellImageHoldsPinnedBytes(t *testing.T) {
+// TestCellRunsPinnedBytes runs the original skill into A, an edited one
+// into B, and the original again into a fresh C: each cell reads exactly its
+// plan's bytes, and all three run one cell image, which holds no skill (a
+// cell gets its skills from the store's snapshots).
+func TestCellRunsPinnedBytes(t *testing.T) {
 	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
 	skill := filepath.Join(s.Dir, "skill", "SKILL.md")
@@ -197,8 +198,8 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 		t.Fatal("the edit did not change the skill's digest")
 	}
 	b.run(t, outB, Options{})
-	if imageB := checkRanPinnedBytes(t, b, outB); imageB == imageA {
-		t.Errorf("B ran A's image %s", imageA)
+	if imageB := checkRanPinnedBytes(t, b, outB); imageB != imageA {
+		t.Errorf("B ran image %s, A %s: an edited skill changes no image", imageB, imageA)
 	}
 
 	if err := os.WriteFile(skill, original, 0o644); err != nil {
@@ -213,7 +214,7 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 	}
 	c.run(t, outC, Options{})
 	if imageC := checkRanPinnedBytes(t, c, outC); imageC != imageA {
-		t.Errorf("C ran image %s, A %s: the same bytes reuse one image", imageC, imageA)
+		t.Errorf("C ran image %s, A %s", imageC, imageA)
 	}
 	// The image carries its key; one under the tag without it is rebuilt.
 	_, labels, ok, err := e.ImageLabels(context.Background(), imageA)
@@ -222,35 +223,71 @@ func TestCellImageHoldsPinnedBytes(t *testing.T) {
 	}
 }
 
-// TestCellImageBuildVerifiesSnapshot: a snapshot changed after it was
-// pinned fails the image build, naming the file, and leaves no image under
-// the cell's tag.
-func TestCellImageBuildVerifiesSnapshot(t *testing.T) {
+// TestChangedSnapshotFailsOnlyItsCells: a skill's snapshot changed in the
+// store after it was pinned (a byte of SKILL.md, as a disk or a hand might)
+// is found before its cells start: each cell of the arm that installs it is
+// invalid, naming the file and both digests, and never runs, while the arm
+// without skills runs; a file added to the snapshot is refused as well.
+func TestChangedSnapshotFailsOnlyItsCells(t *testing.T) {
 	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
-	st, err := store.OpenStore(t.TempDir())
+	out := t.TempDir()
+	st, err := store.OpenStore(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, arm := s.Plan.Cases[0], s.Plan.Arms[0]
-	if arm.Name != "forced" {
-		t.Fatalf("first arm %s", arm.Name)
-	}
 	in := newInputs(s.Plan, s.Dir, st)
-	if err := in.add(pc, arm); err != nil {
-		t.Fatal(err)
+	for _, arm := range s.Plan.Arms {
+		if err := in.add(s.Plan.Cases[0], arm); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := in.pin(); err != nil {
 		t.Fatal(err)
 	}
 	snap, b := tamperSkill(t, st, s.Plan.Skills["s"].Digest)
-	im := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
-	ref, _, err := im.cellImage(context.Background(), pc, arm)
-	if want := "verify " + snap + ": digest " + string(digest.FromBytes(b)) + ", the plan says " + skillFileDigest(s.Plan); err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("build from a changed snapshot: %v, want %q", err, want)
+	sum, err := Run(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, _, ok, err := e.ImageLabels(context.Background(), ref); err != nil || ok {
-		t.Errorf("an image is tagged %s after the failed build (%v)", ref, err)
+	want := "verify " + snap + ": digest " + string(digest.FromBytes(b)) + ", the plan says " + skillFileDigest(s.Plan)
+	forced := 0
+	for id, ro := range stored(t, out) {
+		switch ro.Arm {
+		case "forced":
+			forced++
+			if ro.Status != store.StatusInvalid || !strings.Contains(ro.Error, want) || ro.Answer != "" {
+				t.Errorf("%s from a changed snapshot: %s %q answer %q, want invalid with %q and no run", id, ro.Status, ro.Error, ro.Answer, want)
+			}
+		default:
+			if ro.Status != store.StatusCompleted {
+				t.Errorf("%s (no skill): %s %s", id, ro.Status, ro.Error)
+			}
+		}
+	}
+	if forced == 0 || sum.Statuses[store.StatusInvalid] != forced {
+		t.Errorf("summary %+v, %d forced cells", sum, forced)
+	}
+
+	// Restored, it is given; with a file the plan does not list beside the plan's own
+	// bytes, it is not (each check as a fresh run makes it).
+	fresh := func() *images { return newImages(dockerBackend{e}, s.Plan, st, io.Discard) }
+	orig, err := os.ReadFile(filepath.Join(s.Dir, "skill", "SKILL.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snap, orig, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh().skillTrees(s.Plan.Arms[0]); err != nil {
+		t.Fatalf("the restored snapshot: %v", err)
+	}
+	extra := filepath.Join(st.TreeDir(s.Plan.Skills["s"].Digest), "extra.md")
+	if err := os.WriteFile(extra, []byte("more\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh().skillTrees(s.Plan.Arms[0]); err == nil || !strings.Contains(err.Error(), "verify "+extra+": not in the plan") {
+		t.Errorf("a snapshot with a file added: %v", err)
 	}
 }
 
@@ -402,11 +439,12 @@ func onlyFixture(t testing.TB, im *images) string {
 	return ""
 }
 
-// TestFixtureImageSharedByArms: the cell images of a case's arms are one fixture image
-// and one layer each above it (the arm's skills, the agent's files), so the fixture is
-// built and stored once per case; the fixture image is labelled like a cell image (gc
-// and a suite's cleanup remove it), its tag and ID follow from its content, and each
-// cell still holds exactly its arm's skills.
+// TestFixtureImageSharedByArms: the cell image of a case's arm without skills is its
+// fixture image, and that of its arms with skills the fixture image and one small layer
+// (the skills folder), so the fixture is built and stored once per case; the fixture
+// image is labelled like a cell image (gc and a suite's cleanup remove it), its tag and
+// ID follow from its content, and each cell still holds exactly its arm's skills, which
+// it cannot change.
 func TestFixtureImageSharedByArms(t *testing.T) {
 	e := dockertest.Engine(t)
 	s := copySuite(t, e, "pinned")
@@ -456,28 +494,53 @@ func TestFixtureImageSharedByArms(t *testing.T) {
 	if fixture.Labels[docker.LabelImage] != "cell" || fixture.Labels[docker.LabelSuite] != s.Plan.Suite.Name || !keyNamesTag(fixture.Labels[docker.LabelCellKey], fixtureRef) {
 		t.Errorf("fixture image %s labels %v", fixtureRef, fixture.Labels)
 	}
-	for name, ref := range cells {
+	if cells["none"] != fixtureRef {
+		t.Errorf("the arm without skills runs %s, want its fixture image %s", cells["none"], fixtureRef)
+	}
+	snap := st.TreeDir(s.Plan.Skills["s"].Digest)
+	before, err := os.ReadFile(filepath.Join(snap, "SKILL.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skills := s.Plan.Agent.SkillsDir
+	for _, arm := range s.Plan.Arms {
+		name, ref := arm.Name, cells[arm.Name]
 		info, _, err := e.ImageInfo(ctx, ref)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(info.Layers) != len(fixture.Layers)+1 || !reflect.DeepEqual(info.Layers[:len(fixture.Layers)], fixture.Layers) {
-			t.Errorf("arm %s: layers %v, want the fixture image's %v and one more", name, info.Layers, fixture.Layers)
+		if name == "forced" {
+			if len(info.Layers) != len(fixture.Layers)+1 || !reflect.DeepEqual(info.Layers[:len(fixture.Layers)], fixture.Layers) {
+				t.Errorf("arm %s: layers %v, want the fixture image's %v and one more", name, info.Layers, fixture.Layers)
+			}
+			if own := info.Size - fixture.Size; own < 0 || own > 4<<10 {
+				t.Errorf("arm %s: its own layer is %d bytes, want the skills folder alone", name, own)
+			}
+			if info.Labels[docker.LabelCellKey] == fixture.Labels[docker.LabelCellKey] || !keyNamesTag(info.Labels[docker.LabelCellKey], ref) {
+				t.Errorf("arm %s: cell key %s, tag %s, fixture key %s", name, info.Labels[docker.LabelCellKey], ref, fixture.Labels[docker.LabelCellKey])
+			}
 		}
-		if own := info.Size - fixture.Size; own < 0 || own > 64<<10 {
-			t.Errorf("arm %s: its own layer is %d bytes, want the skills and agent files alone", name, own)
-		}
-		if info.Labels[docker.LabelCellKey] == fixture.Labels[docker.LabelCellKey] || !keyNamesTag(info.Labels[docker.LabelCellKey], ref) {
-			t.Errorf("arm %s: cell key %s, tag %s, fixture key %s", name, info.Labels[docker.LabelCellKey], ref, fixture.Labels[docker.LabelCellKey])
-		}
-		out, err := e.RunContainer(ctx, docker.ContainerSpec{Image: ref, Cmd: []string{"sh", "-c", "cat README.md >/dev/null && echo fixture; ls -A " + s.Plan.Agent.SkillsDir + " 2>/dev/null"}, User: s.Plan.Agent.User, WorkingDir: docker.Workspace, OutputCap: 1 << 20, Timeout: time.Minute, Labels: map[string]string{dockertest.Label: "fixture-shared"}})
+		trees, err := im.skillTrees(arm)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]string{"forced": "fixture\ns\n", "none": "fixture\n"}[name]
+		// The agent lists its skills, tries to change one and to add a file beside it, and
+		// writes a file of its own in the skills folder.
+		script := "cat README.md >/dev/null && echo fixture; ls -A " + skills + " 2>/dev/null; " +
+			"echo gamed >> " + skills + "/s/SKILL.md 2>/dev/null && echo changed; " +
+			"echo x > " + skills + "/s/new.md 2>/dev/null && echo added; " +
+			"mkdir -p " + skills + " && echo mine > " + skills + "/notes.txt && echo own"
+		out, err := e.RunContainer(ctx, docker.ContainerSpec{Image: ref, Cmd: []string{"sh", "-c", script}, Trees: trees, User: s.Plan.Agent.User, WorkingDir: docker.Workspace, OutputCap: 1 << 20, Timeout: time.Minute, Labels: map[string]string{dockertest.Label: "fixture-shared"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"forced": "fixture\ns\nown\n", "none": "fixture\nown\n"}[name]
 		if string(out.Stdout) != want {
 			t.Errorf("arm %s holds %q, want %q (stderr %s)", name, out.Stdout, want, out.Stderr)
 		}
+	}
+	if after, err := os.ReadFile(filepath.Join(snap, "SKILL.md")); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("the store's snapshot changed under a cell: %q (%v)", after, err)
 	}
 	// A fresh run finds the same images by their tags and keys, and builds nothing.
 	again := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
@@ -486,9 +549,10 @@ func TestFixtureImageSharedByArms(t *testing.T) {
 		if info, _, _ := e.ImageInfo(ctx, cells[arm.Name]); err != nil || ref != cells[arm.Name] || id != info.ID {
 			t.Errorf("arm %s again: %s %s %v, first %s %s", arm.Name, ref, id, err, cells[arm.Name], info.ID)
 		}
-	}
-	if len(again.fixtures) != 0 {
-		t.Error("a fresh run looked up the fixture image although every cell image was there")
+		// The image of an arm with skills is found without its fixture image's lookup.
+		if n := len(again.fixtures); len(arm.Skills) > 0 && n != 0 {
+			t.Errorf("arm %s again: %d fixture images looked up although its cell image was there", arm.Name, n)
+		}
 	}
 }
 
@@ -599,6 +663,9 @@ func TestCaseImagesBuiltTogether(t *testing.T) {
 	removeArms := func() {
 		t.Helper()
 		for _, arm := range p.Arms {
+			if len(arm.Skills) == 0 {
+				continue // its image is the fixture's
+			}
 			if _, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+together.cellKey(pc, arm, agentID).String()); err != nil {
 				t.Fatal(err)
 			}
@@ -636,37 +703,5 @@ func TestCaseImagesBuiltTogether(t *testing.T) {
 	}
 	if ref, id, err := alone.fixtureImage(ctx, pc, agentRef, agentID, pc.Environment); err != nil || ref != fixtureRef || id != fixtureID {
 		t.Errorf("fixture one by one: %s %s %v, built together %s %s", ref, id, err, fixtureRef, fixtureID)
-	}
-}
-
-// TestCaseImagesBuildVerifiesSnapshot: a skill's snapshot changed after it was pinned
-// fails the case's images built in one go, and then only its arm's: the fixture image
-// and the other arm's cell image are built alone, and the changed file is named.
-func TestCaseImagesBuildVerifiesSnapshot(t *testing.T) {
-	e, p, st, pc := pinnedCase(t)
-	snap, b := tamperSkill(t, st, p.Skills["s"].Digest)
-	ctx := context.Background()
-	im := newImages(dockerBackend{e}, p, st, io.Discard)
-	for _, arm := range p.Arms {
-		im.expect(pc, arm)
-	}
-	for _, arm := range p.Arms {
-		ref, _, err := im.cellImage(ctx, pc, arm)
-		switch arm.Name {
-		case "forced":
-			if want := "verify " + snap + ": digest " + string(digest.FromBytes(b)); err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("arm forced from a changed snapshot: %v, want %q", err, want)
-			}
-			if _, _, ok, err := e.ImageLabels(ctx, ref); err != nil || ok {
-				t.Errorf("an image is tagged %s after the failed build (%v)", ref, err)
-			}
-		default:
-			if err != nil {
-				t.Errorf("arm %s: %v, want its image built without the changed skill", arm.Name, err)
-			}
-		}
-	}
-	if ref := onlyFixture(t, im); mustLabel(t, e, ref) == "" {
-		t.Errorf("fixture image %s has no key", ref)
 	}
 }

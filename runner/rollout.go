@@ -172,7 +172,7 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, erro
 		if pc.Setup != nil {
 			sb := r.setupImage(ctx, c, pc, arm, ref, cellID)
 			if sb.err != nil {
-				r.forgetSetup(pc, cellID)
+				r.forgetSetup(pc, arm, cellID)
 				return sb.err
 			}
 			rec := sb.record
@@ -194,9 +194,12 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, erro
 		if spec, err = r.spec(c, pc, arm, image, col); err != nil {
 			return err
 		}
+		if spec.Trees, err = r.images.skillTrees(arm); err != nil {
+			return err
+		}
 		oc, err = r.engine.RunContainer(ctx, spec)
 		if errors.Is(err, docker.ErrImageMissing) && pc.Setup != nil {
-			r.forgetSetup(pc, cellID) // its image went: the retry runs the setup again
+			r.forgetSetup(pc, arm, cellID) // its image went: the retry runs the setup again
 		}
 		return err
 	})

@@ -22,7 +22,8 @@ import (
 )
 
 // A case's setup runs before its agent, in a container of its own from the cell image:
-// the agent's user, /workspace, no network, the case folder mounted read-only. What it
+// the agent's user, /workspace with the arm's skills in it read-only, no network, the case
+// folder mounted read-only. What it
 // leaves in the workspace is collected like an agent's changes, stored with each rollout
 // as the baseline, and laid on the cell image as one more layer (with the paths it deleted
 // removed) to make the image the agent starts from: the agent's changes are then read
@@ -51,22 +52,23 @@ type setups struct {
 	dir  string // holds each run's blobs; removed with the runner
 }
 
-// setupKey identifies a setup run: the cell image it starts from and all the plan says of
-// the setup.
-func setupKey(pc plan.PlanCase, cellID string) digest.Digest {
+// setupKey identifies a setup run: the cell image it starts from, the skills it sees
+// (the arms with skills share one cell image) and all the plan says of the setup.
+func setupKey(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm, cellID string) digest.Digest {
 	b, _ := json.Marshal(struct {
-		Cell        string        `json:"cell"`
-		Setup       *suite.Setup  `json:"setup"`
-		CaseDir     digest.Digest `json:"caseDir,omitempty"`
-		Environment digest.Digest `json:"environment,omitempty"`
-	}{cellID, pc.Setup, pc.CaseDirDigest, pc.EnvironmentDigest})
+		Cell        string                `json:"cell"`
+		Skills      []plan.InstalledSkill `json:"skills,omitempty"`
+		Setup       *suite.Setup          `json:"setup"`
+		CaseDir     digest.Digest         `json:"caseDir,omitempty"`
+		Environment digest.Digest         `json:"environment,omitempty"`
+	}{cellID, plan.InstalledSkills(p, arm), pc.Setup, pc.CaseDirDigest, pc.EnvironmentDigest})
 	return digest.FromBytes(b)
 }
 
 // setupImage runs the case's setup on the cell image (once per invocation) and returns its
 // outcome.
 func (r *cellRunner) setupImage(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, cellRef, cellID string) *setupBuild {
-	key := setupKey(pc, cellID)
+	key := setupKey(r.plan, pc, arm, cellID)
 	r.setups.mu.Lock()
 	if r.setups.runs == nil {
 		r.setups.runs = map[digest.Digest]*setupBuild{}
@@ -83,10 +85,10 @@ func (r *cellRunner) setupImage(ctx context.Context, c plan.Cell, pc plan.PlanCa
 
 // forgetSetup drops a setup run whose image the engine lost, so the next cell runs it
 // again.
-func (r *cellRunner) forgetSetup(pc plan.PlanCase, cellID string) {
+func (r *cellRunner) forgetSetup(pc plan.PlanCase, arm plan.PlanArm, cellID string) {
 	r.setups.mu.Lock()
 	defer r.setups.mu.Unlock()
-	delete(r.setups.runs, setupKey(pc, cellID))
+	delete(r.setups.runs, setupKey(r.plan, pc, arm, cellID))
 }
 
 // closeSetups removes the setup runs' blobs.
@@ -143,6 +145,11 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 		b.err = err
 		return
 	}
+	trees, err := r.images.skillTrees(arm)
+	if err != nil {
+		b.err = err
+		return
+	}
 	env := append(environmentEnv(r.plan, pc.Environment), "WORLD="+docker.Workspace)
 	env = append(env, caseDirEnv(pc)...)
 	spec := docker.ContainerSpec{
@@ -153,7 +160,7 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 			docker.LabelPlan: r.plan.Digest.Encoded()[:16], docker.LabelSuite: r.plan.Suite.Name, docker.LabelKind: "setup",
 		},
 		Memory: mem, NanoCPUs: int64(lim.CPUs * 1e9), PidsLimit: lim.Pids, Timeout: timeout,
-		Binds: caseDirBinds(r.store, pc), OutputCap: outputCap,
+		Binds: caseDirBinds(r.store, pc), Trees: trees, OutputCap: outputCap,
 		CollectPrefix: docker.Workspace, Collect: col.visit,
 		CollectLimits: docker.CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
 	}

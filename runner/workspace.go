@@ -23,7 +23,8 @@ import (
 
 // initialWorkspace is a cell's workspace before its agent runs, by workspace path: the
 // case's fixture files (with its overlay's) and the arm's installed skills, as the plan
-// digested them.
+// digested them. A skill's folder holds its tree alone: it hides what the fixture has
+// there.
 func initialWorkspace(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) map[string]plan.TreeEntry {
 	files := map[string]plan.TreeEntry{}
 	t, _ := p.CaseTree(pc) // merged when the plan was compiled
@@ -33,6 +34,11 @@ func initialWorkspace(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) map[stri
 	for _, k := range arm.Skills {
 		sk := p.Skills[k]
 		at := path.Join(p.Agent.SkillsDir, sk.Name)
+		for rel := range files {
+			if rel == at || strings.HasPrefix(rel, at+"/") {
+				delete(files, rel)
+			}
+		}
 		for rel, e := range sk.Files {
 			files[path.Join(at, rel)] = e
 		}
