@@ -44,6 +44,9 @@ type benchSuite struct {
 	cases int
 	// provider is the agent's (default none: no gateway).
 	provider string
+	// forced runs the suite's one arm with its skill, forced (default: the arm
+	// without skills).
+	forced bool
 }
 
 // writeSuite writes s into a fresh repository folder and returns the suite
@@ -84,11 +87,11 @@ schema.#Suite & {
 	skills: s: path: "skill"
 	agent: agents.command & {command: [%s]%s}
 	trials: %d
-	arms: {none: {}}
+	arms: {%s}
 	cases: {%s}
 	policy: policies.advisory
 }
-`, s.name, strings.Join(cmd, ", "), s.agentModel(), s.trials, benchCases(max(s.cases, 1)))
+`, s.name, strings.Join(cmd, ", "), s.agentModel(), s.trials, s.arm(), benchCases(max(s.cases, 1)))
 	must(os.WriteFile(filepath.Join(dir, "suite.cue"), []byte(src), 0o644))
 	p, err := plan.CompileDir(dir)
 	if err != nil {
@@ -98,6 +101,14 @@ schema.#Suite & {
 		tb.Fatalf("plan has %d cells, want %d", len(p.Cells), s.trials*max(s.cases, 1))
 	}
 	return dir, p
+}
+
+// arm is the suite's one arm.
+func (s benchSuite) arm() string {
+	if s.forced {
+		return `forced: {skills: ["s"], activation: "forced"}`
+	}
+	return `none: {}`
 }
 
 // agentModel is the agent's provider fields: none (no gateway), or a
@@ -269,10 +280,18 @@ func (ph *phases) report(b *testing.B, what string, jobs int) {
 // ratio ≤ 1.05. A second line compares with a bare
 // `docker run --rm --network none IMAGE true`, whose own CLI process is part
 // of its time. The three sides take turns going first.
-func BenchmarkCellOverhead(b *testing.B) {
-	const name, trials = "bench-overhead", 10
+func BenchmarkCellOverhead(b *testing.B) { cellOverhead(b, "bench-overhead", false) }
+
+// BenchmarkCellOverheadSkill is BenchmarkCellOverhead for cells of an arm with
+// a skill, which each container gets bound read-only from the store's
+// snapshot: the API floor's containers get a bind of a folder like it at the
+// same place. Target: ratio ≤ 1.05.
+func BenchmarkCellOverheadSkill(b *testing.B) { cellOverhead(b, "bench-overhead-skill", true) }
+
+func cellOverhead(b *testing.B, name string, forced bool) {
+	const trials = 10
 	needDocker(b, name)
-	dir, p := writeSuite(b, benchSuite{name: name, trials: trials, command: []string{"true"}})
+	dir, p := writeSuite(b, benchSuite{name: name, trials: trials, command: []string{"true"}, forced: forced})
 	_, image := warmUp(b, dir, p, 1)
 	e, err := docker.NewEngine(context.Background())
 	if err != nil {
@@ -280,6 +299,13 @@ func BenchmarkCellOverhead(b *testing.B) {
 	}
 	defer e.Close()
 	bare := bareSpec(b, p, image, "true")
+	if forced {
+		skill := b.TempDir()
+		if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("---\nname: s\n---\n"), 0o444); err != nil {
+			b.Fatal(err)
+		}
+		bare.Trees = []docker.Tree{{Host: skill, Path: docker.Workspace + "/" + p.Agent.SkillsDir + "/s"}}
+	}
 	// One of each first, so every side starts warm.
 	dockerOut(b, "run", "--rm", "--network", "none", image, "true")
 	if code, err := e.RunBare(context.Background(), bare); err != nil || code != 0 {
