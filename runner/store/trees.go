@@ -133,49 +133,19 @@ func copyVerified(src, dst string, want plan.Tree) error {
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
-	var regular []liveEntry
-	for _, f := range files {
-		e, ok := want.Files[f.rel]
-		if !ok {
-			return fmt.Errorf("%s: not in the plan", f.rel)
-		}
-		seen[f.rel] = true
-		mode, err := liveMode(f.info)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.rel, err)
-		}
-		if mode != e.Mode {
-			return fmt.Errorf("%s: %s, the plan says %s", f.rel, entryKind(mode), entryKind(e.Mode))
-		}
+	name := func(f liveEntry) string { return f.rel }
+	regular, err := matchTree(files, want, name, "folder", func(f liveEntry, target string) error {
 		out := filepath.Join(dst, filepath.FromSlash(f.rel))
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
-		if mode != "symlink" {
-			regular = append(regular, f)
-			continue
+		if target != "" {
+			return os.Symlink(target, out)
 		}
-		target, err := os.Readlink(f.host)
-		if err != nil {
-			return err
-		}
-		if got := digest.FromString(filepath.ToSlash(target)); got != e.Digest {
-			return fmt.Errorf("%s: symlink to %s (digest %s), the plan says %s", f.rel, target, got, e.Digest)
-		}
-		if err := os.Symlink(target, out); err != nil {
-			return err
-		}
-	}
-	var missing []string
-	for p := range want.Files {
-		if !seen[p] {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return fmt.Errorf("%s: in the plan, missing from the folder", missing[0])
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return forEachFile(len(regular), func(i int) error {
 		f := regular[i]
@@ -189,6 +159,57 @@ func copyVerified(src, dst string, want plan.Tree) error {
 		}
 		return nil
 	})
+}
+
+// matchTree checks the files of a live folder against want, in path order,
+// without reading a regular file: each in the plan with its kind, each
+// symlink's target the plan's, none of the plan's missing (from the folder
+// it names in that error). It calls each with every file, and a symlink's
+// target, once the file is checked, and returns the regular files, whose
+// bytes are the caller's to hash. An error names the file by name.
+func matchTree(files []liveEntry, want plan.Tree, name func(liveEntry) string, folder string, each func(f liveEntry, target string) error) ([]liveEntry, error) {
+	seen := make(map[string]bool, len(files))
+	var regular []liveEntry
+	for _, f := range files {
+		e, ok := want.Files[f.rel]
+		if !ok {
+			return nil, fmt.Errorf("%s: not in the plan", name(f))
+		}
+		seen[f.rel] = true
+		mode, err := liveMode(f.info)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name(f), err)
+		}
+		if mode != e.Mode {
+			return nil, fmt.Errorf("%s: %s, the plan says %s", name(f), entryKind(mode), entryKind(e.Mode))
+		}
+		target := ""
+		if mode == "symlink" {
+			if target, err = os.Readlink(f.host); err != nil {
+				return nil, err
+			}
+			target = filepath.ToSlash(target)
+			if got := digest.FromString(target); got != e.Digest {
+				return nil, fmt.Errorf("%s: symlink to %s (digest %s), the plan says %s", name(f), target, got, e.Digest)
+			}
+		} else {
+			regular = append(regular, f)
+		}
+		if err := each(f, target); err != nil {
+			return nil, err
+		}
+	}
+	var missing []string
+	for p := range want.Files {
+		if !seen[p] {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("%s: in the plan, missing from the %s", name(liveEntry{rel: missing[0]}), folder)
+	}
+	return regular, nil
 }
 
 func entryKind(mode string) string {
@@ -292,56 +313,28 @@ func VerifyTree(dir string, want plan.Tree) error {
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", dir, err)
 	}
-	seen := make(map[string]bool, len(files))
-	var regular []liveEntry
-	for _, f := range files {
-		e, ok := want.Files[f.rel]
-		if !ok {
-			return fmt.Errorf("verify %s: not in the plan", f.host)
-		}
-		seen[f.rel] = true
-		mode, err := liveMode(f.info)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", f.host, err)
-		}
-		if mode != e.Mode {
-			return fmt.Errorf("verify %s: %s, the plan says %s", f.host, entryKind(mode), entryKind(e.Mode))
-		}
-		if mode != "symlink" {
-			regular = append(regular, f)
-			continue
-		}
-		target, err := os.Readlink(f.host)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", f.host, err)
-		}
-		target = filepath.ToSlash(target)
-		if got := digest.FromString(target); got != e.Digest {
-			return fmt.Errorf("verify %s: symlink to %s (digest %s), the plan says %s", f.host, target, got, e.Digest)
-		}
-		if rel := path.Join(path.Dir(f.rel), target); path.IsAbs(target) || rel == ".." || strings.HasPrefix(rel, "../") {
-			return fmt.Errorf("verify %s: symlink to %s leaves the tree", f.host, target)
-		}
-	}
-	var missing []string
-	for p := range want.Files {
-		if !seen[p] {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return fmt.Errorf("verify %s: in the plan, missing from the snapshot", filepath.Join(dir, filepath.FromSlash(missing[0])))
-	}
-	return forEachFile(len(regular), func(i int) error {
-		f := regular[i]
-		got, err := pipeline.FileDigest(f.host)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", f.host, err)
-		}
-		if e := want.Files[f.rel]; got != e.Digest {
-			return fmt.Errorf("verify %s: digest %s, the plan says %s", f.host, got, e.Digest)
+	name := func(f liveEntry) string { return filepath.Join(dir, filepath.FromSlash(f.rel)) }
+	regular, err := matchTree(files, want, name, "snapshot", func(f liveEntry, target string) error {
+		if rel := path.Join(path.Dir(f.rel), target); target != "" && (path.IsAbs(target) || rel == ".." || strings.HasPrefix(rel, "../")) {
+			return fmt.Errorf("%s: symlink to %s leaves the tree", name(f), target)
 		}
 		return nil
 	})
+	if err == nil {
+		err = forEachFile(len(regular), func(i int) error {
+			f := regular[i]
+			got, err := pipeline.FileDigest(f.host)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name(f), err)
+			}
+			if e := want.Files[f.rel]; got != e.Digest {
+				return fmt.Errorf("%s: digest %s, the plan says %s", name(f), got, e.Digest)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("verify %w", err)
+	}
+	return nil
 }
