@@ -58,19 +58,18 @@ type images struct {
 	mu    sync.Mutex
 	agent map[string]*imageBuild // by agent image ref, or "environment NAME"
 	cells map[digest.Digest]*imageBuild
-	// fixtures are the images below the cell images: one per case's
-	// fixture on an agent image, whatever the arms.
+	// fixtures are the cell images of arms without skills, below those of
+	// arms with skills: one per case's fixture on an agent image, whatever
+	// the arms.
 	fixtures map[digest.Digest]*imageBuild
 	// expected are the arms whose cell images the run will ask for, by case
-	// ID, which a case's fixture image is built with (buildFixture); made
-	// are the IDs of those so built, by cell key, until their cells ask.
+	// ID: a case's fixture image is built with its skills image when one of
+	// them has skills (buildFixture); made are the IDs of those so built, by
+	// cell key, until their cells ask.
 	expected map[string][]plan.PlanArm
 	made     map[digest.Digest]string
-	// armsOn are, by fixture image ID, the builds of the expected arms' cell
-	// images on a fixture image found in the engine (buildExpected).
-	armsOn map[string]*sync.Once
-	envs   map[string]*imageBuild // environment images, by environment name
-	debs   map[string]*imageBuild // Debian roots, by tag
+	envs     map[string]*imageBuild // environment images, by environment name
+	debs     map[string]*imageBuild // Debian roots, by tag
 	// verified are the skill snapshots checked against the plan, by tree digest.
 	verified map[digest.Digest]*verifiedTree
 }
@@ -93,7 +92,7 @@ type imageBuild struct {
 // newImages is the image builder of a plan's cells.
 func newImages(e backend, p *plan.Plan, st *store.Store, log io.Writer) *images {
 	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}, fixtures: map[digest.Digest]*imageBuild{},
-		expected: map[string][]plan.PlanArm{}, made: map[digest.Digest]string{}, armsOn: map[string]*sync.Once{}, verified: map[digest.Digest]*verifiedTree{}}
+		expected: map[string][]plan.PlanArm{}, made: map[digest.Digest]string{}, verified: map[digest.Digest]*verifiedTree{}}
 }
 
 // layersBuilder is a backend that builds images one layer above another in one go
@@ -103,9 +102,9 @@ type layersBuilder interface {
 }
 
 // expect says that the run will ask for the cell image of pc and arm, in pc's
-// environment: when the case's fixture image is built, the cell images of its expected
-// arms that the engine lacks are built with it, in one load of the engine, rather than
-// each in a load of its own as its cell asks.
+// environment: when the case's fixture image is built and an expected arm has skills,
+// the image above it for the arms with skills is built with it, in one load of the
+// engine, rather than in a load of its own as its first cell asks.
 func (im *images) expect(pc plan.PlanCase, arm plan.PlanArm) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
@@ -183,10 +182,6 @@ func (im *images) cellImageIn(ctx context.Context, pc plan.PlanCase, arm plan.Pl
 			if err != nil {
 				return "", err
 			}
-			if id, ok := im.takeMade(kd); ok {
-				return id, nil
-			}
-			im.buildExpected(ctx, pc, env, agentID, fixtureID)
 			if id, ok := im.takeMade(kd); ok {
 				return id, nil
 			}
@@ -384,28 +379,23 @@ func (im *images) verify(dir string, t plan.Tree) error {
 
 // buildFixture builds the fixture image: the workspace folder with the fixture's files,
 // then the overlay's, owned by the agent's user, and the agent kind's files, the same for
-// every arm. In the case's own environment, the cell images of its expected arms that the
-// engine lacks are built with it in one go where the backend can (layersBuilder), each
-// its skills' layer on the fixture's; their IDs wait in made for their cells. When that
-// fails, the fixture image is built alone, and each arm's build reports its own error.
+// every arm. In the case's own environment, when the run expects an arm with skills and
+// the engine lacks their image, that image is built with it in one go where the backend
+// can (layersBuilder); its ID waits in made for its cells. When that fails, the fixture
+// image is built alone, and the skills image's own build reports its error.
 func (im *images) buildFixture(ctx context.Context, tag string, key digest.Digest, agentRef, agentID, env string, pc plan.PlanCase) (string, error) {
 	bc, err := im.fixtureContext(agentRef, pc)
 	if err != nil {
 		return "", fmt.Errorf("build fixture image for %s: %w", pc.ID, err)
 	}
 	labels := cellLabels(im.plan, key)
-	builds := []docker.ImageBuild{{Tag: tag, Labels: labels, Context: bc}}
-	lb, ok := im.engine.(layersBuilder)
-	var keys []digest.Digest
-	if ok && env == pc.Environment {
-		arms, k := im.missingArms(ctx, pc, agentID, tag)
-		builds, keys = append(builds, arms...), k
-	}
-	if len(builds) > 1 {
-		ids, err := lb.BuildImages(ctx, builds)
-		if err == nil {
-			im.keepMade(keys, ids[1:])
-			return ids[0], nil
+	if lb, ok := im.engine.(layersBuilder); ok && env == pc.Environment {
+		if sb, kd, ok := im.missingSkillsImage(ctx, pc, agentID, tag); ok {
+			ids, err := lb.BuildImages(ctx, []docker.ImageBuild{{Tag: tag, Labels: labels, Context: bc}, sb})
+			if err == nil {
+				im.keepMade([]digest.Digest{kd}, ids[1:])
+				return ids[0], nil
+			}
 		}
 	}
 	id, err := im.engine.BuildImage(ctx, tag, labels, bc)
@@ -415,57 +405,25 @@ func (im *images) buildFixture(ctx context.Context, tag string, key digest.Diges
 	return id, nil
 }
 
-// buildExpected builds, once per fixture image found in the engine, the cell images of
-// pc's expected arms that the engine lacks on the fixture image fixtureID, in one go
-// where the backend can (layersBuilder), as buildFixture does with a fixture image it
-// builds; their IDs wait in made. A failure is left to each arm's own build to report.
-func (im *images) buildExpected(ctx context.Context, pc plan.PlanCase, env, agentID, fixtureID string) {
-	lb, ok := im.engine.(layersBuilder)
-	if !ok || env != pc.Environment {
-		return
-	}
-	im.mu.Lock()
-	once, ok := im.armsOn[fixtureID]
-	if !ok {
-		once = &sync.Once{}
-		im.armsOn[fixtureID] = once
-	}
-	im.mu.Unlock()
-	once.Do(func() {
-		// One alone costs what its own build does.
-		if builds, keys := im.missingArms(ctx, pc, agentID, fixtureID); len(builds) > 1 {
-			if ids, err := lb.BuildImages(ctx, builds); err == nil {
-				im.keepMade(keys, ids)
-			}
-		}
-	})
-}
-
-// missingArms are the builds of the cell images of pc's expected arms that the engine
-// lacks, on the fixture image from, and their keys. An arm whose context cannot be made
-// is left out: its own build reports why.
-func (im *images) missingArms(ctx context.Context, pc plan.PlanCase, agentID, from string) ([]docker.ImageBuild, []digest.Digest) {
+// missingSkillsImage is the build of pc's skills image on the fixture image from, and its
+// key, when the run expects an arm of pc with skills and the engine lacks the image.
+func (im *images) missingSkillsImage(ctx context.Context, pc plan.PlanCase, agentID, from string) (docker.ImageBuild, digest.Digest, bool) {
 	im.mu.Lock()
 	arms := slices.Clone(im.expected[pc.ID])
 	im.mu.Unlock()
-	var builds []docker.ImageBuild
-	var keys []digest.Digest
-	for _, arm := range arms {
-		kd := im.cellKey(pc, arm, agentID)
-		if len(arm.Skills) == 0 || slices.Contains(keys, kd) {
-			continue // the fixture image, or an image already in the batch
-		}
-		if _, l, ok, err := im.engine.ImageLabels(ctx, keyRef(kd)); err != nil || ok && l[docker.LabelCellKey] == kd.String() {
-			continue
-		}
-		bc, err := im.skillsContext(from)
-		if err != nil {
-			continue
-		}
-		keys = append(keys, kd)
-		builds = append(builds, docker.ImageBuild{Tag: keyRef(kd), Labels: cellLabels(im.plan, kd), Context: bc})
+	i := slices.IndexFunc(arms, func(a plan.PlanArm) bool { return len(a.Skills) > 0 })
+	if i < 0 {
+		return docker.ImageBuild{}, "", false
 	}
-	return builds, keys
+	kd := im.cellKey(pc, arms[i], agentID)
+	if _, l, ok, err := im.engine.ImageLabels(ctx, keyRef(kd)); err != nil || ok && l[docker.LabelCellKey] == kd.String() {
+		return docker.ImageBuild{}, "", false
+	}
+	bc, err := im.skillsContext(from)
+	if err != nil {
+		return docker.ImageBuild{}, "", false // its own build reports why
+	}
+	return docker.ImageBuild{Tag: keyRef(kd), Labels: cellLabels(im.plan, kd), Context: bc}, kd, true
 }
 
 // keepMade keeps the IDs of cell images built before their cells ask, by key.

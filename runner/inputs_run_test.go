@@ -617,10 +617,10 @@ func pinnedCase(t *testing.T) (*docker.Engine, *plan.Plan, *store.Store, plan.Pl
 }
 
 // TestCaseImagesBuiltTogether: when the run says which arms of a case it will ask for,
-// the first cell to ask builds the case's fixture image and every such arm's cell image
-// in one go, or those arms' images on the fixture image it finds, and the others find
-// theirs built; they are the images built one by one, ID for ID, under the same tags
-// and keys.
+// the first cell to ask builds the case's fixture image and, for its arms with skills,
+// the image above it in one go, or that image alone on the fixture image it finds, and
+// the other cells find theirs built; they are the images built one by one, ID for ID,
+// under the same tags and keys.
 func TestCaseImagesBuiltTogether(t *testing.T) {
 	e, p, st, pc := pinnedCase(t)
 	ctx := context.Background()
@@ -658,8 +658,8 @@ func TestCaseImagesBuiltTogether(t *testing.T) {
 		t.Errorf("made still holds %v once every cell asked", together.made)
 	}
 
-	// The cell images removed and their fixture image kept, as when a skill changed: the
-	// first cell to ask builds them all again, on the fixture image, in one go.
+	// The skills image removed and the fixture image kept: the first cell to ask builds
+	// it again, on the fixture image.
 	removeArms := func() {
 		t.Helper()
 		for _, arm := range p.Arms {
