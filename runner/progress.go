@@ -476,22 +476,25 @@ func terminalWidth(w io.Writer) int {
 // npm takes tens of seconds) show as such rather than as cells that do not
 // move. A failed build is the cells' to report: they find it cached.
 func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs int, prog *progress) {
+	// A cell image is a case's fixture in an environment, with the skills folder or
+	// without: the arms with skills share one.
 	type imageKey struct {
-		fixture digest.Digest
-		skills  string
+		fixture     digest.Digest
+		environment string
+		skills      bool
 	}
 	seen := map[imageKey]bool{}
 	var first []plan.Cell
 	for _, c := range cells {
 		pc := r.cases[c.Case]
-		k := imageKey{plan.WorkspaceDigest(pc), strings.Join(plan.CaseArm(r.plan, pc, r.arms[c.Arm]).Skills, "\x00")}
+		k := imageKey{plan.WorkspaceDigest(pc), pc.Environment, len(plan.CaseArm(r.plan, pc, r.arms[c.Arm]).Skills) > 0}
 		if !seen[k] {
 			seen[k] = true
 			first = append(first, c)
 		}
 	}
-	// A case's fixture image is built with the cell images of all its arms the run asks
-	// for, in one go.
+	// A case's fixture image is built with the image above it for its arms with skills,
+	// when the run asks for one, in one go.
 	for _, c := range first {
 		pc := r.cases[c.Case]
 		r.images.expect(pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
