@@ -194,9 +194,6 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, erro
 		if spec, err = r.spec(c, pc, arm, image, col); err != nil {
 			return err
 		}
-		if spec.Trees, err = r.images.skillTrees(arm); err != nil {
-			return err
-		}
 		oc, err = r.engine.RunContainer(ctx, spec)
 		if errors.Is(err, docker.ErrImageMissing) && pc.Setup != nil {
 			r.forgetSetup(pc, arm, cellID) // its image went: the retry runs the setup again
@@ -309,7 +306,7 @@ func (xs *workspaceIndexes) of(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm,
 	return o.x
 }
 
-// spec is the hardened container of a cell.
+// spec is the hardened container of a cell, its arm's skills in it (skillTrees).
 func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image string, col *workspaceCollector) (docker.ContainerSpec, error) {
 	lim := r.plan.Limits
 	timeout, err := time.ParseDuration(lim.Timeout)
@@ -327,6 +324,10 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 	output, err := suite.ParseBytes(lim.Output)
 	if err != nil {
 		return docker.ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
+	}
+	trees, err := r.images.skillTrees(arm)
+	if err != nil {
+		return docker.ContainerSpec{}, err
 	}
 	in, err := newCellInput(r.plan, pc, arm)
 	if err != nil {
@@ -363,6 +364,7 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 		CollectPrefix: docker.Workspace,
 		Collect:       col.visit,
 		CollectLimits: docker.CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
+		Trees:         trees,
 		Files:         append(in.files(), files...),
 		Stdin:         stdin,
 	}, nil
