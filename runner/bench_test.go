@@ -14,12 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/internal/benchtest"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -355,15 +355,8 @@ func cellOverhead(b *testing.B, name string, forced bool) {
 	b.ReportMetric(cli.Seconds()/cells, "docker-run-s/cell")
 	b.ReportMetric(float64(sg)/float64(api), "ratio")
 	b.ReportMetric(float64(sg)/float64(cli), "cli-ratio")
-	b.Logf("ratio to the API floor min/median/max %s; to docker run %s", spread(ratios), spread(cliRatios))
+	b.Logf("ratio to the API floor min/median/max %s; to docker run %s", benchtest.Spread(ratios), benchtest.Spread(cliRatios))
 	ph.report(b, "skillgate", 1)
-}
-
-// spread formats min/median/max of xs.
-func spread(xs []float64) string {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return fmt.Sprintf("%.2f/%.2f/%.2f", s[0], s[len(s)/2], s[len(s)-1])
 }
 
 // BenchmarkTrialSetupFixtureSize compares the time per trial of a case whose
@@ -534,7 +527,7 @@ func BenchmarkJobsFloor(b *testing.B) {
 	b.ReportMetric(sg.Seconds()/float64(b.N), "skillgate-s")
 	b.ReportMetric(fl.Seconds()/float64(b.N), "floor-s")
 	b.ReportMetric(float64(sg)/float64(fl), "ratio")
-	b.Logf("ratio min/median/max %s", spread(ratios))
+	b.Logf("ratio min/median/max %s", benchtest.Spread(ratios))
 	ph.report(b, "jobs 128", jobs)
 }
 
@@ -612,6 +605,6 @@ func BenchmarkPinTree(b *testing.B) {
 	b.ReportMetric(pin.Seconds()/float64(b.N), "pin-s")
 	b.ReportMetric(cp.Seconds()/float64(b.N), "copy-s")
 	b.ReportMetric(float64(pin)/float64(cp), "ratio")
-	slices.Sort(ratios)
-	b.Logf("pin/copy per iteration: min %.2f, median %.2f, max %.2f over %d", ratios[0], ratios[len(ratios)/2], ratios[len(ratios)-1], len(ratios))
+	lo, mid, hi := benchtest.MinMedMax(ratios)
+	b.Logf("pin/copy per iteration: min %.2f, median %.2f, max %.2f over %d", lo, mid, hi, len(ratios))
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/internal/benchtest"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -105,19 +106,12 @@ func BenchmarkCollect(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	mean := func(xs []float64) float64 {
-		t := 0.0
-		for _, x := range xs {
-			t += x
-		}
-		return t / float64(len(xs))
-	}
 	for _, c := range cases {
-		b.ReportMetric(mean(secs[c]), c+"-collect-s")
-		b.ReportMetric(mean(rss[c]), c+"-maxrss-MiB")
+		b.ReportMetric(benchtest.Mean(secs[c]), c+"-collect-s")
+		b.ReportMetric(benchtest.Mean(rss[c]), c+"-maxrss-MiB")
 		if c != "small" {
-			b.ReportMetric(mean(secs[c])/mean(secs["small"]), c+"-collect-ratio")
-			b.ReportMetric(mean(rss[c])/mean(rss["small"]), c+"-rss-ratio")
+			b.ReportMetric(benchtest.Mean(secs[c])/benchtest.Mean(secs["small"]), c+"-collect-ratio")
+			b.ReportMetric(benchtest.Mean(rss[c])/benchtest.Mean(rss["small"]), c+"-rss-ratio")
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/internal/benchtest"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -208,34 +208,19 @@ func BenchmarkFixtureImageArms(b *testing.B) {
 		b.Logf("iteration %d: one arm %.3fs %d bytes; three arms %.3fs at once, %.3fs one after another, %d bytes; the engine's CPU %.2fs and %.2fs", i, s1, d1, s3, ss, d3, c1, c3)
 	}
 	b.StopTimer()
-	mean := func(xs []float64) float64 {
-		t := 0.0
-		for _, x := range xs {
-			t += x
-		}
-		return t / float64(len(xs))
-	}
-	slices.Sort(ratios)
-	slices.Sort(serialRatios)
-	b.ReportMetric(mean(one), "one-arm-s")
-	b.ReportMetric(mean(three), "three-arms-s")
-	b.ReportMetric(mean(three)/mean(one), "ratio")
-	b.ReportMetric(ratios[0], "ratio-min")
-	b.ReportMetric(ratios[len(ratios)/2], "ratio-median")
-	b.ReportMetric(ratios[len(ratios)-1], "ratio-max")
-	b.ReportMetric(mean(serial), "three-arms-serial-s")
-	b.ReportMetric(mean(serial)/mean(one), "serial-ratio")
-	b.Logf("ratio min/median/max %.3f/%.3f/%.3f; serial-ratio %.3f/%.3f/%.3f", ratios[0], ratios[len(ratios)/2], ratios[len(ratios)-1],
-		serialRatios[0], serialRatios[len(serialRatios)/2], serialRatios[len(serialRatios)-1])
+	b.ReportMetric(benchtest.Mean(one), "one-arm-s")
+	b.ReportMetric(benchtest.Mean(three), "three-arms-s")
+	b.ReportMetric(benchtest.Mean(three)/benchtest.Mean(one), "ratio")
+	benchtest.ReportSpread(b, "ratio", ratios)
+	b.ReportMetric(benchtest.Mean(serial), "three-arms-serial-s")
+	b.ReportMetric(benchtest.Mean(serial)/benchtest.Mean(one), "serial-ratio")
+	b.Logf("ratio min/median/max %s; serial-ratio %s", benchtest.Spread(ratios), benchtest.Spread(serialRatios))
 	b.ReportMetric(float64(oneDisk)/1e6, "one-arm-MB")
 	b.ReportMetric(float64(threeDisk)/1e6, "three-arms-MB")
 	b.ReportMetric(float64(threeDisk)/float64(oneDisk), "disk-ratio")
 	if len(cpuRatios) > 0 {
-		slices.Sort(cpuRatios)
-		b.ReportMetric(cpuRatios[0], "engine-cpu-ratio-min")
-		b.ReportMetric(cpuRatios[len(cpuRatios)/2], "engine-cpu-ratio-median")
-		b.ReportMetric(cpuRatios[len(cpuRatios)-1], "engine-cpu-ratio-max")
-		b.Logf("engine-cpu-ratio min/median/max %.3f/%.3f/%.3f", cpuRatios[0], cpuRatios[len(cpuRatios)/2], cpuRatios[len(cpuRatios)-1])
+		benchtest.ReportSpread(b, "engine-cpu-ratio", cpuRatios)
+		b.Logf("engine-cpu-ratio min/median/max %s", benchtest.Spread(cpuRatios))
 	}
 }
 

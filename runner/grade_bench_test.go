@@ -8,11 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/internal/benchtest"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -191,28 +191,14 @@ func BenchmarkCollectGradeFixtureFiles(b *testing.B) {
 		b.Logf("iteration %d: 20,000 files: collect %.1f ms, grade %.1f ms a cell; empty: collect %.1f ms, grade %.1f ms", i, bc*1e3, bg*1e3, ec*1e3, eg*1e3)
 	}
 	b.StopTimer()
-	mean := func(xs []float64) float64 {
-		t := 0.0
-		for _, x := range xs {
-			t += x
-		}
-		return t / float64(len(xs))
-	}
-	mmm := func(xs []float64) (float64, float64, float64) {
-		s := slices.Clone(xs)
-		slices.Sort(s)
-		return s[0], s[len(s)/2], s[len(s)-1]
-	}
-	lo, mid, hi := mmm(ratios)
-	b.ReportMetric(mean(big)*1e3, "20k-ms/cell")
-	b.ReportMetric(mean(empty)*1e3, "empty-ms/cell")
-	b.ReportMetric(mean(big)/mean(empty), "ratio")
-	b.ReportMetric(lo, "ratio-min")
-	b.ReportMetric(mid, "ratio-median")
-	b.ReportMetric(hi, "ratio-max")
-	b.ReportMetric(mean(collectRatios), "collect-ratio")
-	b.ReportMetric(mean(gradeRatios), "grade-ratio")
-	clo, cmid, chi := mmm(collectRatios)
-	glo, gmid, ghi := mmm(gradeRatios)
+	lo, mid, hi := benchtest.MinMedMax(ratios)
+	b.ReportMetric(benchtest.Mean(big)*1e3, "20k-ms/cell")
+	b.ReportMetric(benchtest.Mean(empty)*1e3, "empty-ms/cell")
+	b.ReportMetric(benchtest.Mean(big)/benchtest.Mean(empty), "ratio")
+	benchtest.ReportSpread(b, "ratio", ratios)
+	b.ReportMetric(benchtest.Mean(collectRatios), "collect-ratio")
+	b.ReportMetric(benchtest.Mean(gradeRatios), "grade-ratio")
+	clo, cmid, chi := benchtest.MinMedMax(collectRatios)
+	glo, gmid, ghi := benchtest.MinMedMax(gradeRatios)
 	b.Logf("ratio min/median/max %.3f/%.3f/%.3f; collect %.3f/%.3f/%.3f; grade %.3f/%.3f/%.3f", lo, mid, hi, clo, cmid, chi, glo, gmid, ghi)
 }

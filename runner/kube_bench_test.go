@@ -2,11 +2,11 @@ package runner_test
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/internal/benchtest"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -93,13 +93,10 @@ func BenchmarkPodOverhead(b *testing.B) {
 	}
 	b.StopTimer()
 	cells := float64(b.N * trials)
-	slices.Sort(ratios)
 	b.ReportMetric(pod.Seconds()/cells, "pod-s/cell")
 	b.ReportMetric(ctr.Seconds()/cells, "container-s/cell")
 	b.ReportMetric(float64(pod)/float64(ctr), "ratio")
-	b.ReportMetric(ratios[0], "ratio-min")
-	b.ReportMetric(ratios[len(ratios)/2], "ratio-median")
-	b.ReportMetric(ratios[len(ratios)-1], "ratio-max")
+	benchtest.ReportSpread(b, "ratio", ratios)
 	phPod.report(b, "kubernetes", 1)
 	phCtr.report(b, "docker", 1)
 }
@@ -139,13 +136,10 @@ func BenchmarkGatewayRelay(b *testing.B) {
 	}
 	b.StopTimer()
 	cells := float64(b.N * trials)
-	slices.Sort(ratios)
 	b.ReportMetric(sumRelay.Seconds()/cells, "relay-s/cell")
 	b.ReportMetric(sumHost.Seconds()/cells, "hostpath-s/cell")
 	b.ReportMetric(float64(sumRelay)/float64(sumHost), "ratio")
-	b.ReportMetric(ratios[0], "ratio-min")
-	b.ReportMetric(ratios[len(ratios)/2], "ratio-median")
-	b.ReportMetric(ratios[len(ratios)-1], "ratio-max")
+	benchtest.ReportSpread(b, "ratio", ratios)
 }
 
 // BenchmarkPodsInFlight runs 32 cells of `sleep 5` with --jobs 32 on
