@@ -51,14 +51,7 @@ func TestCellHasNoNetwork(t *testing.T) {
 			}
 
 			// A stand-in for the gateway: a unix socket in a folder of the host.
-			dir, err := os.MkdirTemp("", "sg-kube-gw-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			if err := os.Chmod(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			dir := gatewayFolder(t)
 			if err := gateway.WriteForwarder(dir); err != nil {
 				t.Fatal(err)
 			}
@@ -189,6 +182,20 @@ func TestRelayFailureIsTheClusters(t *testing.T) {
 	c := kubetest.Cluster(t)
 	labels := testLabels(t, c)
 	image := cellImage(t, c, labels)
+	dir := gatewayFolder(t)
+	s := spec(image, labels, "sleep 3", collected{})
+	s.Gateway = dir + ":/skillgate"
+	out, err := c.RunContainer(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), "relay the gateway into pod") {
+		t.Fatalf("a cell whose relay failed: outcome %+v, error %v; want the relay's error", out, err)
+	}
+}
+
+// gatewayFolder is a fresh folder of the host for a gateway's socket, which
+// the cluster's user can enter, gone when the test ends (not under the test's
+// own temporary folder: a unix socket's path is bounded).
+func gatewayFolder(t *testing.T) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "sg-kube-gw-")
 	if err != nil {
 		t.Fatal(err)
@@ -197,10 +204,5 @@ func TestRelayFailureIsTheClusters(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := spec(image, labels, "sleep 3", collected{})
-	s.Gateway = dir + ":/skillgate"
-	out, err := c.RunContainer(context.Background(), s)
-	if err == nil || !strings.Contains(err.Error(), "relay the gateway into pod") {
-		t.Fatalf("a cell whose relay failed: outcome %+v, error %v; want the relay's error", out, err)
-	}
+	return dir
 }
