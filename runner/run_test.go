@@ -349,6 +349,76 @@ func TestRunNoneArmHasNoSkill(t *testing.T) {
 	}
 }
 
+// A skill's folder in the workspace holds the skill's tree alone: what the
+// fixture has at that path is hidden from the arm that installs the skill,
+// and its collection takes the hidden files for neither a change nor a
+// deletion; the arm without skills sees the fixture's folder as it is.
+func TestSkillFolderHidesFixtures(t *testing.T) {
+	e := dockertest.Engine(t)
+	root := writeRepo(t, map[string]string{
+		"s/skill/SKILL.md":                   "---\nname: s\ndescription: The skill.\n---\nBody.\n",
+		"s/fx/README.md":                     "# fixture\n",
+		"s/fx/.agents/skills/s/SKILL.md":     "---\nname: s\ndescription: The fixture's own.\n---\n",
+		"s/fx/.agents/skills/s/stale.md":     "stale\n",
+		"s/fx/.agents/skills/other/SKILL.md": "---\nname: other\ndescription: Another.\n---\n",
+		"s/fx/.bench-nonce":                  dockertest.RandomHex(t) + "\n",
+		"s/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+	"skillgate.dev/schema/policies"
+)
+
+schema.#Suite & {
+	name: "runtest-hide"
+	skills: s: path: "skill"
+	agent: agents.command & {command: ["sh", "-c", "ls -A .agents/skills/s; cat .agents/skills/s/SKILL.md; ls -A .agents/skills"]}
+	trials: 1
+	arms: {
+		forced: {skills: ["s"], activation: "forced"}
+		none: {}
+	}
+	cases: a: {prompt: "Look.", fixture: "fx"}
+	policy: policies.advisory
+}
+`,
+	})
+	dir := filepath.Join(root, "s")
+	p, err := plan.CompileDir(dir)
+	if err != nil {
+		t.Fatal(suite.PrintError(err, root))
+	}
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
+	rs := runSuite{Dir: dir, Plan: p}
+	out := t.TempDir()
+	if sum := rs.run(t, out, Options{}); sum.Ran != 2 || !sum.Complete() {
+		t.Fatalf("summary %+v", sum)
+	}
+	for id, want := range map[string]string{
+		"a/forced/1": "SKILL.md\n---\nname: s\ndescription: The skill.\n---\nBody.\nother\ns\n",
+		"a/none/1":   "SKILL.md\nstale.md\n---\nname: s\ndescription: The fixture's own.\n---\nother\ns\n",
+	} {
+		if got := readStored(t, out, rs.cell(t, id), store.FileStdout); got != want {
+			t.Errorf("%s saw %q, want %q", id, got, want)
+		}
+	}
+	for id, ro := range stored(t, out) {
+		if len(ro.Changes) != 0 {
+			t.Errorf("%s: changes %+v, want none", id, ro.Changes)
+		}
+	}
+	// What a collection that lists the whole workspace (the engine's API, a Pod's
+	// tar) compares with: the skill's tree, not the fixture's files below it.
+	for _, arm := range p.Arms {
+		initial := initialWorkspace(p, p.Cases[0], arm)
+		_, stale := initial[".agents/skills/s/stale.md"]
+		if _, other := initial[".agents/skills/other/SKILL.md"]; stale != (arm.Name == "none") || !other {
+			t.Errorf("arm %s: the initial workspace holds stale.md %v, other %v", arm.Name, stale, other)
+		}
+	}
+}
+
 // No host variable enters a cell; a cell's changes are its workspace writes
 // only, stored with their content.
 func TestRunCellEnvAndChanges(t *testing.T) {
