@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/agent"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -169,6 +170,9 @@ func (g *grader) grade(ctx context.Context, c plan.Cell) error {
 	for _, k := range arm.Skills {
 		in.SkillBytes += g.plan.Skills[k].Bytes
 	}
+	if in.Trajectory, err = rolloutTrajectory(g.plan, g.store, pc, ro); err != nil {
+		return err
+	}
 	if in.RunChecks, err = g.runChecks(ctx, c, pc, arm, ro, in.World, answer); err != nil {
 		return err
 	}
@@ -177,6 +181,29 @@ func (g *grader) grade(ctx context.Context, c plan.Cell) error {
 		return err
 	}
 	return g.store.PutGrade(r)
+}
+
+// rolloutTrajectory reads a rollout's calls from its stored transcript, for the
+// trajectory checks: what the agent's CLI wrote, kept by the runner, never a file the
+// agent left in its workspace. A case with no trajectory check reads nothing.
+func rolloutTrajectory(p *plan.Plan, st *store.Store, pc plan.PlanCase, ro *store.Rollout) (grade.Trajectory, error) {
+	need := false
+	for _, a := range pc.Assert {
+		need = need || a.Commands != nil || a.Tool != nil || a.Sequence != nil
+	}
+	if !need {
+		return grade.Trajectory{}, nil
+	}
+	dir := st.RolloutDir(ro.Key)
+	stdout, err := readOptional(filepath.Join(dir, store.FileStdout))
+	if err != nil {
+		return grade.Trajectory{}, err
+	}
+	stderr, err := readOptional(filepath.Join(dir, store.FileStderr))
+	if err != nil {
+		return grade.Trajectory{}, err
+	}
+	return agent.Calls(p.Agent.Kind, stdout, stderr, pc.Replies), nil
 }
 
 // checkDir holds, in a check container, what the checks are given besides the workspace.

@@ -37,6 +37,9 @@ type GradeInput struct {
 	USD *float64
 	// Collection says why reading the workspace back stopped early, if it did.
 	Collection string
+	// Trajectory is the session's calls, from the stored transcript, for
+	// the trajectory checks.
+	Trajectory Trajectory
 }
 
 // GradeCell grades one cell deterministically: the case's typed checks,
@@ -79,6 +82,8 @@ func GradeCell(p *plan.Plan, pc plan.PlanCase, c plan.Cell, in GradeInput) (Cell
 				}
 			}
 			r.Checks = append(r.Checks, textChecks(CheckCode, subject, a.Name, *a.Code, blocks)...)
+		case a.Commands != nil || a.Tool != nil || a.Sequence != nil:
+			r.Checks = append(r.Checks, trajectoryChecks(a, in.Trajectory))
 		}
 	}
 	if p.Agent.Report != nil {

@@ -143,6 +143,9 @@ type CheckResult struct {
 	Negative bool   `json:"negative,omitempty"`
 	Passed   bool   `json:"passed"`
 	Detail   string `json:"detail,omitempty"`
+	// Evidence is how a trajectory check knows what the agent did
+	// (observed, reported, unobservable); "" for other checks.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // Routing2 is a cell's routing against its case's expectations, for skills

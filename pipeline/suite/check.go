@@ -482,13 +482,16 @@ func checkPromptSize(c *checker, s *Suite, cs Case, sel []cue.Selector) {
 // fields come with a file, and that regular expressions compile.
 func checkAssertion(c *checker, a Assertion) error {
 	subjects := 0
-	for _, set := range []bool{a.File != nil, a.Answer != nil, a.Code != nil, a.Run != nil} {
+	for _, set := range []bool{a.File != nil, a.Answer != nil, a.Code != nil, a.Run != nil, a.Commands != nil, a.Tool != nil, a.Sequence != nil} {
 		if set {
 			subjects++
 		}
 	}
 	if subjects != 1 {
-		return fmt.Errorf("an assertion needs exactly one of file, answer, code or run (has %d)", subjects)
+		return fmt.Errorf("an assertion needs exactly one of file, answer, code, run, commands, tool or sequence (has %d)", subjects)
+	}
+	if err := checkTrajectory(c, a); err != nil {
+		return err
 	}
 	fileOnly := a.Exists != nil || a.Unchanged != nil || a.Contains != nil || a.NotContains != nil || a.Matches != nil || a.NotMatches != nil
 	if fileOnly && a.File == nil {

@@ -51,8 +51,8 @@ type TextCheck struct {
 	NotMatches  *string `json:"notMatches,omitempty"`
 }
 
-// Assertion is one deterministic check; exactly one of File, Answer, Code
-// and Run is set.
+// Assertion is one deterministic check; exactly one of File, Answer, Code,
+// Run, Commands, Tool and Sequence is set.
 type Assertion struct {
 	Name string `json:"name,omitempty"`
 
@@ -74,6 +74,42 @@ type Assertion struct {
 	// environment it runs in, "" for the cell's.
 	Shell       string `json:"shell,omitempty"`
 	Environment string `json:"environment,omitempty"`
+
+	// Commands, Tool and Sequence are trajectory checks: over what the
+	// agent did, read from its stored session (see #Assertion).
+	Commands *CommandCheck `json:"commands,omitempty"`
+	Tool     *ToolCheck    `json:"tool,omitempty"`
+	Sequence []Step        `json:"sequence,omitempty"`
+}
+
+// CommandCheck checks the shell commands the agent ran (#CommandCheck).
+type CommandCheck struct {
+	Matches    *string `json:"matches,omitempty"`
+	NotMatches *string `json:"notMatches,omitempty"`
+	Unless     *string `json:"unless,omitempty"`
+	None       bool    `json:"none,omitempty"`
+	Succeeded  bool    `json:"succeeded,omitempty"`
+}
+
+// ArgsCheck filters tool calls by their input (as the report shows it).
+type ArgsCheck struct {
+	Matches    *string `json:"matches,omitempty"`
+	NotMatches *string `json:"notMatches,omitempty"`
+}
+
+// ToolCheck checks the agent's calls of a tool (#ToolCheck); Name is an
+// RE2 expression the whole tool name must match.
+type ToolCheck struct {
+	Name   string     `json:"name"`
+	Args   *ArgsCheck `json:"args,omitempty"`
+	Called bool       `json:"called"`
+}
+
+// Step is one step of a sequence check: a tool call or a command (#Step).
+type Step struct {
+	Tool    string     `json:"tool,omitempty"`
+	Command string     `json:"command,omitempty"`
+	Args    *ArgsCheck `json:"args,omitempty"`
 }
 
 // Case is one task given identically to every arm.

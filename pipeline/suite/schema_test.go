@@ -150,7 +150,7 @@ func TestSuiteErrors(t *testing.T) {
 		}, []string{"cases.a.assert.1: invalid regular expression", "suite/cases.cue:15:"}},
 		{"assertion with two subjects", func(t *testing.T) map[string]string {
 			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{code: {notMatches: "rm -rf"}, run: "true"}`)
-		}, []string{"cases.a.assert.2: an assertion needs exactly one of file, answer, code or run (has 2)"}},
+		}, []string{"cases.a.assert.2: an assertion needs exactly one of file, answer, code, run, commands, tool or sequence (has 2)"}},
 		{"skill without description", func(t *testing.T) map[string]string {
 			return suitetest.Edit(t, "skills/cl/SKILL.md", "description: Writes changelog entries.\n", "")
 		}, []string{"skills.cl.path: SKILL.md front matter has no description", "suite/suite.cue:11:20"}},

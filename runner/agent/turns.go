@@ -19,6 +19,10 @@ type Turn struct {
 	Input  string
 	Result string
 	Loads  []grade.RoutingEvent
+	// ExitCode is a shell command's exit status as the transcript tells it
+	// (Codex's exit code; 0 or 1 from Claude Code's error flag); nil when
+	// it tells none.
+	ExitCode *int
 }
 
 // Turns reads a finished session's steps from its output, for the report's view of a
@@ -66,6 +70,7 @@ type claudeTurnEvent struct {
 			claudeBlock
 			ToolUseID string          `json:"tool_use_id"`
 			Content   json.RawMessage `json:"content"`
+			IsError   *bool           `json:"is_error"`
 		} `json:"content"`
 	} `json:"message"`
 }
@@ -95,6 +100,10 @@ func claudeTurns(stdout []byte) []Turn {
 			case ev.Type == "user" && b.Type == "tool_result":
 				if i, ok := byID[b.ToolUseID]; ok {
 					turns[i].Result = toolResult(b.Content)
+					if b.IsError != nil {
+						code := map[bool]int{false: 0, true: 1}[*b.IsError]
+						turns[i].ExitCode = &code
+					}
 				}
 			case ev.Type == "user" && b.Type == "text" && b.Text != "":
 				// What a tool put into the conversation, such as a skill's text.
@@ -166,6 +175,9 @@ type codexTurnEvent struct {
 		Text     string `json:"text"`
 		Message  string `json:"message"`
 		Command  string `json:"command"`
+		Query    string `json:"query"`
+		Server   string `json:"server"`
+		ToolName string `json:"tool"`
 		Output   string `json:"aggregated_output"`
 		ExitCode *int   `json:"exit_code"`
 		Changes  []struct {
@@ -195,7 +207,7 @@ func codexTurns(stdout []byte) []Turn {
 			if it.ExitCode != nil && *it.ExitCode != 0 {
 				res = strings.TrimRight(res, "\n") + "\n(exit " + strconv.Itoa(*it.ExitCode) + ")"
 			}
-			turns = append(turns, Turn{Role: "tool", Tool: "shell", Input: it.Command, Result: res, Loads: loads(r)})
+			turns = append(turns, Turn{Role: "tool", Tool: "shell", Input: it.Command, Result: res, Loads: loads(r), ExitCode: it.ExitCode})
 		case "file_change":
 			var paths []string
 			for _, c := range it.Changes {
@@ -204,6 +216,13 @@ func codexTurns(stdout []byte) []Turn {
 			turns = append(turns, Turn{Role: "tool", Tool: "file_change", Input: strings.Join(paths, "\n")})
 		case "error":
 			turns = append(turns, Turn{Role: "tool", Tool: "error", Result: it.Message})
+		case "mcp_tool_call", "web_search":
+			// Calls outside the workspace: shown, and read by trajectory checks.
+			in := it.Query
+			if it.Server != "" || it.ToolName != "" {
+				in = it.Server + "/" + it.ToolName
+			}
+			turns = append(turns, Turn{Role: "tool", Tool: it.Type, Input: in})
 		}
 	})
 	return turns
@@ -214,6 +233,10 @@ func commandTurns(stderr []byte) []Turn {
 	var turns []Turn
 	for _, raw := range bytes.Split(stderr, []byte("\n")) {
 		line := strings.TrimSpace(string(raw))
+		if cmd, ok := strings.CutPrefix(line, CommandRanPrefix); ok && strings.TrimSpace(cmd) != "" {
+			turns = append(turns, Turn{Role: "tool", Tool: "shell", Input: strings.TrimSpace(cmd)})
+			continue
+		}
 		if !strings.HasPrefix(line, "skillgate: opened skill ") && !strings.HasPrefix(line, "skillgate: read ") {
 			continue
 		}

@@ -20,11 +20,9 @@ import (
 // refused are the expectations.json keys of their validators that
 // skillgate's checks cannot express, and why.
 var refused = map[string]string{
-	"required_test_call":  "a structural Kotlin test-call check",
-	"forbidden_test_call": "a structural Kotlin test-call check",
-	"markdown_bullets":    "a Markdown bullet check",
-	"file_globs":          "a file-glob count check",
-	"task_graph":          "a task-graph check",
+	"markdown_bullets": "a Markdown bullet check",
+	"file_globs":       "a file-glob count check",
+	"task_graph":       "a task-graph check",
 }
 
 // typedValidators are their validators whose expectations.json skillgate
@@ -34,21 +32,21 @@ var typedValidators = []string{"@validators/compose_case.py", "@validators/text_
 // joined are the expectations.json keys their validators check against
 // the subject files joined, which skillgate's file checks (one file each)
 // express only for a single subject file.
-var joined = []string{"must_contain", "must_contain_any", "minimum_occurrences", "must_match"}
+var joined = []string{"must_contain", "must_contain_any", "minimum_occurrences", "must_match", "required_test_call"}
 
 // Read reads, for the formats.chrisbanes value in of the suite in folder
 // dir, the case folders holding an overlay/ folder and the RE2 form of
 // every Python pattern of the expectations, as the CUE value
-// {overlays: [...], patterns: {...}} the format package reads at
-// formats.chrisbanes.read. A pattern RE2 cannot express, a command
-// pattern and an expectation skillgate cannot check are errors at their
-// position in the user's file.
+// {prompts: {...}, overlays: [...], patterns: {...}, testCalls: {...}}
+// the format package reads at formats.chrisbanes.read. A pattern RE2
+// cannot express and an expectation skillgate cannot check are errors at
+// their position in the user's file.
 func Read(dir string, in cue.Value) (ast.Expr, error) {
 	var errs cueerrors.Error
 	var overlays []ast.Expr
 	prompts := &ast.StructLit{}
-	patterns := map[string]*ast.Field{}
-	var order []string
+	pats := &patternSet{fields: map[string]*ast.Field{}}
+	tests := &ast.StructLit{}
 
 	each(in.LookupPath(cue.ParsePath("cases")), func(key string, c cue.Value) {
 		caseDir := strings.TrimSuffix(key, "/case.json")
@@ -65,11 +63,6 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(caseDir), "overlay")); err == nil && st.IsDir() {
 			overlays = append(overlays, &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(caseDir), ValuePos: c.Pos()})
 		}
-		if v := c.LookupPath(cue.ParsePath("forbid_all_commands")); v.Exists() {
-			if b, err := v.Bool(); err == nil && b {
-				errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: forbid_all_commands: skillgate does not record the agent's commands, so it cannot fail a case on one; drop it, or set allowed_write_paths to [] to forbid changes", key))
-			}
-		}
 		eachElem(c.LookupPath(cue.ParsePath("validators")), func(v cue.Value) {
 			var argv []string
 			if v.LookupPath(cue.ParsePath("argv")).Decode(&argv) != nil || len(argv) != 3 || !slices.Contains(typedValidators, argv[1]) {
@@ -82,7 +75,7 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		})
 		for _, f := range []string{"required_command_patterns", "forbidden_command_patterns"} {
 			eachElem(c.LookupPath(cue.MakePath(cue.Str(f))), func(v cue.Value) {
-				errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s: skillgate does not record the agent's commands, so it cannot check command evidence; check it in a validator instead", key, f))
+				errs = cueerrors.Append(errs, pats.add(key, f, v))
 			})
 		}
 	})
@@ -101,37 +94,58 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		}
 		for _, f := range []string{"must_match", "must_not_match"} {
 			eachElem(e.LookupPath(cue.MakePath(cue.Str(f))), func(v cue.Value) {
-				p, err := v.String()
-				if err != nil {
-					return // the schema says what is wrong with it
-				}
-				re, terr := Translate(p)
-				if terr != nil {
-					errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s: Python pattern %q: %v", key, f, p, terr))
-					return
-				}
-				if _, seen := patterns[p]; !seen {
-					order = append(order, p)
-					patterns[p] = &ast.Field{
-						Label: &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(p), ValuePos: v.Pos()},
-						Value: &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(re), ValuePos: v.Pos()},
-					}
-				}
+				errs = cueerrors.Append(errs, pats.add(key, f, v))
 			})
+		}
+		if calls := testCalls(e); calls != nil {
+			tests.Elts = append(tests.Elts, &ast.Field{Label: ast.NewString(key), Value: calls})
 		}
 	})
 	if errs != nil {
 		return nil, errs
 	}
-	pats := &ast.StructLit{}
-	for _, p := range order {
-		pats.Elts = append(pats.Elts, patterns[p])
-	}
 	return &ast.StructLit{Elts: []ast.Decl{
 		&ast.Field{Label: ast.NewIdent("prompts"), Value: prompts},
 		&ast.Field{Label: ast.NewIdent("overlays"), Value: &ast.ListLit{Elts: overlays}},
-		&ast.Field{Label: ast.NewIdent("patterns"), Value: pats},
+		&ast.Field{Label: ast.NewIdent("patterns"), Value: pats.lit()},
+		&ast.Field{Label: ast.NewIdent("testCalls"), Value: tests},
 	}}, nil
+}
+
+// patternSet collects the RE2 form of every Python pattern, once each, in
+// the order first seen, positioned where it is written.
+type patternSet struct {
+	fields map[string]*ast.Field
+	order  []string
+}
+
+// add translates the pattern v of field f of the file key; a pattern RE2
+// cannot express is an error at its position.
+func (ps *patternSet) add(key, f string, v cue.Value) cueerrors.Error {
+	p, err := v.String()
+	if err != nil {
+		return nil // the schema says what is wrong with it
+	}
+	re, terr := Translate(p)
+	if terr != nil {
+		return cueerrors.Newf(v.Pos(), "%s: %s: Python pattern %q: %v", key, f, p, terr)
+	}
+	if _, seen := ps.fields[p]; !seen {
+		ps.order = append(ps.order, p)
+		ps.fields[p] = &ast.Field{
+			Label: &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(p), ValuePos: v.Pos()},
+			Value: &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(re), ValuePos: v.Pos()},
+		}
+	}
+	return nil
+}
+
+func (ps *patternSet) lit() *ast.StructLit {
+	out := &ast.StructLit{}
+	for _, p := range ps.order {
+		out.Elts = append(out.Elts, ps.fields[p])
+	}
+	return out
 }
 
 // readPrompt reads a case folder's prompt.md as a string positioned in the
