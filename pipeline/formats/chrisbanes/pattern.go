@@ -20,7 +20,8 @@ func (e *PatternError) Error() string {
 
 // Translate turns a pattern of Python's re module, as their validators
 // compile it, into the RE2 pattern Go's regexp matches the same way, or
-// says at which offset a construct has no RE2 form: lookarounds,
+// says at which offset a construct has no RE2 form: lookbehinds, a
+// lookahead anywhere but at the end (where a search reads it as its text),
 // backreferences, atomic groups, possessive quantifiers, conditionals, the
 // verbose and locale flags. What maps is rewritten: \Z is \z, \uXXXX and
 // \UXXXXXXXX are \x{...}, {,n} is {0,n}, inline comments go, the a and u
@@ -29,6 +30,7 @@ func (e *PatternError) Error() string {
 func Translate(p string) (string, error) {
 	var b strings.Builder
 	inClass := false
+	depth := 0 // groups open at i
 	refuse := func(i int, format string, args ...any) (string, error) {
 		return "", &PatternError{Offset: i, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -96,17 +98,26 @@ func Translate(p string) (string, error) {
 		case '(':
 			if i+1 >= len(p) || p[i+1] != '?' {
 				b.WriteByte('(')
+				depth++
 				continue
 			}
 			rest := p[i+2:]
 			switch {
 			case strings.HasPrefix(rest, ":"), strings.HasPrefix(rest, "P<"):
 				b.WriteString("(?" + rest[:1])
+				depth++
 				i += 2
 			case strings.HasPrefix(rest, "<=") || strings.HasPrefix(rest, "<!"):
 				return refuse(i, "a lookbehind (?%s...), which RE2 does not have", rest[:2])
 			case strings.HasPrefix(rest, "<"):
 				b.WriteString("(?P<")
+				depth++
+				i += 2
+			case strings.HasPrefix(rest, "=") && depth == 0 && groupEnd(p, i) == len(p)-1:
+				// A lookahead that ends the pattern: a search matches with it
+				// exactly when it matches with its text consumed.
+				b.WriteString("(?:")
+				depth++
 				i += 2
 			case strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, "!"):
 				return refuse(i, "a lookahead (?%s...), which RE2 does not have", rest[:1])
@@ -145,6 +156,7 @@ func Translate(p string) (string, error) {
 				switch {
 				case rest[end] == ':':
 					b.WriteString("(?" + flags + ":")
+					depth++
 				case flags != "":
 					b.WriteString("(?" + flags + ")")
 				}
@@ -165,6 +177,9 @@ func Translate(p string) (string, error) {
 			if i+1 < len(p) && p[i+1] == '+' {
 				return refuse(i+1, "a possessive quantifier (%s+), which RE2 does not have", m[0])
 			}
+		case ')':
+			b.WriteByte(c)
+			depth--
 		case '*', '+', '?':
 			b.WriteByte(c)
 			if i+1 < len(p) && p[i+1] == '+' {
@@ -179,6 +194,36 @@ func Translate(p string) (string, error) {
 		return "", &PatternError{Offset: 0, Msg: fmt.Sprintf("its RE2 form %q does not compile: %v", out, err)}
 	}
 	return out, nil
+}
+
+// groupEnd is the offset of the parenthesis that closes the group opened
+// at p[open], or -1: escapes and character classes are skipped.
+func groupEnd(p string, open int) int {
+	depth, inClass := 0, false
+	for i := open; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			i++
+		case inClass:
+			inClass = c != ']'
+		case c == '[':
+			inClass = true
+			if i+1 < len(p) && p[i+1] == '^' {
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' {
+				i++
+			}
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // repeatRange is a counted repetition as Python reads one; anything else

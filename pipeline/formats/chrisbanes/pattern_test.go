@@ -29,6 +29,9 @@ func TestTranslate(t *testing.T) {
 		{`[]a]`, `[\]a]`, "]"},
 		{`[\b]`, `[\x08]`, "\b"},
 		{`a+?b`, `a+?b`, "aab"},
+		// A lookahead that ends the pattern is its text, for a search.
+		{`(?:^|\s)(?:[^\s]+/)?gradlew(?=$|\s)`, `(?:^|\s)(?:[^\s]+/)?gradlew(?:$|\s)`, "./gradlew test"},
+		{`x(?=[)]y)`, `x(?:[)]y)`, "x)y"},
 	} {
 		got, err := Translate(tc.python)
 		if err != nil || got != tc.re2 {
@@ -47,7 +50,9 @@ func TestTranslateRefuses(t *testing.T) {
 		offset int
 		says   string
 	}{
-		{`x(?=y)`, 1, "lookahead"},
+		{`x(?=y)z`, 1, "lookahead"},
+		{`(x(?=y))`, 2, "lookahead"},
+		{`x(?=y)|z`, 1, "lookahead"},
 		{`x(?!y)`, 1, "lookahead"},
 		{`(?<=a)b`, 0, "lookbehind"},
 		{`(?<!a)b`, 0, "lookbehind"},
