@@ -10,6 +10,7 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/report"
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 	"github.com/skillgate/skillgate/runner/store"
@@ -80,6 +81,12 @@ func trajectoryRun(t *testing.T, name, shellTool string) {
 				t.Errorf("%s: %q did not fail: %v", c.ID, n, failed)
 			}
 		}
+	}
+
+	// Their results.json words the failure as their grader does.
+	native, err := os.ReadFile(filepath.Join(out, report.DirChrisbanes, report.FileChrisbanesResults))
+	if err != nil || !strings.Contains(string(native), `forbidden command evidence found: (?:^|\\s)(?:[^\\s]+/)?gradlew(?=$|\\s)`) {
+		t.Errorf("results.json lacks the forbidden command failure (%v):\n%s", err, native)
 	}
 
 	// A tool check changed: a regrade, not a rerun.

@@ -151,6 +151,18 @@ func TestSuiteErrors(t *testing.T) {
 		{"assertion with two subjects", func(t *testing.T) map[string]string {
 			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{code: {notMatches: "rm -rf"}, run: "true"}`)
 		}, []string{"cases.a.assert.2: an assertion needs exactly one of file, answer, code, run, commands, tool or sequence (has 2)"}},
+		{"command check with none and a pattern", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{commands: {none: true, notMatches: "rm"}}`)
+		}, []string{"cases.a.assert.2: commands: none: true checks that no command ran"}},
+		{"tool check with a bad name pattern", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{tool: {name: "Bash("}}`)
+		}, []string{"cases.a.assert.2: invalid regular expression"}},
+		{"sequence step with tool and command", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{sequence: [{tool: "Bash", command: "ls"}]}`)
+		}, []string{"cases.a.assert.2: sequence step 0 needs exactly one of tool or command"}},
+		{"misspelt trajectory field", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{commands: {notMatch: "rm"}}`)
+		}, []string{"notMatch: field not allowed"}},
 		{"skill without description", func(t *testing.T) map[string]string {
 			return suitetest.Edit(t, "skills/cl/SKILL.md", "description: Writes changelog entries.\n", "")
 		}, []string{"skills.cl.path: SKILL.md front matter has no description", "suite/suite.cue:11:20"}},
