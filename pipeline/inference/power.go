@@ -233,3 +233,48 @@ func CasesFor(delta float64, trials int, psi, alpha, power float64, seed string,
 	}
 	return hi, true
 }
+
+// PairsPower is the answer to the textbook paired question: the
+// independent pairs a design needs.
+type PairsPower struct {
+	P10    float64 `json:"p10"`
+	P01    float64 `json:"p01"`
+	Uplift float64 `json:"uplift"`
+	Alpha  float64 `json:"alpha"`
+	Power  float64 `json:"power"`
+	// Pairs is Connor's number; ExactPairs the exact McNemar mid-p
+	// test's, the test the verdict makes on one trial per case.
+	Pairs       int    `json:"pairs"`
+	Method      string `json:"method"`
+	ExactPairs  int    `json:"exactPairs"`
+	ExactMethod string `json:"exactMethod"`
+}
+
+// PairsFor answers the paired question for a design.
+func PairsFor(d Design) (PairsPower, error) {
+	d.P01, d.P10 = roundFlag(d.P01), roundFlag(d.P10)
+	n, err := ConnorPairs(d)
+	if err != nil {
+		return PairsPower{}, err
+	}
+	x, err := ExactPairs(d)
+	if err != nil {
+		return PairsPower{}, err
+	}
+	return PairsPower{P10: d.P10, P01: d.P01, Uplift: roundFlag(d.P01 - d.P10), Alpha: d.Alpha, Power: d.Power,
+		Pairs: n, Method: MethodConnor, ExactPairs: x, ExactMethod: MethodExactPower}, nil
+}
+
+// Text says the answer in two lines.
+func (pp PairsPower) Text() string {
+	return fmt.Sprintf("%d pairs detect p01 − p10 = %g (p10 %g, p01 %g) at α %g with %g%% power: %s\n%d pairs for the exact McNemar mid-p test the verdict makes\n",
+		pp.Pairs, pp.Uplift, pp.P10, pp.P01, pp.Alpha, 100*pp.Power, MethodConnor, pp.ExactPairs)
+}
+
+// Near says two chances given on a command line are the same number up
+// to the rounding of their sum.
+func Near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// roundFlag drops the binary rounding of a sum of decimal flags (0.05 +
+// 0.10 is 0.15000000000000002), which would otherwise show in JSON.
+func roundFlag(x float64) float64 { return math.Round(x*1e12) / 1e12 }
