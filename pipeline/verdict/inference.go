@@ -258,3 +258,17 @@ func significance(r *suite.Significance, rules []RuleOutcome) RuleOutcome {
 	}
 	return o
 }
+
+// String says the inference in one line for reports: the difference,
+// its interval and p-value, the sample in cases × trials, the method and,
+// when it was computed, what the sample could detect.
+func (i *Inference) String() string {
+	s := fmt.Sprintf("%s − %s: %+.3f, 95%% [%.3f, %.3f], p %.4g; %d cases × %d trials, unit case; %s",
+		i.Candidate, i.Baseline, i.Estimate, i.CI95[0], i.CI95[1], i.P, i.N, i.TrialsPerCase, i.Method)
+	if i.Detectable != nil {
+		s += fmt.Sprintf("; detects %.3f at 80%% power", *i.Detectable)
+	} else if i.N > 0 {
+		s += "; detects no difference at 80% power"
+	}
+	return s
+}
