@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/inference"
@@ -143,12 +144,24 @@ func underpowered(rule string, inf *Inference) string {
 		return ""
 	}
 	if inf.Detectable == nil {
-		return fmt.Sprintf("UNDERPOWERED %s: %d cases × %d trials detect no difference, the rule asks %.2f", rule, inf.N, inf.TrialsPerCase, *inf.Threshold)
+		return fmt.Sprintf("UNDERPOWERED %s: %s detect no difference, the rule asks %.2f", rule, sample(inf.N, inf.TrialsPerCase), *inf.Threshold)
 	}
 	if *inf.Detectable > *inf.Threshold+ruleTolerance {
-		return fmt.Sprintf("UNDERPOWERED %s: %d cases × %d trials detect %.2f, the rule asks %.2f", rule, inf.N, inf.TrialsPerCase, *inf.Detectable, *inf.Threshold)
+		return fmt.Sprintf("UNDERPOWERED %s: %s detect %.2f, the rule asks %.2f", rule, sample(inf.N, inf.TrialsPerCase), *inf.Detectable, *inf.Threshold)
 	}
 	return ""
+}
+
+// sample says cases × trials with their plurals.
+func sample(cases, trials int) string {
+	s := fmt.Sprintf("%d cases × %d trials", cases, trials)
+	if cases == 1 {
+		s = strings.Replace(s, "cases", "case", 1)
+	}
+	if trials == 1 {
+		s = strings.TrimSuffix(s, "s")
+	}
+	return s
 }
 
 // significanceAlpha is the level inference reads at: the significance
@@ -263,8 +276,8 @@ func significance(r *suite.Significance, rules []RuleOutcome) RuleOutcome {
 // its interval and p-value, the sample in cases × trials, the method and,
 // when it was computed, what the sample could detect.
 func (i *Inference) String() string {
-	s := fmt.Sprintf("%s − %s: %+.3f, 95%% [%.3f, %.3f], p %.4g; %d cases × %d trials, unit case; %s",
-		i.Candidate, i.Baseline, i.Estimate, i.CI95[0], i.CI95[1], i.P, i.N, i.TrialsPerCase, i.Method)
+	s := fmt.Sprintf("%s − %s: %+.3f, 95%% [%.3f, %.3f], p %.4g; %s, unit case; %s",
+		i.Candidate, i.Baseline, i.Estimate, i.CI95[0], i.CI95[1], i.P, sample(i.N, i.TrialsPerCase), i.Method)
 	if i.Detectable != nil {
 		s += fmt.Sprintf("; detects %.3f at 80%% power", *i.Detectable)
 	} else if i.N > 0 {

@@ -53,7 +53,7 @@ func TestInferenceBesideTheRules(t *testing.T) {
 	if inf.Threshold == nil || *inf.Threshold != 0.1 || inf.Detectable == nil || *inf.Detectable <= 0.1 {
 		t.Errorf("threshold %v, detectable %v: want 0.1 and more than it at 12 cases", inf.Threshold, inf.Detectable)
 	}
-	if len(v.Warnings) != 1 || !strings.HasPrefix(v.Warnings[0], "UNDERPOWERED uplift: 12 cases × 1 trials detect 0.") {
+	if len(v.Warnings) != 1 || !strings.HasPrefix(v.Warnings[0], "UNDERPOWERED uplift: 12 cases × 1 trial detect 0.") {
 		t.Errorf("warnings %q, want one UNDERPOWERED uplift", v.Warnings)
 	}
 	if r := rule(t, v, "retention"); r.Inference == nil || r.Inference.Baseline != "forced" || r.Inference.Candidate != "automatic" || r.Inference.Estimate != 0 {

@@ -106,7 +106,7 @@ func PlanPowerText(cps []ComparisonPower) string {
 	}
 	var b strings.Builder
 	for _, cp := range cps {
-		fmt.Fprintf(&b, "%s (%s against %s): %d cases × %d trials detect ", cp.Rule, cp.Candidate, cp.Baseline, cp.Cases, cp.Trials)
+		fmt.Fprintf(&b, "%s (%s against %s): %s detect ", cp.Rule, cp.Candidate, cp.Baseline, sample(cp.Cases, cp.Trials))
 		if cp.Detectable != nil {
 			fmt.Fprintf(&b, "%.3f", *cp.Detectable)
 		} else {
@@ -115,7 +115,7 @@ func PlanPowerText(cps []ComparisonPower) string {
 		if cp.Threshold != nil {
 			fmt.Fprintf(&b, "; the rule asks %.3f", *cp.Threshold)
 			if cp.CasesForThreshold != nil {
-				fmt.Fprintf(&b, ", which %d cases × %d trials detect", *cp.CasesForThreshold, cp.Trials)
+				fmt.Fprintf(&b, ", which %s detect", sample(*cp.CasesForThreshold, cp.Trials))
 			} else {
 				fmt.Fprintf(&b, ", which no plan of up to %d cases × %d trials detects", maxPlanCases, cp.Trials)
 			}
