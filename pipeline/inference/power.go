@@ -129,14 +129,19 @@ func ExactPairs(d Design) (int, error) {
 }
 
 // CasePower is the power of the comparison Compare makes at cases × trials
-// under the design's per-trial chances: exact for one trial (McNemar),
-// else simulated with a fixed seed, each case's difference the mean of
-// independent trials. Trials of one case that agree more than that (a
-// case the skill always or never helps) lower the power: read it as an
-// upper bound.
+// under the design's per-trial chances: exact for one trial (McNemar) up
+// to exactPowerMaxCases, else simulated with a fixed seed up to
+// simulatedPowerMaxCases, each case's difference the mean of independent
+// trials, and beyond that the normal limit of the sign-flip test, which
+// holds at that many cases (Lehmann and Romano 2005, §15.2). Trials of
+// one case that agree more than independent ones (a case the skill always
+// or never helps) lower the power: read it as an upper bound.
 func CasePower(cases, trials int, d Design, seed string) float64 {
-	if trials <= 1 {
+	switch {
+	case trials <= 1 && cases <= exactPowerMaxCases:
 		return McNemarPower(cases, d)
+	case trials <= 1 || cases > simulatedPowerMaxCases:
+		return normalCasePower(cases, max(trials, 1), d)
 	}
 	rng := seededRand(seed)
 	memo := map[string]float64{}
@@ -159,6 +164,29 @@ func CasePower(cases, trials int, d Design, seed string) float64 {
 		}
 	}
 	return float64(hits) / powerSims
+}
+
+// Where CasePower leaves exact counting and simulation for the normal
+// limit: past them their cost grows with the square of the cases while
+// the limit's error falls below the simulation's own.
+const (
+	exactPowerMaxCases     = 200
+	simulatedPowerMaxCases = 30
+)
+
+// normalCasePower is the large-sample power of the sign-flip test: it
+// rejects when Σd > z·√(Σd²), and with n cases of mean δ, variance
+// (ψ − δ²)/T and second moment E d² the power is
+// Φ((√n·δ − z·√(E d²)) / sd d). With one trial it is Connor's.
+func normalCasePower(cases, trials int, d Design) float64 {
+	psi, delta := d.P10+d.P01, math.Abs(d.P01-d.P10)
+	v := (psi - delta*delta) / float64(trials)
+	if v <= 0 {
+		return 1
+	}
+	z := Z(1 - d.Alpha/2)
+	x := (math.Sqrt(float64(cases))*delta - z*math.Sqrt(v+delta*delta)) / math.Sqrt(v)
+	return 0.5 * math.Erfc(-x/math.Sqrt2)
 }
 
 // latticeP memoizes latticeMidP by the multiset of values, which is all

@@ -111,3 +111,17 @@ func TestDetectableAndCasesFor(t *testing.T) {
 		t.Errorf("power at the detectable difference %v", got)
 	}
 }
+
+// With one trial the normal limit is Connor's formula read as power; with
+// several it agrees with the simulation where CasePower switches.
+func TestNormalCasePower(t *testing.T) {
+	d := Design{P10: 0.05, P01: 0.15, Alpha: 0.05, Power: 0.8}
+	if a, b := normalCasePower(155, 1, d), normalCasePower(154, 1, d); a < 0.8 || b >= 0.8 {
+		t.Errorf("normal power at Connor's 155 pairs %v, at 154 %v", a, b)
+	}
+	d = atDifference(0.2, 0.3, 0.05, 0.8)
+	sim, limit := CasePower(simulatedPowerMaxCases, 3, d, "s"), normalCasePower(simulatedPowerMaxCases, 3, d)
+	if math.Abs(sim-limit) > 0.05 {
+		t.Errorf("30 cases × 3 trials: simulated power %v, normal limit %v", sim, limit)
+	}
+}
