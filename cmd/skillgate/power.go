@@ -7,6 +7,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/inference"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
+	"github.com/skillgate/skillgate/runner"
 
 	"github.com/urfave/cli/v2"
 )
@@ -25,13 +26,16 @@ With a suite folder DIR or a PLAN file, says for each comparison its policy
 makes the smallest difference the plan's cases × trials detect, and how many
 cases would detect the rule's own threshold, for the case-level test the
 verdict makes. The chance that a trial pair disagrees is p10 + p01 when
-given, else the most favourable (the baseline never wins a pair).`,
+given, else as the run folder given with --from measured it per comparison
+(its plan is the one asked about when no DIR or PLAN is given), else the
+most favourable (the baseline never wins a pair).`,
 		Flags: []cli.Flag{
 			&cli.Float64Flag{Name: "p10", Usage: "chance that a pair is won by the baseline only"},
 			&cli.Float64Flag{Name: "p01", Usage: "chance that a pair is won by the skill only"},
 			&cli.Float64Flag{Name: "uplift", Usage: "difference to detect, p01 − p10 (sets --p01 from --p10)"},
 			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "two-sided level of the test"},
 			&cli.Float64Flag{Name: "power", Value: 0.8, Usage: "power wanted"},
+			&cli.StringFlag{Name: "from", Usage: "read each comparison's discordance from the run folder `RUN`'s stored results"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Before: shortLived,
@@ -43,14 +47,24 @@ given, else the most favourable (the baseline never wins a pair).`,
 			if err != nil {
 				return exit(2, err)
 			}
-			if c.NArg() == 1 {
-				p, err := plan.PlanOf(c.Args().First(), "")
-				if err != nil {
-					return err
-				}
+			if c.NArg() == 1 || c.IsSet("from") {
 				a := verdict.PowerAssumptions{Alpha: d.Alpha, Power: d.Power}
 				if c.IsSet("p10") || c.IsSet("p01") {
 					a.Discordance = d.P10 + d.P01
+				}
+				var p *plan.Plan
+				if c.IsSet("from") {
+					rp, rep, err := runner.ReadRun(c.String("from"))
+					if err != nil {
+						return err
+					}
+					p, a.ByRule = rp, verdict.RunDiscordance(rp, rep)
+				}
+				if c.NArg() == 1 {
+					var err error
+					if p, err = plan.PlanOf(c.Args().First(), ""); err != nil {
+						return err
+					}
 				}
 				return printPower(c, verdict.PlanPower(p, a), verdict.PlanPowerText)
 			}

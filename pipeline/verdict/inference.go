@@ -214,18 +214,8 @@ func (in *policyInput) attachInference(rules []RuleOutcome) {
 // improvement outcomes the inference of the candidate run's arm against
 // the baseline run's, paired on (case, trial) across the two runs.
 func attachGateInference(rules []RuleOutcome, b, c gateSide) {
-	trials := func(s gateSide) []trialPass {
-		var out []trialPass
-		for _, cs := range s.rep.Cases {
-			for _, t := range cs.Trials[s.arm.Name] {
-				if t.Status != grade.StatusInvalid && t.Status != grade.StatusMissing {
-					out = append(out, trialPass{cs.ID, t.Trial, t.Passed})
-				}
-			}
-		}
-		return out
-	}
-	pairs := pairTrials(trials(b), trials(c))
+	all := func(CaseReport) bool { return true }
+	pairs := pairTrials(reportTrials(b.rep, b.arm.Name, all), reportTrials(c.rep, c.arm.Name, all))
 	seed := string(b.rep.Plan) + " " + string(c.rep.Plan)
 	alpha := significanceAlpha(c.plan.Policy)
 	for i := range rules {
@@ -284,4 +274,21 @@ func (i *Inference) String() string {
 		s += "; detects no difference at 80% power"
 	}
 	return s
+}
+
+// reportTrials lists an arm's valid trials in a report over the cases
+// keep accepts.
+func reportTrials(rep *Report, arm string, keep func(CaseReport) bool) []trialPass {
+	var out []trialPass
+	for _, cs := range rep.Cases {
+		if !keep(cs) {
+			continue
+		}
+		for _, t := range cs.Trials[arm] {
+			if t.Status != grade.StatusInvalid && t.Status != grade.StatusMissing {
+				out = append(out, trialPass{cs.ID, t.Trial, t.Passed})
+			}
+		}
+	}
+	return out
 }

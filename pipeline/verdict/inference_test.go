@@ -6,12 +6,20 @@ import (
 	"testing"
 
 	"github.com/skillgate/skillgate/pipeline/inference"
+	"github.com/skillgate/skillgate/pipeline/plan"
 )
 
 // upliftSuite is an advisory suite of n positive cases and one no-change
 // control, one trial each: forced wins the first wins cases alone, none
 // and forced tie on the others.
 func upliftSuite(t *testing.T, n, wins int, policy string) Verdict {
+	t.Helper()
+	_, r := upliftRun(t, n, wins, policy)
+	return r.Verdict
+}
+
+// upliftRun is upliftSuite's plan and report.
+func upliftRun(t *testing.T, n, wins int, policy string) (*plan.Plan, *Report) {
 	t.Helper()
 	var cases strings.Builder
 	g := grid{"n1/none": "P", "n1/forced": "P", "n1/automatic": "P"}
@@ -25,7 +33,24 @@ func upliftSuite(t *testing.T, n, wins int, policy string) Verdict {
 	}
 	cases.WriteString(`		n1: {prompt: "p", kind: "no-change", writes: [], routing: skills: required: ["cl"], assert: [], rubric: []}`)
 	p := policySuite{trials: 1, policy: policy, arms: advisoryArms, cases: cases.String()}.compile(t)
-	return BuildReport(p, synth(t, p, g, routed)).Verdict
+	return p, BuildReport(p, synth(t, p, g, routed))
+}
+
+// A previous run's discordance per comparison: 10 of uplift's 12 paired
+// trials disagree, none of retention's.
+func TestRunDiscordance(t *testing.T) {
+	p, r := upliftRun(t, 12, 10, "policies.advisory")
+	d := RunDiscordance(p, r)
+	if len(d) != 2 || d["uplift"] != 10.0/12 || d["retention"] != 0 {
+		t.Errorf("RunDiscordance = %v", d)
+	}
+	cps := PlanPower(p, PowerAssumptions{Alpha: 0.05, Power: 0.8, ByRule: d})
+	if len(cps) != 2 || cps[0].Discordance == nil || *cps[0].Discordance != 10.0/12 || cps[1].Discordance != nil {
+		t.Fatalf("PlanPower %+v", cps)
+	}
+	if cps[0].Cases != 12 || cps[0].Detectable == nil || cps[0].CasesForThreshold == nil || *cps[0].CasesForThreshold <= 12 {
+		t.Errorf("uplift power %+v", cps[0])
+	}
 }
 
 // The uplift rule carries the paired inference of its arms, computed as

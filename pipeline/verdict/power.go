@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/inference"
@@ -38,6 +39,34 @@ type ComparisonPower struct {
 type PowerAssumptions struct {
 	Discordance  float64
 	Alpha, Power float64
+	// ByRule, when it has the rule, is that comparison's discordance
+	// instead (as a previous run measured it: RunDiscordance).
+	ByRule map[string]float64
+}
+
+// RunDiscordance is, for each comparison of a run's policy, the share of
+// its paired trials that disagree in that run: the chance `skillgate power
+// --from RUN` reads the plan's power at. A comparison with no paired trial
+// is left out.
+func RunDiscordance(p *plan.Plan, r *Report) map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range Comparisons(p.Policy) {
+		keep := func(cs CaseReport) bool {
+			return (len(c.Kinds) == 0 || slices.Contains(c.Kinds, cs.Kind)) && (c.Split == "" || cs.Split == c.Split)
+		}
+		pairs := pairTrials(reportTrials(r, c.Baseline, keep), reportTrials(r, c.Candidate, keep))
+		if len(pairs) == 0 {
+			continue
+		}
+		n := 0
+		for _, pr := range pairs {
+			if pr.Baseline != pr.Candidate {
+				n++
+			}
+		}
+		out[c.Rule] = float64(n) / float64(len(pairs))
+	}
+	return out
 }
 
 // maxPlanCases bounds the search for the cases a threshold needs.
@@ -58,16 +87,20 @@ func PlanPower(p *plan.Plan, a PowerAssumptions) []ComparisonPower {
 			}
 		}
 		cp := ComparisonPower{Rule: c.Rule, Baseline: c.Baseline, Candidate: c.Candidate, Cases: n, Trials: p.Suite.Trials}
-		if a.Discordance > 0 {
-			cp.Discordance = &a.Discordance
+		psi := a.Discordance
+		if d, ok := a.ByRule[c.Rule]; ok {
+			psi = d
 		}
-		if d, ok := inference.Detectable(n, cp.Trials, a.Discordance, a.Alpha, a.Power, seed); ok {
+		if psi > 0 {
+			cp.Discordance = &psi
+		}
+		if d, ok := inference.Detectable(n, cp.Trials, psi, a.Alpha, a.Power, seed); ok {
 			cp.Detectable = &d
 		}
 		if c.HasThreshold {
 			th := c.Threshold
 			cp.Threshold = &th
-			if k, ok := inference.CasesFor(th, cp.Trials, a.Discordance, a.Alpha, a.Power, seed, maxPlanCases); ok {
+			if k, ok := inference.CasesFor(th, cp.Trials, psi, a.Alpha, a.Power, seed, maxPlanCases); ok {
 				cp.CasesForThreshold = &k
 			}
 		}
@@ -122,8 +155,11 @@ func PlanPowerText(cps []ComparisonPower) string {
 		}
 		b.WriteString("\n")
 	}
-	if cps[0].Discordance == nil {
-		b.WriteString("(at the most favourable discordance, the baseline winning no pair: give --p10 and --p01 for yours)\n")
+	for _, cp := range cps {
+		if cp.Discordance == nil {
+			b.WriteString("(where no discordance is given, at the most favourable: the baseline winning no pair; give --p10 and --p01, or --from RUN)\n")
+			break
+		}
 	}
 	return b.String()
 }
