@@ -33,7 +33,7 @@ most favourable (the baseline never wins a pair).`,
 			&cli.Float64Flag{Name: "p10", Usage: "chance that a pair is won by the baseline only"},
 			&cli.Float64Flag{Name: "p01", Usage: "chance that a pair is won by the skill only"},
 			&cli.Float64Flag{Name: "uplift", Usage: "difference to detect, p01 − p10 (sets --p01 from --p10)"},
-			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "two-sided level of the test"},
+			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "two-sided level of the test (with a suite, default: its policy's significance alpha, else 0.05)"},
 			&cli.Float64Flag{Name: "power", Value: 0.8, Usage: "power wanted"},
 			&cli.StringFlag{Name: "from", Usage: "read each comparison's discordance from the run folder `RUN`'s stored results"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -48,7 +48,10 @@ most favourable (the baseline never wins a pair).`,
 				return exit(2, err)
 			}
 			if c.NArg() == 1 || c.IsSet("from") {
-				a := verdict.PowerAssumptions{Alpha: d.Alpha, Power: d.Power}
+				a := verdict.PowerAssumptions{Power: d.Power}
+				if c.IsSet("alpha") {
+					a.Alpha = d.Alpha
+				}
 				if c.IsSet("p10") || c.IsSet("p01") {
 					a.Discordance = d.P10 + d.P01
 				}

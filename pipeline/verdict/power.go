@@ -35,12 +35,14 @@ type ComparisonPower struct {
 // PowerAssumptions are what the power of a plan is read under: the
 // chance that a trial pair disagrees (Discordance; 0 reads it at its most
 // favourable, the difference itself: the baseline never wins a pair),
-// the level and the power wanted.
+// the level (0: the policy's significance α, else 0.05) and the power
+// wanted.
 type PowerAssumptions struct {
 	Discordance  float64
 	Alpha, Power float64
-	// ByRule, when it has the rule, is that comparison's discordance
-	// instead (as a previous run measured it: RunDiscordance).
+	// ByRule, when it has the rule and Discordance is 0, is that
+	// comparison's discordance (as a previous run measured it:
+	// RunDiscordance).
 	ByRule map[string]float64
 }
 
@@ -79,6 +81,9 @@ const maxPlanCases = 5000
 func PlanPower(p *plan.Plan, a PowerAssumptions) []ComparisonPower {
 	var out []ComparisonPower
 	seed := string(p.Digest)
+	if a.Alpha == 0 {
+		a.Alpha = significanceAlpha(p.Policy)
+	}
 	for _, c := range Comparisons(p.Policy) {
 		n := 0
 		for i := range p.Cases {
@@ -88,7 +93,7 @@ func PlanPower(p *plan.Plan, a PowerAssumptions) []ComparisonPower {
 		}
 		cp := ComparisonPower{Rule: c.Rule, Baseline: c.Baseline, Candidate: c.Candidate, Cases: n, Trials: p.Suite.Trials}
 		psi := a.Discordance
-		if d, ok := a.ByRule[c.Rule]; ok {
+		if d, ok := a.ByRule[c.Rule]; ok && psi == 0 {
 			psi = d
 		}
 		if psi > 0 {
