@@ -47,6 +47,7 @@ grades the results, and gives a verdict from a gate policy written as data.`,
 		Commands: []*cli.Command{
 			vetCommand(),
 			planCommand(),
+			powerCommand(),
 			diffCommand(),
 			initCommand(),
 			importCommand(),

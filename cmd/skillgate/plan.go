@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 
 	"github.com/urfave/cli/v2"
 )
@@ -47,7 +48,7 @@ model calls and estimated cost goes to stderr.`,
 			if err := writeOutput(c.String("output"), p.Encode()); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "plan %s for suite %s\n%s", p.Digest, p.Suite.Name, p.Summary())
+			fmt.Fprintf(os.Stderr, "plan %s for suite %s\n%s%s", p.Digest, p.Suite.Name, p.Summary(), verdict.DetectableLine(p))
 			return nil
 		},
 	}

@@ -172,7 +172,9 @@ type htmlTrial struct {
 }
 
 type htmlRule struct {
-	Rule, Severity, Detail   string
+	Rule, Severity, Detail string
+	// Inference is the rule's paired inference, said in one line.
+	Inference                string
 	Met                      bool
 	NotMeasured              bool
 	Reasons, Flags, Warnings []string
@@ -309,6 +311,9 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 			Rule: ro.Rule, Severity: ro.Severity, Detail: ro.Detail, Met: ro.Met, NotMeasured: ro.NotMeasured != "",
 			Reasons: ro.Reasons, Flags: ro.Flags, Warnings: ro.Warnings,
 		})
+		if ro.Inference != nil {
+			v.Rules[len(v.Rules)-1].Inference = ro.Inference.String()
+		}
 		if !ro.Met {
 			v.RulesFailed++
 		}

@@ -258,6 +258,9 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 				}
 				detail = joinNonEmpty(detail, strings.Join(rs, ", "))
 			}
+			if ro.Inference != nil {
+				detail = joinNonEmpty(detail, "paired inference: "+mdText(ro.Inference.String()))
+			}
 			if len(ro.Flags) > 0 {
 				var fs []string
 				for _, s := range ro.Flags {

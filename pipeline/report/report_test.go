@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/inference"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
@@ -203,7 +204,9 @@ func richReport() *verdict.Report {
 					Detail: "empty fails in every arm"},
 				{Rule: "worse", Severity: "fail", Met: true,
 					Detail: "after 29% vs before 67%: −38 points, within 2 standard errors (46 points)",
-					Flags:  []string{"a 38-point drop within noise: review before merging"}},
+					Flags:  []string{"a 38-point drop within noise: review before merging"},
+					Inference: &verdict.Inference{Baseline: "before", Candidate: "after", Result: inference.Result{
+						Estimate: -0.3333, CI95: [2]float64{-1, 0.3333}, P: 0.375, Method: inference.MethodSignFlip, Unit: "case", N: 3, TrialsPerCase: 3}}},
 				{Rule: "openedSkill", Severity: "warn", Met: false, Reasons: []string{"OPENED-SKILL after 43%"},
 					Detail: "after opened its skill in 3 of 7 runs (43%), under half"},
 				{Rule: "efficacy", Severity: "fail", Met: true,

@@ -65,6 +65,8 @@ func incompleteText(reason string) string {
 		return "Some cells have no result: the run was filtered, interrupted or stopped by the spend cap. Run it again into the same folder to finish it; stored cells do not run again."
 	case strings.HasPrefix(reason, "INVALID"):
 		return "Some cells are invalid: Docker, skillgate or the model's provider failed them, not the agent. They run again on the next run."
+	case strings.HasPrefix(reason, "UNDERPOWERED"):
+		return "This run's cases × trials could not have detected the rule's threshold with 80% power: its result may be noise either way. The rule's outcome stands; skillgate power says how many cases would tell."
 	case strings.HasPrefix(reason, "NOT-MEASURED"):
 		return "A rule could not be evaluated on this run's results (an arm with no valid cell); it neither passes nor fails until it can."
 	case strings.HasPrefix(reason, "SHARD"):

@@ -34,6 +34,7 @@ type Policy struct {
 	Efficacy       *Efficacy       `json:"efficacy,omitempty"`
 	PassAtK        *PassAtK        `json:"passAtK,omitempty"`
 	JudgeAgreement *JudgeAgreement `json:"judgeAgreement,omitempty"`
+	Significance   *Significance   `json:"significance,omitempty"`
 	// Pairing is read by the paired gate, not by a run's verdict.
 	Pairing *Pairing `json:"pairing,omitempty"`
 }
@@ -192,6 +193,15 @@ type PassAtK struct {
 	FailBelow float64 `json:"failBelow"`
 	WarnBelow float64 `json:"warnBelow"`
 	Decimals  int     `json:"decimals"`
+}
+
+// Significance gates on the paired inference of the rules that compare
+// arms (schema #Significance).
+type Significance struct {
+	RuleBase
+	Alpha    float64  `json:"alpha"`
+	Interval bool     `json:"interval"`
+	Rules    []string `json:"rules"`
 }
 
 // JudgeAgreement requires swapped-order judgements to agree.

@@ -107,6 +107,12 @@ func TestSuiteErrors(t *testing.T) {
 		{"misspelt rule threshold", func(t *testing.T) map[string]string {
 			return suitetest.Edit(t, "suite/suite.cue", `{uplift: minPoints: 15}`, `{uplift: minPoint: 15}`)
 		}, []string{"policy.uplift.minPoint: field not allowed"}},
+		{"misspelt significance field", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/suite.cue", `{uplift: minPoints: 15}`, `{uplift: minPoints: 15, significance: alpah: 0.1}`)
+		}, []string{"policy.significance.alpah: field not allowed"}},
+		{"significance of a rule that does not ask for better", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/suite.cue", `{uplift: minPoints: 15}`, `{uplift: minPoints: 15, significance: rules: ["worse"]}`)
+		}, []string{"policy.significance.rules.0"}},
 		{"misspelt judge field", func(t *testing.T) map[string]string {
 			return suitetest.Edit(t, "suite/suite.cue", `limits: timeout: "2m"`, `limits: timeout: "2m"
 	judge: {provider: "scripted", mdoe: "pairwise"}`)

@@ -3,5 +3,7 @@
 // sample applies), evaluates the policy's rules (data, never code) with the
 // reruns of red panels, names every input's identity, and decides the
 // verdict with its reasons and exit code; the paired gate compares two runs
-// this way. It imports packages suite, plan and grade, never report.
+// this way. Every rule that compares arms carries the paired inference of
+// package inference beside its own figures. It imports packages suite,
+// plan, grade and inference, never report.
 package verdict

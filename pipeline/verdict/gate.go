@@ -256,6 +256,7 @@ func Gate(baseline, candidate GateRun, opts GateOptions) (Verdict, error) {
 	}
 	rules = append(rules, o)
 
+	attachGateInference(rules, b, c)
 	return decideVerdict(nil, rules), nil
 }
 

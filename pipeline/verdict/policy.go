@@ -272,6 +272,10 @@ func evaluatePolicy(p *plan.Plan, results []grade.CellResult, arms []ArmReport, 
 	if r := pol.JudgeAgreement; r != nil && r.Enabled {
 		rules = append(rules, in.judgeAgreement(r))
 	}
+	in.attachInference(rules)
+	if r := pol.Significance; r != nil && r.Enabled {
+		rules = append(rules, significance(r, rules))
+	}
 	var missing, invalid, stuck int
 	for _, r := range cells {
 		switch r.Status {

@@ -64,6 +64,9 @@ type RuleOutcome struct {
 	// invalid); such a rule is neither met nor failed, and keeps the
 	// verdict INCOMPLETE.
 	NotMeasured string `json:"notMeasured,omitempty"`
+	// Inference is the paired, case-clustered comparison of the arms the
+	// rule compares, beside its own figures; it never changes Met.
+	Inference *Inference `json:"inference,omitempty"`
 }
 
 // Finding is one reason of a rule, said for people, with the cells that
