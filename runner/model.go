@@ -64,6 +64,9 @@ func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, s
 	if cfg.Retry, cfg.Stall, err = gatewayLimits(p.Limits.Limits); err != nil {
 		return nil, nil, err
 	}
+	if cfg.Bounds, err = gatewayBounds(p.Limits.Gateway); err != nil {
+		return nil, nil, err
+	}
 	// A short folder: a unix socket path must fit in 108 bytes.
 	dir, err := os.MkdirTemp("", "sg-gw-")
 	if err != nil {
@@ -174,6 +177,22 @@ func gatewayLimits(l suite.Limits) (gateway.RetryPolicy, time.Duration, error) {
 		return gateway.RetryPolicy{}, 0, err
 	}
 	return gateway.RetryPolicy{Attempts: l.Retry.Attempts, Delay: delay, MaxDelay: maxDelay}, stall, nil
+}
+
+// gatewayBounds reads limits.gateway.
+func gatewayBounds(l *suite.GatewayLimits) (gateway.Bounds, error) {
+	if l == nil {
+		return gateway.Bounds{}, errors.New("read limits.gateway: unset (a plan of an older skillgate? compile it again)")
+	}
+	body, err := suite.ParseBytes(l.Body)
+	if err != nil {
+		return gateway.Bounds{}, fmt.Errorf("read limits.gateway.body: %w", err)
+	}
+	bytes, err := suite.ParseBytes(l.Bytes)
+	if err != nil {
+		return gateway.Bounds{}, fmt.Errorf("read limits.gateway.bytes: %w", err)
+	}
+	return gateway.Bounds{Requests: l.Requests, Body: body, Bytes: bytes}, nil
 }
 
 // preflight checks the real provider's key and reachability before any cell, and

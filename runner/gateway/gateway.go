@@ -33,7 +33,7 @@ import (
 // read-only into every cell at /skillgate, where the forwarder finds the socket.
 const GatewaySocket = "gateway.sock"
 
-// gatewayMaxBody bounds a request body the gateway reads (it needs the model asked).
+// gatewayMaxBody bounds a response body the gateway records.
 const gatewayMaxBody = 64 << 20
 
 // GatewayConfig configures one run's model gateway.
@@ -92,6 +92,8 @@ type GatewayConfig struct {
 	// cell's next request reuses one instead of dialing and shaking hands
 	// again; below 2, the transport's own 2.
 	Conns int
+	// Bounds are what one cell can make the host hold (limits.gateway).
+	Bounds Bounds
 }
 
 // Gateway is the host side of the cells' only way out: an HTTP server on a unix socket
@@ -155,6 +157,10 @@ type gatewayCell struct {
 	// active counts the cell's exchanges being served: Usage waits for them, so a
 	// response the agent has read whole is accounted before anyone asks.
 	active int
+	// serving counts the cell's requests in the gateway's handler, and held the
+	// bytes of its request bodies in flight, against the cell's Bounds.
+	serving int
+	held    int64
 }
 
 // StartGateway listens on Dir/gateway.sock and serves until Close.
@@ -387,8 +393,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	g.mu.Lock()
 	c := g.tokens[cellToken(r)]
+	var over *boundRefusal
 	if c != nil {
 		c.active++
+		over = g.admit(c)
 	}
 	g.mu.Unlock()
 	if c == nil {
@@ -398,9 +406,16 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		g.mu.Lock()
 		c.active--
+		if over == nil {
+			c.serving--
+		}
 		g.mu.Unlock()
 		g.idle.Broadcast()
 	}()
+	if over != nil {
+		g.refuseBound(w, r, c, family, over)
+		return
+	}
 	var fwdPath, fwdQuery string
 	if g.upstream != nil {
 		var ok bool
@@ -409,29 +424,25 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var body []byte
-	var err error
-	if n := r.ContentLength; n >= 0 && n <= gatewayMaxBody {
-		body = make([]byte, n) // one allocation, where ReadAll grows and copies
-		_, err = io.ReadFull(r.Body, body)
-	} else {
-		body, err = io.ReadAll(io.LimitReader(r.Body, gatewayMaxBody+1))
-	}
+	body, held, refused, err := g.readBody(c, r)
 	if err != nil {
 		gatewayError(w, family, http.StatusBadRequest, "invalid_request_error", "skillgate gateway: read request: "+err.Error())
 		return
 	}
-	if len(body) > gatewayMaxBody {
-		gatewayError(w, family, http.StatusRequestEntityTooLarge, "request_too_large", "skillgate gateway: request body over 64 MiB")
+	if refused != nil {
+		g.refuseBound(w, r, c, family, refused)
 		return
 	}
 	asked := requestModel(body)
 	counted := r.Method == http.MethodPost
 	g.mu.Lock()
 	c.seq++
-	rec := &exchangeRecord{seq: c.seq, method: r.Method, target: r.RequestURI, started: start, header: r.Header}
+	rec := &exchangeRecord{seq: c.seq, method: r.Method, target: r.RequestURI, started: start, header: r.Header, held: held}
 	sampling := c.sampling
 	g.mu.Unlock()
+	// The body's bytes stay held until its exchange is recorded: account hands
+	// them to the recorder, else they are given back here, last.
+	defer func() { g.release(c, rec.held) }()
 	if counted && !sampling.empty() {
 		p := r.URL.Path
 		if fwdPath != "" {
@@ -494,6 +505,9 @@ type exchangeRecord struct {
 	sampling *Sampling
 	replayOf int
 	fault    *ProviderFault // a replay's miss
+	// held is the bytes of the cell's Bounds.Bytes the body holds, until the
+	// exchange is recorded.
+	held int64
 }
 
 // rewrite turns a cell's request into the provider's: the dummy key out, the real one in.

@@ -163,9 +163,12 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 		g.mu.Lock()
 		c.active++
 		g.mu.Unlock()
+		held := rec.held
+		rec.held = 0
 		go func() {
 			recorded, err := g.record(rec, resp, ex, asked, model, tokens, raw, fault, latency)
 			g.mu.Lock()
+			c.held -= held
 			if recorded != nil {
 				c.exchanges = append(c.exchanges, *recorded)
 			}
