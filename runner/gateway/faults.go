@@ -202,6 +202,9 @@ type exchange struct {
 	err     error // the last try's transport error
 	stalled bool  // the stall timer cut the last try
 	readErr error // the upstream's body failed mid-stream
+	// heard is when the provider last sent a byte, or the last try began: how
+	// long it has been silent when the cell goes away.
+	heard time.Time
 	// sent are the headers of the request as forwarded (the last try's).
 	sent http.Header
 }
@@ -230,6 +233,7 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithCancel(req.Context())
+		ex.set(func() { ex.heard = time.Now() })
 		try := req.Clone(ctx)
 		if len(ex.body) > 0 {
 			try.Body = io.NopCloser(bytes.NewReader(ex.body))
@@ -246,6 +250,9 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp, err := t.base.RoundTrip(try)
 		ex.mu.Lock()
+		if err == nil {
+			ex.heard = time.Now()
+		}
 		stalled := ex.stalled
 		ex.mu.Unlock()
 		delay, again := t.again(req.Context(), resp, err, stalled, attempt)
@@ -342,6 +349,9 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	if n > 0 && b.timer != nil {
 		b.timer.Reset(b.stall)
 	}
+	if n > 0 {
+		b.ex.set(func() { b.ex.heard = time.Now() })
+	}
 	if err != nil && err != io.EOF {
 		b.ex.set(func() {
 			if b.ex.readErr == nil {
@@ -366,12 +376,20 @@ func (b *watchedBody) Close() error {
 func (g *Gateway) outcome(r *http.Request, ow *observingWriter, ex *exchange, cut bool) (*ProviderFault, bool) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	if ow.writeErr != nil || (r.Context().Err() != nil && !ex.stalled) {
-		return nil, false // the cell went away: its doing
-	}
 	u := *g.upstream
 	u.Path += r.URL.Path
 	f := ProviderFault{Method: r.Method, URL: u.String(), Retries: ex.retries}
+	if ow.writeErr != nil || (r.Context().Err() != nil && !ex.stalled) {
+		// The cell went away, by its own doing or its timeout: the provider's
+		// fault all the same when it had been silent for half the stall bound
+		// by then, so a stall the cell's end cuts first is never the agent's.
+		silent := time.Since(ex.heard).Round(time.Millisecond)
+		if g.cfg.Stall <= 0 || ex.heard.IsZero() || silent < g.cfg.Stall/2 {
+			return nil, false
+		}
+		f.Kind, f.Message = FaultStall, fmt.Sprintf("the cell ended while the provider had sent nothing for %s (limits.stall is %s)", silent, g.cfg.Stall)
+		return &f, false
+	}
 	status := ow.obs.status
 	switch {
 	case ex.err != nil:
