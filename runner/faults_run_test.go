@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
@@ -110,5 +111,128 @@ func TestFaultTimeoutWhileStreamingIsTheAgents(t *testing.T) {
 	ro, ok, _ := (&store.Store{Dir: out}).Rollout(s.Plan.Cells[0].Rollout)
 	if !ok || ro.Status != store.StatusTimeout || ro.Error != "" {
 		t.Fatalf("rollout %s %q, want a timed-out trial", ro.Status, ro.Error)
+	}
+}
+
+// TestFaultRefusedKeyStopsRun: the provider lists its models but refuses the key
+// on model calls. The first model call stops the run within seconds, naming the
+// variable; no other cell starts, the stopped cells store nothing, and once the
+// key is taken a rerun finishes every cell.
+func TestFaultRefusedKeyStopsRun(t *testing.T) {
+	e := dockertest.Engine(t)
+	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in-bad")
+	up := standin.New(t, false)
+	s := faultSuite(t, e, up, 6, "ASK || sleep 60", `{timeout: "2m", stall: "30s"}`)
+	up.FailAlways(&standin.Fault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"})
+	out := t.TempDir()
+	start := time.Now()
+	sum, err := Run(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 2})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "refused the key in SKILLGATE_TEST_KEY") || !strings.Contains(err.Error(), "HTTP 401 authentication_error: invalid x-api-key") {
+		t.Fatalf("error %v, want the refused key named", err)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the run took %s to stop", took)
+	}
+	if n := up.Count("POST /v1/messages"); n > 2 {
+		t.Errorf("%d model calls: cells went on starting after the key was refused", n)
+	}
+	if sum == nil || sum.Complete() || sum.ProviderStopped == "" {
+		t.Errorf("summary %+v", sum)
+	}
+	if left := runContainers(t, out); len(left) != 0 {
+		t.Errorf("containers left: %v", left)
+	}
+	up.FailAlways(nil)
+	sum, err = Run(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 2})
+	if err != nil || !sum.Complete() || sum.Statuses[store.StatusCompleted] != 6 {
+		t.Fatalf("rerun: %v, summary %+v", err, sum)
+	}
+	t.Logf("the refused key stopped the run in %s", took.Round(time.Millisecond))
+}
+
+// TestFaultsInARowStopRun: a provider failing with a persistent 529 fails
+// limits.providerFaults model calls in a row: the run starts no more cells and
+// ends INCOMPLETE, saying so, and resumes once the provider answers.
+func TestFaultsInARowStopRun(t *testing.T) {
+	e := dockertest.Engine(t)
+	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in")
+	up := standin.New(t, false)
+	s := faultSuite(t, e, up, 8, "ASK || ASK || ASK || sleep 60", `{timeout: "2m", stall: "30s", providerFaults: 3, retry: {attempts: 2, delay: "50ms", maxDelay: "1s"}}`)
+	up.FailAlways(&standin.Fault{Status: 529, Type: "overloaded_error", Message: "Overloaded"})
+	out := t.TempDir()
+	start := time.Now()
+	sum, err := Run(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 1})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Complete() || !strings.Contains(sum.ProviderStopped, "3 model calls in a row failed through the provider (limits.providerFaults)") || !strings.Contains(sum.ProviderStopped, "HTTP 529 overloaded_error: Overloaded") {
+		t.Fatalf("summary %+v", sum)
+	}
+	if n := up.Count("POST /v1/messages"); n != 3*2 {
+		t.Errorf("%d model calls, want 3 cells × 2 attempts", n)
+	}
+	if !strings.Contains(DescribeSummary(sum, out, false), "stopped: 3 model calls in a row") {
+		t.Errorf("summary text: %s", DescribeSummary(sum, out, false))
+	}
+	if took > time.Minute {
+		t.Errorf("the run took %s to stop", took)
+	}
+	up.FailAlways(nil)
+	sum, err = Run(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 2})
+	if err != nil || !sum.Complete() || sum.Statuses[store.StatusCompleted] != 8 {
+		t.Fatalf("rerun: %v, summary %+v", err, sum)
+	}
+}
+
+// TestFaultJudgeCheckedFirst: a real judge whose key the provider refuses, or
+// whose model it does not know, stops Evaluate before any cell is paid for,
+// naming the variable or the model.
+func TestFaultJudgeCheckedFirst(t *testing.T) {
+	t.Setenv("SKILLGATE_JUDGE_KEY", "sk-ant-judge-bad")
+	up := standin.New(t, false)
+	root := writeRepo(t, map[string]string{
+		"s/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+)
+
+schema.#Suite & {
+	name: "runtest-judge-check"
+	agent: agents.command & {command: ["sh", "-c", "echo hi"]}
+	judge: {provider: "anthropic", model: "judge-model", upstream: "` + up.URL + `", credentialEnv: "SKILLGATE_JUDGE_KEY"}
+	trials: 1
+	arms: none: {}
+	cases: a: {prompt: "p", rubric: ["It says hi."]}
+	policy: uncovered: {}
+}
+`,
+	})
+	dir := filepath.Join(root, "s")
+	p, err := plan.CompileDir(dir)
+	if err != nil {
+		t.Fatal(suite.PrintError(err, root))
+	}
+	for _, tc := range []struct {
+		fault standin.Fault
+		want  string
+	}{
+		{standin.Fault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"},
+			"check judge anthropic: " + up.URL + " answered GET /v1/models/judge-model with HTTP 401 authentication_error: invalid x-api-key; the key in SKILLGATE_JUDGE_KEY is refused: fix it and run again (no cell was started)"},
+		{standin.Fault{Status: 404, Type: "not_found_error", Message: "model: judge-model"},
+			`check judge anthropic: ` + up.URL + ` does not know judge model "judge-model" (GET /v1/models/judge-model: HTTP 404 not_found_error: model: judge-model): fix judge.model and run again (no cell was started)`},
+	} {
+		up.FailModels(&tc.fault)
+		out := t.TempDir()
+		_, _, err := Evaluate(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 1})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("got %v\nwant %s", err, tc.want)
+		}
+		if rollouts, _ := filepath.Glob(filepath.Join(out, "store", "rollouts", "*")); len(rollouts) != 0 {
+			t.Errorf("cells ran before the judge was checked: %v", rollouts)
+		}
 	}
 }

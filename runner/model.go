@@ -35,7 +35,7 @@ func usesGateway(p *plan.Plan) bool { return p.Agent.Provider != "none" }
 func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, secrets []redact.Secret, err error) {
 	a := p.Agent.Agent
 	cfg := gateway.GatewayConfig{Provider: a.Provider, Script: a.Script, Prices: a.Prices,
-		Record: &gateway.Recorder{Out: out}, Sampling: cellSampling(p), Conns: opts.Jobs}
+		Record: &gateway.Recorder{Out: out}, Sampling: cellSampling(p), Conns: opts.Jobs, OnExchange: opts.onExchange}
 	replay := opts.Replay
 	if a.Provider == "replay" && replay == "" {
 		if a.Replay == "" {
@@ -66,6 +66,11 @@ func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, s
 	}
 	if cfg.Bounds, err = gatewayBounds(p.Limits.Gateway); err != nil {
 		return nil, nil, err
+	}
+	// A provider silent for half the stall bound, or half the cell's timeout
+	// when that is shorter, when the cell ends made it end: a stall.
+	if timeout, err := time.ParseDuration(p.Limits.Timeout); err == nil && cfg.Stall > 0 {
+		cfg.CutSilence = min(cfg.Stall, timeout) / 2
 	}
 	// A short folder: a unix socket path must fit in 108 bytes.
 	dir, err := os.MkdirTemp("", "sg-gw-")

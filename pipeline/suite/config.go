@@ -298,6 +298,9 @@ type Limits struct {
 	// Gateway enters no digest of the limits either; nil in a plan of an
 	// older skillgate.
 	Gateway *GatewayLimits `json:"gateway,omitempty"`
+	// ProviderFaults enters no digest either; 0 in a plan of an older
+	// skillgate, which then never stops for faults in a row.
+	ProviderFaults int `json:"providerFaults,omitempty"`
 }
 
 // GatewayLimits bound what one cell can make the host hold through the

@@ -381,10 +381,14 @@ func (g *Gateway) outcome(r *http.Request, ow *observingWriter, ex *exchange, cu
 	f := ProviderFault{Method: r.Method, URL: u.String(), Retries: ex.retries}
 	if ow.writeErr != nil || (r.Context().Err() != nil && !ex.stalled) {
 		// The cell went away, by its own doing or its timeout: the provider's
-		// fault all the same when it had been silent for half the stall bound
-		// by then, so a stall the cell's end cuts first is never the agent's.
+		// fault all the same when it had been silent for CutSilence by then,
+		// so a stall the cell's end cuts first is never the agent's.
 		silent := time.Since(ex.heard).Round(time.Millisecond)
-		if g.cfg.Stall <= 0 || ex.heard.IsZero() || silent < g.cfg.Stall/2 {
+		cutSilence := g.cfg.CutSilence
+		if cutSilence <= 0 {
+			cutSilence = g.cfg.Stall / 2
+		}
+		if cutSilence <= 0 || ex.heard.IsZero() || silent < cutSilence {
 			return nil, false
 		}
 		f.Kind, f.Message = FaultStall, fmt.Sprintf("the cell ended while the provider had sent nothing for %s (limits.stall is %s)", silent, g.cfg.Stall)

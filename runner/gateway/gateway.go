@@ -84,6 +84,9 @@ type GatewayConfig struct {
 	// Stall cuts a try of an exchange after this long without a byte from the
 	// provider (limits.stall); 0 means never.
 	Stall time.Duration
+	// CutSilence: an exchange the cell's end cuts after the provider was silent
+	// this long is a stall all the same; 0 means half of Stall.
+	CutSilence time.Duration
 	// RootCAs, if set, are the certificates the provider's must chain to instead of
 	// the host's.
 	RootCAs *x509.CertPool
@@ -94,6 +97,10 @@ type GatewayConfig struct {
 	Conns int
 	// Bounds are what one cell can make the host hold (limits.gateway).
 	Bounds Bounds
+	// OnExchange, when set, hears of every exchange with a real provider that
+	// ended in a fault (after retries) or a success (fault nil), as it ends:
+	// the run stops on a refused key or a run of faults from it.
+	OnExchange func(cell string, fault *ProviderFault)
 }
 
 // Gateway is the host side of the cells' only way out: an HTTP server on a unix socket
