@@ -70,6 +70,9 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		}
 		defer closeAdjudicator()
 		cellJudge, adjudicator = j, a
+		if err := judge.Check(ctx, p); err != nil {
+			return nil, nil, err
+		}
 	}
 	// A shard with no cell runs nothing, calibration included.
 	if (opts.Calibrate || p.Policy.Calibrate) && !opts.DryRun && len(sp.Cells) > 0 {

@@ -35,7 +35,7 @@ func usesGateway(p *plan.Plan) bool { return p.Agent.Provider != "none" }
 func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, secrets []redact.Secret, err error) {
 	a := p.Agent.Agent
 	cfg := gateway.GatewayConfig{Provider: a.Provider, Script: a.Script, Prices: a.Prices,
-		Record: &gateway.Recorder{Out: out}, Sampling: cellSampling(p), Conns: opts.Jobs}
+		Record: &gateway.Recorder{Out: out}, Sampling: cellSampling(p), Conns: opts.Jobs, OnExchange: opts.onExchange}
 	replay := opts.Replay
 	if a.Provider == "replay" && replay == "" {
 		if a.Replay == "" {
@@ -63,6 +63,14 @@ func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, s
 	cfg.Redact = redact.NewNamed(p, secrets...)
 	if cfg.Retry, cfg.Stall, err = gatewayLimits(p.Limits.Limits); err != nil {
 		return nil, nil, err
+	}
+	if cfg.Bounds, err = gatewayBounds(p.Limits.Gateway); err != nil {
+		return nil, nil, err
+	}
+	// A provider silent for half the stall bound, or half the cell's timeout
+	// when that is shorter, when the cell ends made it end: a stall.
+	if timeout, err := time.ParseDuration(p.Limits.Timeout); err == nil && cfg.Stall > 0 {
+		cfg.CutSilence = min(cfg.Stall, timeout) / 2
 	}
 	// A short folder: a unix socket path must fit in 108 bytes.
 	dir, err := os.MkdirTemp("", "sg-gw-")
@@ -174,6 +182,22 @@ func gatewayLimits(l suite.Limits) (gateway.RetryPolicy, time.Duration, error) {
 		return gateway.RetryPolicy{}, 0, err
 	}
 	return gateway.RetryPolicy{Attempts: l.Retry.Attempts, Delay: delay, MaxDelay: maxDelay}, stall, nil
+}
+
+// gatewayBounds reads limits.gateway.
+func gatewayBounds(l *suite.GatewayLimits) (gateway.Bounds, error) {
+	if l == nil {
+		return gateway.Bounds{}, errors.New("read limits.gateway: unset (a plan of an older skillgate? compile it again)")
+	}
+	body, err := suite.ParseBytes(l.Body)
+	if err != nil {
+		return gateway.Bounds{}, fmt.Errorf("read limits.gateway.body: %w", err)
+	}
+	bytes, err := suite.ParseBytes(l.Bytes)
+	if err != nil {
+		return gateway.Bounds{}, fmt.Errorf("read limits.gateway.bytes: %w", err)
+	}
+	return gateway.Bounds{Requests: l.Requests, Body: body, Bytes: bytes}, nil
 }
 
 // preflight checks the real provider's key and reachability before any cell, and

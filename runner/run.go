@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/kube"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -62,6 +63,10 @@ type Options struct {
 	// grade the rollouts already stored and write the reports (no cell starts, no judge
 	// call). Cancelling it too (a second Ctrl-C) stops that; nil means it is not bounded.
 	Finish context.Context
+
+	// onExchange hears of the run's exchanges with a real provider (the
+	// providerWatch).
+	onExchange func(cell string, fault *gateway.ProviderFault)
 }
 
 // Summary is what a run did with the selected cells.
@@ -77,6 +82,9 @@ type Summary struct {
 	Interrupted bool           `json:"interrupted"`
 	// SpendCapReached: cells were left unstarted to stay under the cap.
 	SpendCapReached bool `json:"spendCapReached"`
+	// ProviderStopped says why the provider's faults stopped the run before
+	// every cell ran (a refused key, faults in a row); empty when they did not.
+	ProviderStopped string `json:"providerStopped,omitempty"`
 	// SpentUSD is what this run's model calls cost (cells, and judge calls
 	// when Evaluate judged); SpentFolderUSD what every run into the folder
 	// has (the spend ledger).
@@ -91,7 +99,7 @@ type Summary struct {
 
 // Complete reports whether every selected cell has a valid rollout.
 func (s *Summary) Complete() bool {
-	return !s.Interrupted && !s.SpendCapReached && s.Statuses[store.StatusInvalid] == 0 && s.Reused+s.Ran == s.Selected
+	return !s.Interrupted && !s.SpendCapReached && s.ProviderStopped == "" && s.Statuses[store.StatusInvalid] == 0 && s.Reused+s.Ran == s.Selected
 }
 
 // Select returns the plan's cells matching the filters, in plan order. A
@@ -197,6 +205,11 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	if err := in.pin(); err != nil {
 		return nil, err
 	}
+	// The provider's faults can stop the cells, not what follows them.
+	cellCtx, stopCells := context.WithCancel(ctx)
+	defer stopCells()
+	watch := newProviderWatch(p, stopCells)
+	opts.onExchange = watch.exchange
 	r, stop, err := startCellRunner(ctx, p, opts, out, st, budget)
 	if err != nil {
 		return nil, err
@@ -211,13 +224,13 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	r.prepareImages(ctx, todo, opts.Jobs, prog)
 	var mu sync.Mutex
 	var fatal error
-	forEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
-		ro, err := r.runAdmitted(ctx, c, store.SpendCell, prog.started)
+	forEach(cellCtx, opts.Jobs, todo, func(c plan.Cell) {
+		ro, err := r.runAdmitted(cellCtx, c, store.SpendCell, prog.started)
 		mu.Lock()
 		switch {
 		case errors.Is(err, store.ErrSpendCap):
 			sum.SpendCapReached = true
-		case ctx.Err() != nil:
+		case cellCtx.Err() != nil:
 			// Interrupted: nothing stored for this cell.
 		case err != nil:
 			if fatal == nil {
@@ -229,11 +242,19 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 			done = append(done, ranCell{c, cases[c.Case], plan.CaseArm(p, cases[c.Case], arms[c.Arm]), ro.Status})
 		}
 		mu.Unlock()
-		if ro != nil && ctx.Err() == nil {
+		if ro != nil && cellCtx.Err() == nil {
 			prog.finished(c.ID, ro)
 		}
 	})
 	prog.close()
+	why, keyRefused := watch.stopped()
+	if why != "" {
+		sum.ProviderStopped = why
+		r.sweep(ctx)
+		if keyRefused && fatal == nil {
+			fatal = fmt.Errorf("run cells: %s", why)
+		}
+	}
 	moved, err := in.invalidateChanged(done, opts.Log)
 	if err != nil && fatal == nil {
 		fatal = err
@@ -327,6 +348,9 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 	}
 	if s.SpendCapReached {
 		msg += "\nspend cap reached: cells or judge calls were left unstarted; run again with a higher --spend-cap to finish"
+	}
+	if s.ProviderStopped != "" {
+		msg += "\nstopped: " + s.ProviderStopped
 	}
 	if s.Interrupted {
 		msg += "\ninterrupted: run again to finish; stored cells will not run again"

@@ -162,8 +162,8 @@ func checkEnvironments(p *Plan, pc PlanCase) map[string]digest.Digest {
 }
 
 // rolloutLimits are the limits as the rollout key digests them: without the fields that
-// enter no key (checkOutput) or only the keys of the cases they apply to (setup).
+// enter no key (checkOutput, gateway, providerFaults) or only the keys of the cases they apply to (setup).
 func rolloutLimits(l suite.Limits) suite.Limits {
-	l.CheckOutput, l.Setup = "", ""
+	l.CheckOutput, l.Setup, l.Gateway, l.ProviderFaults = "", "", nil, 0
 	return l
 }

@@ -181,6 +181,7 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 		}
 	}
 	checkEnvironments(c, s)
+	checkLimits(c, s)
 	checkScript(c, s.Agent.Script, str("agent"))
 	if s.Judge != nil {
 		checkScript(c, s.Judge.Script, str("judge"))

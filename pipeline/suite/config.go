@@ -331,6 +331,20 @@ type Limits struct {
 	// a plan leaves them out of its limits digest.
 	CheckOutput string `json:"checkOutput,omitempty"`
 	Setup       string `json:"setup,omitempty"`
+	// Gateway enters no digest of the limits either; nil in a plan of an
+	// older skillgate.
+	Gateway *GatewayLimits `json:"gateway,omitempty"`
+	// ProviderFaults enters no digest either; 0 in a plan of an older
+	// skillgate, which then never stops for faults in a row.
+	ProviderFaults int `json:"providerFaults,omitempty"`
+}
+
+// GatewayLimits bound what one cell can make the host hold through the
+// model gateway (#Limits.gateway).
+type GatewayLimits struct {
+	Requests int    `json:"requests"`
+	Body     string `json:"body"`
+	Bytes    string `json:"bytes"`
 }
 
 // CollectLimits bound what is read back of a cell's workspace (#Limits.collect).

@@ -113,3 +113,38 @@ func authOf(family, auth string) string {
 	}
 	return "bearer"
 }
+
+// authorize puts the real credential and the extra headers into h.
+func (g *Gateway) authorize(h http.Header) {
+	Authorize(h, g.family, g.cfg.Auth, g.cfg.APIKey, g.cfg.Headers)
+}
+
+// auth is how the credential is sent: the configured way, else the
+// provider's own.
+func (g *Gateway) auth() string { return authOf(g.family, g.cfg.Auth) }
+
+// secretHeaderVars names, by header, the host variable whose value the
+// gateway puts in it, for the redactions a recorded exchange lists.
+func (g *Gateway) secretHeaderVars() map[string]string {
+	m := map[string]string{}
+	cred := g.cfg.CredentialEnv
+	if cred == "" {
+		cred = "credential"
+	}
+	switch g.auth() {
+	case "x-api-key":
+		m["X-Api-Key"] = cred
+	case "api-key":
+		m["Api-Key"] = cred
+	default:
+		m["Authorization"] = cred
+	}
+	for name := range g.cfg.Headers {
+		env := g.cfg.HeaderEnv[name]
+		if env == "" {
+			env = "header " + name
+		}
+		m[http.CanonicalHeaderKey(name)] = env
+	}
+	return m
+}

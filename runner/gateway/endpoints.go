@@ -31,13 +31,18 @@ type modelEndpoint struct {
 	method, path string
 }
 
-// RefusedRequest is a request of a cell the gateway answered itself, with 403,
-// instead of forwarding it: not a model endpoint. It is the agent's own doing, never a
-// provider fault, and never makes the cell invalid.
+// RefusedRequest is a request of a cell the gateway answered itself instead of
+// forwarding it: with 403, not a model endpoint; with 413 or 429, over one of the
+// cell's bounds (limits.gateway). It is the agent's own doing, never a provider
+// fault, and never makes the cell invalid.
 type RefusedRequest struct {
 	Method string `json:"method"`
 	// Path is the request target as sent, query included (at most 200 bytes).
 	Path string `json:"path"`
+	// Status and Reason say which bound refused it; absent for a path that is
+	// no model endpoint.
+	Status int    `json:"status,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // matchEndpoint checks a request target (r.RequestURI: the raw path and query as the
@@ -109,18 +114,29 @@ func endpointList(family string) string {
 
 // refuse answers a request that is not a model endpoint and records it for the cell.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, c *gatewayCell) {
+	target := refusedTarget(r)
+	g.recordRefusal(c, RefusedRequest{Method: r.Method, Path: target})
+	gatewayError(w, g.family, http.StatusForbidden, "permission_error",
+		fmt.Sprintf("skillgate gateway: %s %s is not a model endpoint of the %s API; only %s are forwarded",
+			r.Method, target, g.family, endpointList(g.family)))
+}
+
+// refusedTarget is a refused request's target as a cell's usage lists it.
+func refusedTarget(r *http.Request) string {
 	target := r.RequestURI
 	if len(target) > 200 {
 		target = target[:200]
 	}
+	return target
+}
+
+// recordRefusal lists a refused request in the cell's usage.
+func (g *Gateway) recordRefusal(c *gatewayCell, ref RefusedRequest) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if len(c.refused) < maxRecorded {
-		c.refused = append(c.refused, RefusedRequest{Method: r.Method, Path: target})
+		c.refused = append(c.refused, ref)
 	} else {
 		c.refusedDropped++
 	}
-	g.mu.Unlock()
-	gatewayError(w, g.family, http.StatusForbidden, "permission_error",
-		fmt.Sprintf("skillgate gateway: %s %s is not a model endpoint of the %s API; only %s are forwarded",
-			r.Method, target, g.family, endpointList(g.family)))
 }

@@ -202,6 +202,9 @@ type exchange struct {
 	err     error // the last try's transport error
 	stalled bool  // the stall timer cut the last try
 	readErr error // the upstream's body failed mid-stream
+	// heard is when the provider last sent a byte, or the last try began: how
+	// long it has been silent when the cell goes away.
+	heard time.Time
 	// sent are the headers of the request as forwarded (the last try's).
 	sent http.Header
 }
@@ -230,6 +233,7 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithCancel(req.Context())
+		ex.set(func() { ex.heard = time.Now() })
 		try := req.Clone(ctx)
 		if len(ex.body) > 0 {
 			try.Body = io.NopCloser(bytes.NewReader(ex.body))
@@ -246,6 +250,9 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp, err := t.base.RoundTrip(try)
 		ex.mu.Lock()
+		if err == nil {
+			ex.heard = time.Now()
+		}
 		stalled := ex.stalled
 		ex.mu.Unlock()
 		delay, again := t.again(req.Context(), resp, err, stalled, attempt)
@@ -342,6 +349,9 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	if n > 0 && b.timer != nil {
 		b.timer.Reset(b.stall)
 	}
+	if n > 0 {
+		b.ex.set(func() { b.ex.heard = time.Now() })
+	}
 	if err != nil && err != io.EOF {
 		b.ex.set(func() {
 			if b.ex.readErr == nil {
@@ -366,12 +376,24 @@ func (b *watchedBody) Close() error {
 func (g *Gateway) outcome(r *http.Request, ow *observingWriter, ex *exchange, cut bool) (*ProviderFault, bool) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	if ow.writeErr != nil || (r.Context().Err() != nil && !ex.stalled) {
-		return nil, false // the cell went away: its doing
-	}
 	u := *g.upstream
 	u.Path += r.URL.Path
 	f := ProviderFault{Method: r.Method, URL: u.String(), Retries: ex.retries}
+	if ow.writeErr != nil || (r.Context().Err() != nil && !ex.stalled) {
+		// The cell went away, by its own doing or its timeout: the provider's
+		// fault all the same when it had been silent for CutSilence by then,
+		// so a stall the cell's end cuts first is never the agent's.
+		silent := time.Since(ex.heard).Round(time.Millisecond)
+		cutSilence := g.cfg.CutSilence
+		if cutSilence <= 0 {
+			cutSilence = g.cfg.Stall / 2
+		}
+		if cutSilence <= 0 || ex.heard.IsZero() || silent < cutSilence {
+			return nil, false
+		}
+		f.Kind, f.Message = FaultStall, fmt.Sprintf("the cell ended while the provider had sent nothing for %s (limits.stall is %s)", silent, g.cfg.Stall)
+		return &f, false
+	}
 	status := ow.obs.status
 	switch {
 	case ex.err != nil:
@@ -423,58 +445,4 @@ func (ex *exchange) isStalled() bool {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.stalled
-}
-
-// PreflightError is a provider that refused the key or could not be reached before any
-// cell ran.
-type PreflightError struct{ Fault ProviderFault }
-
-func (e *PreflightError) Error() string { return e.Fault.String() }
-
-// Preflight asks the provider for its model list (GET /v1/models) with the real key
-// and the provider's auth header, through the retries and stall bound cells get. A
-// refused key (401, 403), an unreachable provider or a failed TLS handshake is a
-// *PreflightError: nothing would run. Any other answer lets the run go on, with a note
-// when it was not 2xx (a proxy without a model list answers 404).
-func (g *Gateway) Preflight(ctx context.Context) (note string, err error) {
-	if g.upstream == nil {
-		return "", nil
-	}
-	ex := &exchange{}
-	u := *g.upstream
-	u.Path += "/v1/models"
-	req, err := http.NewRequestWithContext(context.WithValue(ctx, exchangeKey{}, ex), http.MethodGet, u.String(), nil)
-	if err != nil {
-		return "", fmt.Errorf("check provider: %w", err)
-	}
-	if g.family == "anthropic" {
-		req.Header.Set("Anthropic-Version", "2023-06-01")
-	}
-	g.authorize(req.Header)
-	f := ProviderFault{Method: http.MethodGet, URL: u.String()}
-	resp, err := g.transport.RoundTrip(req)
-	f.Retries = ex.retries
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		tf := transportFault(err, ex.isStalled(), g.cfg.Stall)
-		f.Kind, f.Message = tf.Kind, tf.Message
-		return "", &PreflightError{Fault: f}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, observeErrorMax))
-	if resp.StatusCode/100 == 2 {
-		return "", nil
-	}
-	pe := parseProviderError(b)
-	f.Kind, f.Status, f.Type, f.Message = FaultStatus, resp.StatusCode, pe.Type, strings.ReplaceAll(pe.Message, g.cfg.APIKey, redact.Redacted)
-	switch resp.StatusCode {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return "", &PreflightError{Fault: f}
-	case http.StatusNotFound:
-		return fmt.Sprintf("%s answered 404 to GET /v1/models (no model list: a proxy?), so the key is not checked before the cells; going on", g.upstream), nil
-	default:
-		return fmt.Sprintf("%s answered GET /v1/models with %s; going on (cells that meet it too will be invalid)", g.upstream, f.What()), nil
-	}
 }

@@ -33,7 +33,7 @@ import (
 // read-only into every cell at /skillgate, where the forwarder finds the socket.
 const GatewaySocket = "gateway.sock"
 
-// gatewayMaxBody bounds a request body the gateway reads (it needs the model asked).
+// gatewayMaxBody bounds a response body the gateway records.
 const gatewayMaxBody = 64 << 20
 
 // GatewayConfig configures one run's model gateway.
@@ -84,6 +84,9 @@ type GatewayConfig struct {
 	// Stall cuts a try of an exchange after this long without a byte from the
 	// provider (limits.stall); 0 means never.
 	Stall time.Duration
+	// CutSilence: an exchange the cell's end cuts after the provider was silent
+	// this long is a stall all the same; 0 means half of Stall.
+	CutSilence time.Duration
 	// RootCAs, if set, are the certificates the provider's must chain to instead of
 	// the host's.
 	RootCAs *x509.CertPool
@@ -92,6 +95,12 @@ type GatewayConfig struct {
 	// cell's next request reuses one instead of dialing and shaking hands
 	// again; below 2, the transport's own 2.
 	Conns int
+	// Bounds are what one cell can make the host hold (limits.gateway).
+	Bounds Bounds
+	// OnExchange, when set, hears of every exchange with a real provider that
+	// ended in a fault (after retries) or a success (fault nil), as it ends:
+	// the run stops on a refused key or a run of faults from it.
+	OnExchange func(cell string, fault *ProviderFault)
 }
 
 // Gateway is the host side of the cells' only way out: an HTTP server on a unix socket
@@ -155,6 +164,10 @@ type gatewayCell struct {
 	// active counts the cell's exchanges being served: Usage waits for them, so a
 	// response the agent has read whole is accounted before anyone asks.
 	active int
+	// serving counts the cell's requests in the gateway's handler, and held the
+	// bytes of its request bodies in flight, against the cell's Bounds.
+	serving int
+	held    int64
 }
 
 // StartGateway listens on Dir/gateway.sock and serves until Close.
@@ -387,8 +400,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	g.mu.Lock()
 	c := g.tokens[cellToken(r)]
+	var over *boundRefusal
 	if c != nil {
 		c.active++
+		over = g.admit(c)
 	}
 	g.mu.Unlock()
 	if c == nil {
@@ -398,9 +413,16 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		g.mu.Lock()
 		c.active--
+		if over == nil {
+			c.serving--
+		}
 		g.mu.Unlock()
 		g.idle.Broadcast()
 	}()
+	if over != nil {
+		g.refuseBound(w, r, c, family, over)
+		return
+	}
 	var fwdPath, fwdQuery string
 	if g.upstream != nil {
 		var ok bool
@@ -409,29 +431,25 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var body []byte
-	var err error
-	if n := r.ContentLength; n >= 0 && n <= gatewayMaxBody {
-		body = make([]byte, n) // one allocation, where ReadAll grows and copies
-		_, err = io.ReadFull(r.Body, body)
-	} else {
-		body, err = io.ReadAll(io.LimitReader(r.Body, gatewayMaxBody+1))
-	}
+	body, held, refused, err := g.readBody(c, r)
 	if err != nil {
 		gatewayError(w, family, http.StatusBadRequest, "invalid_request_error", "skillgate gateway: read request: "+err.Error())
 		return
 	}
-	if len(body) > gatewayMaxBody {
-		gatewayError(w, family, http.StatusRequestEntityTooLarge, "request_too_large", "skillgate gateway: request body over 64 MiB")
+	if refused != nil {
+		g.refuseBound(w, r, c, family, refused)
 		return
 	}
 	asked := requestModel(body)
 	counted := r.Method == http.MethodPost
 	g.mu.Lock()
 	c.seq++
-	rec := &exchangeRecord{seq: c.seq, method: r.Method, target: r.RequestURI, started: start, header: r.Header}
+	rec := &exchangeRecord{seq: c.seq, method: r.Method, target: r.RequestURI, started: start, header: r.Header, held: held}
 	sampling := c.sampling
 	g.mu.Unlock()
+	// The body's bytes stay held until its exchange is recorded: account hands
+	// them to the recorder, else they are given back here, last.
+	defer func() { g.release(c, rec.held) }()
 	if counted && !sampling.empty() {
 		p := r.URL.Path
 		if fwdPath != "" {
@@ -494,6 +512,9 @@ type exchangeRecord struct {
 	sampling *Sampling
 	replayOf int
 	fault    *ProviderFault // a replay's miss
+	// held is the bytes of the cell's Bounds.Bytes the body holds, until the
+	// exchange is recorded.
+	held int64
 }
 
 // rewrite turns a cell's request into the provider's: the dummy key out, the real one in.
@@ -508,41 +529,6 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	if ex, _ := pr.In.Context().Value(exchangeKey{}).(*exchange); ex != nil {
 		ex.set(func() { ex.sent = h.Clone() })
 	}
-}
-
-// authorize puts the real credential and the extra headers into h.
-func (g *Gateway) authorize(h http.Header) {
-	Authorize(h, g.family, g.cfg.Auth, g.cfg.APIKey, g.cfg.Headers)
-}
-
-// auth is how the credential is sent: the configured way, else the
-// provider's own.
-func (g *Gateway) auth() string { return authOf(g.family, g.cfg.Auth) }
-
-// secretHeaderVars names, by header, the host variable whose value the
-// gateway puts in it, for the redactions a recorded exchange lists.
-func (g *Gateway) secretHeaderVars() map[string]string {
-	m := map[string]string{}
-	cred := g.cfg.CredentialEnv
-	if cred == "" {
-		cred = "credential"
-	}
-	switch g.auth() {
-	case "x-api-key":
-		m["X-Api-Key"] = cred
-	case "api-key":
-		m["Api-Key"] = cred
-	default:
-		m["Authorization"] = cred
-	}
-	for name := range g.cfg.Headers {
-		env := g.cfg.HeaderEnv[name]
-		if env == "" {
-			env = "header " + name
-		}
-		m[http.CanonicalHeaderKey(name)] = env
-	}
-	return m
 }
 
 // gatewayError answers with an error in the provider's format.

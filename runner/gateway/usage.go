@@ -163,9 +163,12 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 		g.mu.Lock()
 		c.active++
 		g.mu.Unlock()
+		held := rec.held
+		rec.held = 0
 		go func() {
 			recorded, err := g.record(rec, resp, ex, asked, model, tokens, raw, fault, latency)
 			g.mu.Lock()
+			c.held -= held
 			if recorded != nil {
 				c.exchanges = append(c.exchanges, *recorded)
 			}
@@ -177,6 +180,12 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 			g.idle.Broadcast()
 		}()
 	}
+	var notify func()
+	defer func() {
+		if notify != nil {
+			notify() // outside the lock: the run may stop cells from it
+		}
+	}()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if counted {
@@ -217,6 +226,10 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 		c.unrecovered = fault
 	case succeeded:
 		c.unrecovered = nil
+	}
+	if on := g.cfg.OnExchange; on != nil && ex != nil && (fault != nil || succeeded) {
+		name := c.name
+		notify = func() { on(name, fault) }
 	}
 }
 
