@@ -33,11 +33,10 @@ type blinder struct {
 	// skillFileShared: the task text names SKILL.md itself.
 	skillFileShared bool
 	// taskText is the shared task text, normalized (normalizeQuote);
-	// skillText the installed skills' SKILL.md, and quotes its lines long
-	// enough to be a quote and not in the task text.
-	taskText  string
-	skillText string
-	quotes    []string
+	// quotes are the installed skills' SKILL.md lines long enough to be a
+	// quote and not in the task text.
+	taskText string
+	quotes   []string
 }
 
 // blindName is one installed skill name.

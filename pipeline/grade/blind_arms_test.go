@@ -2,6 +2,7 @@ package grade
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,14 +27,19 @@ func TestJudgeBlindArmsAlike(t *testing.T) {
 	pc := p.Cases[0]
 	plain := "alpha.txt holds alpha beta, before after.\nI read it first.\n"
 	skilled := "alpha.txt holds alpha beta, before after, as the alpha skill says.\n" +
-		"I read it first. I followed .claude/skills/alpha/SKILL.md: reads files before answering.\n" +
-		"Per SKILL.md, Reads files before answering.\n"
+		"I read it first. I followed .claude/skills/alpha/SKILL.md before answering.\n" +
+		"> Always read every file before you answer.\n"
 	files := map[string]string{"notes.md": "read alpha.txt\n"}
 	changes := []FileChange{{Path: "notes.md", Kind: "added"}}
 	none := judgeAttemptIn(t, p, root, "fx", cellOf(t, p, "read/none/1"), plain, files, changes)
 	skill := judgeAttemptIn(t, p, root, "fx", cellOf(t, p, "read/before/1"),
-		skilled, map[string]string{"notes.md": "read alpha.txt\nThe alpha skill: Reads files before answering.\n"}, changes)
-	skill.World.Skills = []WorldSkill{{At: ".claude/skills/alpha", Dir: filepath.Join(root, "skills", "v1")}}
+		skilled, map[string]string{"notes.md": "read alpha.txt\nAlways read every file before you answer!\n"}, changes)
+	// The skill as installed, with a line an agent may recite.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(blindSuite["skills/v1/SKILL.md"]+"\nAlways read every file before you answer.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	skill.World.Skills = []WorldSkill{{At: ".claude/skills/alpha", Dir: dir}}
 
 	rubric := func(a JudgeAttempt) []byte {
 		rp, err := BuildRubricPacket(p, pc, a)
@@ -56,7 +62,7 @@ func TestJudgeBlindArmsAlike(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Errorf("pairwise attempts differ:\nA:\n%s\nB:\n%s", a, b)
 		}
-		for _, leak := range []string{"redacted", "SKILL.md", ".claude", "alpha skill", "Reads files before answering"} {
+		for _, leak := range []string{"redacted", "SKILL.md", ".claude", "alpha skill", "every file"} {
 			if bytes.Contains(EncodePacket(pp), []byte(leak)) {
 				t.Errorf("pairwise packet holds %q", leak)
 			}

@@ -35,7 +35,6 @@ func (b *blinder) quoteSkills(worlds ...World) error {
 			if err != nil {
 				return err
 			}
-			b.skillText += " " + normalizeQuote(string(data)) + " "
 			for _, line := range strings.Split(string(data), "\n") {
 				if q := normalizeQuote(line); len(q) >= minQuote && !strings.Contains(b.taskText, q) {
 					b.quotes = append(b.quotes, q)
@@ -46,14 +45,15 @@ func (b *blinder) quoteSkills(worlds ...World) error {
 	return nil
 }
 
-// normalizeQuote lower-cases s, drops Markdown's leading marks and quotes,
-// and collapses white space, so a line quoted in other layout matches.
+// normalizeQuote lower-cases s, drops Markdown's marks and quotes around
+// words and the closing punctuation, and collapses white space, so a line
+// quoted in other layout matches.
 func normalizeQuote(s string) string {
 	fields := strings.Fields(asciiLower(s))
 	for i, f := range fields {
 		fields[i] = strings.Trim(f, "#>*-_`\"'")
 	}
-	return strings.Join(strings.Fields(strings.Join(fields, " ")), " ")
+	return strings.TrimRight(strings.Join(strings.Fields(strings.Join(fields, " ")), " "), ".,;:!?")
 }
 
 // text drops from s, a text the agent produced, every sentence that
@@ -218,14 +218,12 @@ func overlaps(spans [][2]int, from, to int) bool {
 	return false
 }
 
-// quoted reports whether s, a clause the agent wrote, quotes a skill's
-// SKILL.md: holds one of its lines, or is a long enough piece of it that
-// the task text does not hold.
+// quoted reports whether s, a clause the agent wrote, recites a skill's
+// SKILL.md: holds one of its lines whole. A piece of a line is not taken:
+// a skill that prescribes an answer's words ("Answer: Hello, as the house
+// greets.") changes the work by them, and the judge must see them.
 func (b *blinder) quoted(s string) bool {
 	q := normalizeQuote(s)
-	if len(q) >= minQuote && strings.Contains(b.skillText, " "+q) && !strings.Contains(b.taskText, q) {
-		return true
-	}
 	for _, line := range b.quotes {
 		if strings.Contains(q, line) {
 			return true

@@ -39,8 +39,9 @@
 //   - the installed names of the arms' skills, as whole words in any case;
 //   - the marker of a secret the store redacted ([REDACTED]);
 //   - quoted text of an installed skill's SKILL.md: a clause holding one of
-//     its lines (of 20 bytes or more), or a piece of it that long, compared
-//     in lower case with Markdown marks and white space set aside.
+//     its lines (of 20 bytes or more) whole, compared in lower case with
+//     Markdown marks and white space set aside. A piece of a line is kept:
+//     words a skill prescribes for the answer are the work it changed.
 //
 // A suite key is never hidden: the agent only ever sees the name a skill
 // is installed as, which is the key unless the suite names it otherwise.
