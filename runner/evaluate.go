@@ -192,6 +192,10 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	root, err := store.Root(out)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	// The judge's rubric grades are in the results; its pairwise
 	// judgements are read from store/judgements. Judgements the plan asks
 	// for and the store lacks make the verdict INCOMPLETE.
@@ -207,7 +211,7 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 	verdict.ApplyReruns(r, p, results, pairwise, rcells, reruns)
 	r.Adjudication = grade.BuildAdjudicationReport(p, results)
 	verdict.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
-	r.StandIn = p.Agent.StandIn
+	r.StandIn, r.Root = p.Agent.StandIn, root
 	recs, err := rolloutRecords(p, st)
 	if err != nil {
 		return nil, nil, nil, err

@@ -120,9 +120,14 @@ type grader struct {
 	images *images
 	err    error
 	red    *redact.Redactor
+	// stopReaper ends the reaper of this grading's check containers.
+	stopReaper func()
 }
 
 func (g *grader) close() {
+	if g.stopReaper != nil {
+		g.stopReaper()
+	}
 	if g.engine != nil {
 		g.engine.Close()
 	}
@@ -279,6 +284,13 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 	g.once.Do(func() {
 		if g.engine, g.err = newBackend(ctx, g.opts); g.err != nil {
 			return
+		}
+		if _, local := g.engine.(dockerBackend); local {
+			// Check containers outlive a kill -9 of this process: a reaper
+			// removes them then.
+			if g.stopReaper, g.err = startReaper(docker.LabelRun + "=" + g.runID); g.err != nil {
+				return
+			}
 		}
 		// The folder is locked: a container labelled for it is a dead run's.
 		if n, err := g.engine.Sweep(ctx, docker.LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {

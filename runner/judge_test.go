@@ -608,7 +608,7 @@ schema.#Suite & {
 	}
 	for _, f := range packets {
 		b, _ := os.ReadFile(f)
-		if bytes.Contains(b, []byte("skillomega")) || bytes.Contains(b, []byte("Omega")) || !bytes.Contains(b, []byte("MARKED answer, as [redacted] asks")) || !bytes.Contains(b, []byte("+tidy notes")) {
+		if bytes.Contains(b, []byte("skillomega")) || bytes.Contains(b, []byte("Omega")) || bytes.Contains(b, []byte("redacted")) || !bytes.Contains(b, []byte(`"MARKED answer\n"`)) || !bytes.Contains(b, []byte("+tidy notes")) {
 			t.Errorf("packet %s:\n%s", f, b)
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,11 +72,7 @@ func writeGrades(planFile, out string, grids []string) error {
 			return fmt.Errorf("grid %s/%s: unknown letter %q", c.Case, c.Arm, g[c.Trial-1])
 		}
 		r.Telemetry.Skills, r.Telemetry.References = []grade.RoutingEvent{}, []grade.RoutingEvent{}
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(out, "store", "grades", c.Grade.Encoded()+".json"), b, 0o644); err != nil {
+		if err := (&store.Store{Dir: out}).PutGrade(r); err != nil {
 			return err
 		}
 	}

@@ -62,7 +62,10 @@ func equalTimes(dir string) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(p, append(out, '\n'), 0o644)
+		if err := os.WriteFile(p, append(out, '\n'), 0o644); err != nil {
+			return err
+		}
+		return store.Reseal(p)
 	})
 }
 
@@ -96,7 +99,8 @@ func fixTimes(v any) any {
 // tamper is the script command `tamper KIND SRC DST`: it copies the run
 // folder SRC to DST and alters one stored record of DST: "file" a changed
 // file's content, "tree" a file of a tree snapshot, "grade" the rollout a
-// grade names; "answer" rewrites a rollout's answer in both of its files
+// grade names (sealed again), "passed" a failed grade set to passed by
+// hand; "answer" rewrites a rollout's answer in both of its files
 // and makes it start an hour later, and changes its grades' score, as a
 // second run of the cell on another machine would have stored it.
 func tamper(ts *testscript.TestScript, neg bool, args []string) {
@@ -131,7 +135,23 @@ func alter(kind, dir string) error {
 			return err
 		}
 		r["rollout"] = digest.FromString("another rollout").String()
-		return writeJSON(g, r)
+		if err := writeJSON(g, r); err != nil {
+			return err
+		}
+		return store.Reseal(g)
+	case "passed":
+		// A failed grade set to passed by hand, its seal left as it was.
+		grades, _ := filepath.Glob(filepath.Join(dir, store.DirGrades, "*.json"))
+		for _, g := range grades {
+			b, err := os.ReadFile(g)
+			if err != nil {
+				return err
+			}
+			if edited := bytes.Replace(b, []byte(`"passed": false`), []byte(`"passed": true`), 1); !bytes.Equal(edited, b) {
+				return os.WriteFile(g, edited, 0o644)
+			}
+		}
+		return fmt.Errorf("no failed grade in %s", dir)
 	case "answer":
 		_, r, err := planGrade(dir)
 		if err != nil {
@@ -155,6 +175,9 @@ func alter(kind, dir string) error {
 		if err := os.WriteFile(filepath.Join(rollouts, key, store.FileAnswer), []byte(answer), 0o644); err != nil {
 			return err
 		}
+		if err := store.Reseal(ro); err != nil {
+			return err
+		}
 		grades, _ := filepath.Glob(filepath.Join(dir, store.DirGrades, "*.json"))
 		for _, gf := range grades {
 			var gr map[string]any
@@ -166,11 +189,30 @@ func alter(kind, dir string) error {
 				if err := writeJSON(gf, gr); err != nil {
 					return err
 				}
+				if err := store.Reseal(gf); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
 	return fmt.Errorf("tamper: unknown kind %q", kind)
+}
+
+// reseal is the script command `reseal DIR...`: it seals again every
+// record under the folders, as a run folder laid out by hand needs.
+func reseal(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: reseal DIR...")
+	}
+	for _, dir := range args {
+		ts.Check(filepath.WalkDir(ts.MkAbs(dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			return store.Reseal(p)
+		}))
+	}
 }
 
 // planGrade is the first stored grade (by file name) of a plan cell, not a

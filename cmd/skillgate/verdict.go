@@ -20,6 +20,9 @@ func describeVerdict(r *verdict.Report, out string) string {
 	for _, s := range r.Verdict.Warnings {
 		fmt.Fprintf(&b, "  warning: %s\n", s)
 	}
+	if r.Root != "" {
+		fmt.Fprintf(&b, "root: %s\n", r.Root)
+	}
 	fmt.Fprintf(&b, "reports: %s/report.html, report.md, verdict.json, junit.xml\n", out)
 	return b.String()
 }

@@ -5,13 +5,11 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 )
-
-// redactedName replaces what a blinder hides in a packet.
-const redactedName = "[redacted]"
 
 // skillRoots are the skills folders agents load skills from, as an agent
 // may write them, besides the suite agent's own skillsDir.
@@ -32,6 +30,13 @@ type blinder struct {
 	names   []blindName
 	roots   []blindLiteral
 	phrases []blindPhrase
+	// skillFileShared: the task text names SKILL.md itself.
+	skillFileShared bool
+	// taskText is the shared task text, normalized (normalizeQuote);
+	// quotes are the installed skills' SKILL.md lines long enough to be a
+	// quote and not in the task text.
+	taskText string
+	quotes   []string
 }
 
 // blindName is one installed skill name.
@@ -156,6 +161,8 @@ func (b *blinder) share(s string) {
 		return
 	}
 	lower := asciiLower(s)
+	b.skillFileShared = b.skillFileShared || hasWord(lower, "skill.md")
+	b.taskText += " " + normalizeQuote(s) + " "
 	for i := range b.names {
 		n := &b.names[i]
 		if !n.shared && hasWord(lower, n.name) {
@@ -179,42 +186,72 @@ func (b *blinder) share(s string) {
 	}
 }
 
-// text hides what s, a text the agent produced, reveals of its arm: the
-// forced-prompt template's lines, then skill paths, then skill names.
-func (b *blinder) text(s string) string {
-	if len(b.names) == 0 || s == "" {
-		return s
-	}
-	for _, ph := range b.phrases {
-		if !ph.shared {
-			s = ph.re.ReplaceAllLiteralString(s, redactedName)
-		}
-	}
-	s = b.paths(s)
-	for _, n := range b.names {
-		s = b.name(s, n)
-	}
-	return s
-}
-
 // diff hides what the added lines of a unified diff reveal; its headers,
-// context and removed lines are the fixture's, which every arm shares.
+// context and removed lines are the fixture's, which every arm shares. An
+// added line left with nothing goes, and its hunk's header counts one line
+// fewer, so the diff reads as if the line was never written.
 func (b *blinder) diff(d string) string {
 	if len(b.names) == 0 || d == "" {
 		return d
 	}
 	lines := strings.SplitAfter(d, "\n")
+	hunk, gone := -1, 0
 	for i, l := range lines {
+		if strings.HasPrefix(l, "@@ ") {
+			if hunk >= 0 {
+				lines[hunk] = hunkHeader(lines[hunk], gone)
+			}
+			hunk, gone = i, 0
+			continue
+		}
 		if i < 2 || !strings.HasPrefix(l, "+") {
 			continue // "--- a/x" and "+++ b/x" come first
 		}
 		body, nl := strings.CutSuffix(l[1:], "\n")
-		lines[i] = "+" + b.text(body)
+		kept, dropped := b.sentences(body)
+		if dropped && strings.TrimSpace(kept) == "" {
+			lines[i] = "" // the whole added line revealed an arm
+			gone++
+			continue
+		}
+		lines[i] = "+" + kept
 		if nl {
 			lines[i] += "\n"
 		}
 	}
+	if hunk >= 0 {
+		lines[hunk] = hunkHeader(lines[hunk], gone)
+	}
 	return strings.Join(lines, "")
+}
+
+// hunkHeaderPattern reads a unified diff's hunk header.
+var hunkHeaderPattern = regexp.MustCompile(`^@@ -(\d+(?:,\d+)?) \+(\d+)(?:,(\d+))? @@(.*)$`)
+
+// hunkHeader is a hunk's header line with gone added lines fewer.
+func hunkHeader(line string, gone int) string {
+	if gone == 0 {
+		return line
+	}
+	body, nl := strings.CutSuffix(line, "\n")
+	m := hunkHeaderPattern.FindStringSubmatch(body)
+	if m == nil {
+		return line
+	}
+	n := 1
+	if m[3] != "" {
+		n, _ = strconv.Atoi(m[3])
+	}
+	n -= gone
+	count := ""
+	if n != 1 {
+		count = "," + strconv.Itoa(n)
+	}
+	out := "@@ -" + m[1] + " +" + m[2] + count + " @@" + m[4]
+	if nl {
+		out += "\n"
+	}
+	return out
 }
 
 // pathByte is a byte of a path as agents write them.
@@ -222,10 +259,10 @@ func pathByte(c byte) bool {
 	return wordByte(c) || strings.IndexByte("./~$%{}@+-", c) >= 0
 }
 
-// paths replaces every path-like run of s that is a skill's path.
-func (b *blinder) paths(s string) string {
-	var out strings.Builder
-	from := 0 // s[:from] is written
+// pathSpans lists where s holds a skill's path, as [start, end) pairs of
+// the path-like runs of s.
+func (b *blinder) pathSpans(s string) [][2]int {
+	var out [][2]int
 	for i := 0; i < len(s); {
 		if !pathByte(s[i]) {
 			i++
@@ -237,17 +274,11 @@ func (b *blinder) paths(s string) string {
 		}
 		tok := strings.TrimRight(s[i:j], ".")
 		if b.skillPath(tok) {
-			out.WriteString(s[from:i])
-			out.WriteString(redactedName)
-			from = i + len(tok)
+			out = append(out, [2]int{i, i + len(tok)})
 		}
 		i = j
 	}
-	if from == 0 {
-		return s
-	}
-	out.WriteString(s[from:])
-	return out.String()
+	return out
 }
 
 // skillPath reports whether tok is a path into an installed skill or a
@@ -304,28 +335,6 @@ func (b *blinder) skillPath(tok string) bool {
 		}
 	}
 	return false
-}
-
-// name hides the installed name n in s as a whole word, in any case; a
-// name the task text also holds only in skill context (skillContext).
-func (b *blinder) name(s string, n blindName) string {
-	ms := wordMatches(asciiLower(s), n.name)
-	if len(ms) == 0 {
-		return s
-	}
-	var out strings.Builder
-	from := 0
-	for _, i := range ms {
-		end := i + len(n.name)
-		if n.shared && !skillContext(s, i, end) {
-			continue
-		}
-		out.WriteString(s[from:i])
-		out.WriteString(redactedName)
-		from = end
-	}
-	out.WriteString(s[from:])
-	return out.String()
 }
 
 // skillWords are the words that make a neighbouring name a skill's.

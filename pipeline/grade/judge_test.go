@@ -255,10 +255,11 @@ func TestJudgePacketLeak(t *testing.T) {
 			t.Errorf("packet %d holds a pass/fail field:\n%s", i, b)
 		}
 	}
-	// The agent named the skills in its answer: scrubbed, not dropped.
+	// The agent named the skills in its answer: the sentence is dropped,
+	// leaving no marker.
 	rp, _ := BuildRubricPacket(p, p.Cases[0], skill)
-	if !strings.Contains(rp.Answer, "as [redacted] and [redacted] say") {
-		t.Errorf("answer not scrubbed: %q", rp.Answer)
+	if strings.Contains(rp.Answer, "redacted") || !strings.HasPrefix(rp.Answer, "Fixed the typo in hello.txt.") {
+		t.Errorf("answer not blinded silently: %q", rp.Answer)
 	}
 }
 
@@ -275,19 +276,27 @@ func TestJudgeBlinderText(t *testing.T) {
 		},
 		Arms: []plan.PlanArm{{Name: "a", Arm: suite.Arm{Skills: []string{"keyomega", "cl"}, Activation: "forced"}}},
 	}
+	// Every sentence showing a skill goes whole, leaving no marker; the
+	// others stay as they were.
 	b := newBlinder(p)
 	for in, want := range map[string]string{
-		"use skillomega now":                                 "use [redacted] now",
-		"SkillOmega-v2, cl":                                  "[redacted]-v2, [redacted]",
-		"clean cl_x xcl cl":                                  "clean cl_x xcl [redacted]",
+		"use skillomega now":                                 "",
+		"SkillOmega-v2, cl":                                  "",
+		"clean cl_x xcl cl":                                  "",
 		"skillomegas":                                        "skillomegas",
 		"keyomega and unused are keys":                       "keyomega and unused are keys",
-		"read /workspace/.claude/skills/cl/SKILL.md.":        "read [redacted].",
-		"see `.agents/skills/skillomega/references/deep.md`": "see `[redacted]`",
-		"cat skillomega/references/deep.md | wc":             "cat [redacted] | wc",
-		"ls .claude/skills/ and $SKILLGATE_SKILLS_DIR":       "ls [redacted] and [redacted]",
+		"read /workspace/.claude/skills/cl/SKILL.md.":        "",
+		"see `.agents/skills/skillomega/references/deep.md`": "",
+		"cat skillomega/references/deep.md | wc":             "",
+		"ls .claude/skills/ and $SKILLGATE_SKILLS_DIR":       "",
+		"I read SKILL.md first.":                             "",
+		"Done. The key is [REDACTED].":                       "Done.",
 		"other/.claude/skillsx stays":                        "other/.claude/skillsx stays",
-		"You said: Use the cl, skillomega skill (through the Skill tool) for this task.": "You said: [redacted]",
+		"You said: Use the cl, skillomega skill (through the Skill tool) for this task.": "You said",
+		"Done. I used skillomega! It helped? Yes.":                                       "Done. It helped? Yes.",
+		"I used cl.  Then fixed it.\nAll good.\n":                                        "Then fixed it.\nAll good.\n",
+		"Fixed it. As cl said.\n\nNext line.":                                            "Fixed it.\n\nNext line.",
+		"cl.\nNext.":                                                                     "Next.",
 	} {
 		if got := b.text(in); got != want {
 			t.Errorf("text(%q) = %q, want %q", in, got, want)
@@ -297,22 +306,23 @@ func TestJudgeBlinderText(t *testing.T) {
 	b = newBlinder(p)
 	b.share("Write a cl entry (cl means changelog).")
 	for in, want := range map[string]string{
-		"Added the cl entry.":                   "Added the cl entry.",
-		"I used the cl skill for the cl entry.": "I used the [redacted] skill for the cl entry.",
-		`Skill(cl) then {"skill": "cl"}`:        `Skill([redacted]) then {"skill": "[redacted]"}`,
-		"a skill named cl; skills: cl":          "a skill named [redacted]; skills: [redacted]",
-		"the `cl` Skill":                        "the `[redacted]` Skill",
-		"from .claude/skills/cl/scripts/x.sh":   "from [redacted]",
-		"cl/SKILL.md":                           "[redacted]",
-		"skillomega wrote it":                   "[redacted] wrote it",
+		"Added the cl entry.":                       "Added the cl entry.",
+		"I used the cl skill for the cl entry.":     "",
+		`Skill(cl) then {"skill": "cl"}`:            "",
+		"a skill named cl; skills: cl":              "",
+		"the `cl` Skill":                            "",
+		"from .claude/skills/cl/scripts/x.sh":       "",
+		"cl/SKILL.md":                               "",
+		"skillomega wrote it":                       "",
+		"The cl entry is in. The cl skill said so.": "The cl entry is in.",
 	} {
 		if got := b.text(in); got != want {
 			t.Errorf("shared cl: text(%q) = %q, want %q", in, got, want)
 		}
 	}
-	// Only a diff's added lines are the agent's.
-	d := "--- a/cl.md\n+++ b/cl.md\n@@ -1,2 +1,2 @@\n the skillomega note\n-old skillomega\n+new skillomega\n"
-	if got, want := b.diff(d), "--- a/cl.md\n+++ b/cl.md\n@@ -1,2 +1,2 @@\n the skillomega note\n-old skillomega\n+new [redacted]\n"; got != want {
+	// Only a diff's added lines are the agent's; one showing a skill goes.
+	d := "--- a/cl.md\n+++ b/cl.md\n@@ -1,2 +1,3 @@\n the skillomega note\n-old skillomega\n+new skillomega\n+kept. By skillomega.\n"
+	if got, want := b.diff(d), "--- a/cl.md\n+++ b/cl.md\n@@ -1,2 +1,2 @@\n the skillomega note\n-old skillomega\n+kept.\n"; got != want {
 		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
 	}
 }
@@ -399,13 +409,13 @@ func TestJudgeBlindKeepsTask(t *testing.T) {
 	if len(rp.Diff) != 2 || rp.Diff[0].Path != "after.md" || rp.Diff[1].Path != "alpha.txt" {
 		t.Errorf("diff paths %+v", rp.Diff)
 	}
-	if got := rp.Diff[1].Diff; !strings.Contains(got, "--- a/alpha.txt\n+++ b/alpha.txt\n") || !strings.Contains(got, " alpha beta\n before after\n+read by the [redacted] skill\n") {
+	if got := rp.Diff[1].Diff; !strings.Contains(got, "--- a/alpha.txt\n+++ b/alpha.txt\n") || !strings.HasSuffix(got, " alpha beta\n before after\n") {
 		t.Errorf("alpha.txt diff:\n%s", got)
 	}
 	if got := rp.Diff[0].Diff; !strings.Contains(got, "+alpha read after\n") {
 		t.Errorf("after.md diff:\n%s", got)
 	}
-	wantAnswer := "I used the [redacted] skill from [redacted] before answering, as told: [redacted]\nalpha.txt holds alpha beta, before after.\n"
+	wantAnswer := "as told\nalpha.txt holds alpha beta, before after.\n"
 	if rp.Answer != wantAnswer {
 		t.Errorf("answer:\n%q\nwant:\n%q", rp.Answer, wantAnswer)
 	}

@@ -205,6 +205,9 @@ func BuildRubricPacket(p *plan.Plan, pc plan.PlanCase, a JudgeAttempt) (*RubricP
 	if err != nil {
 		return nil, err
 	}
+	if err := b.quoteSkills(a.World); err != nil {
+		return nil, err
+	}
 	att, err := attempt(a, b, caps)
 	if err != nil {
 		return nil, err
@@ -233,6 +236,9 @@ func BuildPairwisePacket(p *plan.Plan, pc plan.PlanCase, first, second JudgeAtte
 	b := newBlinder(p)
 	files, err := initialFiles(p, pc, first.World, b, caps)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.quoteSkills(first.World, second.World); err != nil {
 		return nil, err
 	}
 	pa, err := attempt(first, b, caps)

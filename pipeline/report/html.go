@@ -354,7 +354,7 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 	if err := reportHTML.Execute(&b, v); err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	return withCSP(b.Bytes()), nil
 }
 
 func orAbsent(s string) string {

@@ -647,6 +647,21 @@ func TestReportHTMLStatic(t *testing.T) {
 	if strings.Contains(html, "<b>retry</b>") {
 		t.Error("a case description was not escaped")
 	}
+	// A strict policy: nothing by default, the page's script and styles by
+	// the hash of their text, never 'unsafe-inline'.
+	csp := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy" content="([^"]+)">`).FindStringSubmatch(html)
+	if csp == nil || strings.Index(html, csp[0]) > strings.Index(html, "<style>") {
+		t.Fatalf("report.html has no Content-Security-Policy before its styles")
+	}
+	policy := strings.ReplaceAll(csp[1], "&#39;", "'")
+	for _, want := range []string{"default-src 'none'", "script-src 'sha256-", "style-src 'sha256-", "img-src data:", "base-uri 'none'"} {
+		if !strings.Contains(policy, want) {
+			t.Errorf("the policy %q lacks %q", policy, want)
+		}
+	}
+	if strings.Contains(policy, "unsafe-inline") || strings.Contains(policy, "unsafe-eval") || strings.Count(policy, "script-src 'sha256-") != 1 || strings.Contains(policy, "script-src 'sha256-") && strings.Count(policy[strings.Index(policy, "script-src"):strings.Index(policy, "; style-src")], "sha256-") != 1 {
+		t.Errorf("the policy is not strict: %q", policy)
+	}
 	// A cell without stored evidence still opens, on its grade and its transcript.
 	href := "store/rollouts/" + digest.FromString("rollout adds-entry/after/1").Encoded() + "/"
 	for _, want := range []string{href + "stdout.txt", "store/rollouts/x/stdout.txt", `href="#cell=adds-entry%2Fafter%2F2"`, `href="#cell=adds-entry%2Fafter%2F2&amp;show=diff"`, "scripted model stand-in", ">FAIL<"} {

@@ -37,6 +37,9 @@ type gstackVerdict struct {
 	ExitCode int            `json:"exit_code"`
 	StandIn  string         `json:"stand_in,omitempty"`
 	Identity gstackIdentity `json:"identity"`
+	// Root is the run folder's root digest (an extension), for a reviewer
+	// to compare with the one the run printed.
+	Root digest.Digest `json:"root,omitempty"`
 }
 
 // gstackCalibration is the contract's calibration: the skill, none and
@@ -189,6 +192,7 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		Resumable:      r.Verdict.Resumable,
 		StandIn:        r.StandIn,
 		Identity:       gstackIdentityOf(r),
+		Root:           r.Root,
 	}
 	if c := r.Calibration; c != nil {
 		v.Calibration = gstackCalibration{Skill: c.Skill, None: c.None, Shell: c.Shell}

@@ -198,6 +198,38 @@ func TestGate(t *testing.T) {
 		_, err = Gate(candidate, none, opts)
 		refused(t, err, "the candidate arm skill installs no skill")
 	})
+	t.Run("a no-skill baseline is not judged on skill routing", func(t *testing.T) {
+		// The baseline routes to nothing: its precisions and recalls are
+		// vacuously 1, its skill never opened. The candidate routes to a
+		// skill not required and misses a required reference: 1 → 0 on
+		// every routing family, which a side without a skill cannot have.
+		none := gateSpec{trials: 3}.run(t, grid{"train1": "FFF", "unseen1": "PFF", "adv1": "FFF"}, nil)
+		candidate := cand.run(t, grid{"train1": "PPP", "unseen1": "PPF", "adv1": "PPF"}, func(r *grade.CellResult) {
+			r.Routing.Skills = grade.RoutingTally{FP: 1, FN: 1}
+			r.Routing.References = grade.RoutingTally{FP: 1, FN: 1}
+		})
+		for _, m := range []string{MetricSkillPrecision, MetricSkillRecall, MetricReferencePrecision, MetricReferenceRecall} {
+			if b, c := none.Report.Arms[0].Metrics[m], candidate.Report.Arms[0].Metrics[m]; b.Value != 1 || c.Value != 0 {
+				t.Fatalf("%s: baseline %v, candidate %v; want 1 and 0", m, b, c)
+			}
+		}
+		v, err := Gate(none, candidate, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, v, VerdictPass, nil, nil)
+		// Both installing a skill, the same fall regresses.
+		routed := cand.run(t, grid{"train1": "PPF", "unseen1": "PPF", "adv1": "PFF"}, func(r *grade.CellResult) {
+			r.Routing.Skills = grade.RoutingTally{FP: 1, FN: 1}
+		})
+		o := opts
+		o.AllowEqual = true
+		v, err = Gate(baseline, routed, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, v, VerdictFail, []string{"NON-REGRESSION skillPrecision", "NON-REGRESSION skillRecall"}, nil)
+	})
 	t.Run("one run key needs allowSingleRun", func(t *testing.T) {
 		b := gateSpec{trials: 1, target: "old"}.run(t, grid{"train1": "F", "unseen1": "P", "adv1": "F"}, nil)
 		c := gateSpec{trials: 1, target: "new"}.run(t, grid{"train1": "P", "unseen1": "P", "adv1": "F"}, nil)

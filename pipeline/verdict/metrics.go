@@ -101,8 +101,17 @@ var metricDirections = map[string]string{
 }
 
 // skillArmMetrics apply only to arms that install skills: two arms pair on
-// them only when both install one.
-var skillArmMetrics = map[string]bool{MetricOpenedSkill: true}
+// them only when both install one. An arm with no skill routes to none and
+// reads no skill's reference, so its skill and reference precision and
+// recall are vacuous (1) and its skill never opened: against them a skill
+// arm could only "regress".
+var skillArmMetrics = map[string]bool{
+	MetricOpenedSkill:        true,
+	MetricSkillPrecision:     true,
+	MetricSkillRecall:        true,
+	MetricReferencePrecision: true,
+	MetricReferenceRecall:    true,
+}
 
 // MetricDirection is the direction of a quality metric (pass@k and pass^k
 // of any split are better higher); ok is false for a name that is not a

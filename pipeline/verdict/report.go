@@ -104,6 +104,10 @@ type Verdict struct {
 type Report struct {
 	Suite string        `json:"suite"`
 	Plan  digest.Digest `json:"plan"`
+	// Root is the run folder's root digest (store.Root), when the report is
+	// read from one: verdict.json and the terminal show it, report.json
+	// not, so two folders of the same results still give equal reports.
+	Root digest.Digest `json:"-"`
 	// Harness is the version of skillgate that built the report.
 	Harness string `json:"harness"`
 	// CaseSet digests the sorted case IDs with their case digests: two

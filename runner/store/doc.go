@@ -76,6 +76,18 @@
 // grade.PairwiseKey: both cells' grade keys, the judge, and the
 // candidate's position (A or B). A rejudgement's KEY is its packet's.
 //
+// # Evidence
+//
+// A record (rollout.json, a grade, a judgement, a judge failure) is written
+// with its seal, the digest of what it records (seal.go), and every reader
+// checks it: Rollout, Grade, Judgement and JudgeFailure refuse a record
+// edited by hand, naming its file, and Rollout also checks the answer,
+// transcript and changed files beside it. So report, gate, merge, regrade
+// and judge verify alike. No command follows a link out of the folder
+// (CheckLinks: links live only inside tree snapshots, and stay there), and
+// Root digests every stored record into the run's root digest, which the
+// verdict prints: a record edited and sealed again changes it.
+//
 // # Merging run folders
 //
 // Merge unions run folders of one plan (the shards of a CI matrix, or any

@@ -1,11 +1,7 @@
 package store
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -21,27 +17,20 @@ func (s *Store) GradePath(key digest.Digest) string {
 
 // Grade reads the cell result stored under a grade key.
 func (s *Store) Grade(key digest.Digest) (*grade.CellResult, bool, error) {
-	b, err := os.ReadFile(s.GradePath(key))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read grade %s: %w", key, err)
-	}
 	var r grade.CellResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, false, fmt.Errorf("read grade %s: %w", key, err)
+	file := s.GradePath(key)
+	if ok, err := readSealed(file, &r); err != nil || !ok {
+		return nil, false, err
+	}
+	if r.Grade != key {
+		return nil, false, fmt.Errorf("read grade %s: it records grade key %s, not the one it is named by: altered or damaged", file, r.Grade)
 	}
 	return &r, true, nil
 }
 
 // PutGrade stores a cell result under its grade key, atomically.
 func (s *Store) PutGrade(r grade.CellResult) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err == nil {
-		err = s.PutFile(s.GradePath(r.Grade), append(b, '\n'))
-	}
-	if err != nil {
+	if err := s.putSealed(s.GradePath(r.Grade), r); err != nil {
 		return fmt.Errorf("store grade %s: %w", r.Cell, err)
 	}
 	return nil
@@ -49,8 +38,12 @@ func (s *Store) PutGrade(r grade.CellResult) error {
 
 // Results returns one CellResult per plan cell from the store alone: a
 // stored grade, else an invalid rollout, else missing. It needs no Docker
-// and no model.
+// and no model. A folder holding a link out of it is refused, and every
+// record read is verified against its seal.
 func Results(p *plan.Plan, store *Store) ([]grade.CellResult, error) {
+	if err := CheckLinks(store.Dir); err != nil {
+		return nil, err
+	}
 	out := make([]grade.CellResult, len(p.Cells))
 	for i, c := range p.Cells {
 		r, err := storedResult(store, c)

@@ -55,27 +55,20 @@ func (s *Store) JudgementPath(key string) string {
 
 // Judgement reads the judgement stored under key.
 func (s *Store) Judgement(key string) (*Judgement, bool, error) {
-	b, err := os.ReadFile(s.JudgementPath(key))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read judgement %s: %w", key, err)
-	}
 	var j Judgement
-	if err := json.Unmarshal(b, &j); err != nil {
-		return nil, false, fmt.Errorf("read judgement %s: %w", key, err)
+	file := s.JudgementPath(key)
+	if ok, err := readSealed(file, &j); err != nil || !ok {
+		return nil, false, err
+	}
+	if j.Key != key {
+		return nil, false, fmt.Errorf("read judgement %s: it records key %s, not the one it is named by: altered or damaged", file, j.Key)
 	}
 	return &j, true, nil
 }
 
 // PutJudgement stores a judgement under its key, atomically.
 func (s *Store) PutJudgement(j *Judgement) error {
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := s.PutFile(s.JudgementPath(j.Key), append(b, '\n')); err != nil {
+	if err := s.putSealed(s.JudgementPath(j.Key), j); err != nil {
 		return fmt.Errorf("store judgement %s: %w", j.Key, err)
 	}
 	return nil
@@ -109,16 +102,9 @@ func (s *Store) JudgeFailurePath(key string) string {
 
 // JudgeFailure reads the failure stored under key.
 func (s *Store) JudgeFailure(key string) (*JudgeFailure, bool, error) {
-	b, err := os.ReadFile(s.JudgeFailurePath(key))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read judge failure %s: %w", key, err)
-	}
 	var f JudgeFailure
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, false, fmt.Errorf("read judge failure %s: %w", key, err)
+	if ok, err := readSealed(s.JudgeFailurePath(key), &f); err != nil || !ok {
+		return nil, false, err
 	}
 	return &f, true, nil
 }
@@ -126,11 +112,7 @@ func (s *Store) JudgeFailure(key string) (*JudgeFailure, bool, error) {
 // PutJudgeFailure stores a failed judge call under its key, replacing the
 // last one.
 func (s *Store) PutJudgeFailure(f *JudgeFailure) error {
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err == nil {
-		err = s.PutFile(s.JudgeFailurePath(f.Key), append(b, '\n'))
-	}
-	if err != nil {
+	if err := s.putSealed(s.JudgeFailurePath(f.Key), f); err != nil {
 		return fmt.Errorf("store judge failure %s: %w", f.Key, err)
 	}
 	return nil

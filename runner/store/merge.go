@@ -260,6 +260,9 @@ func (m *merger) open(out string, dirs []string) error {
 			return fmt.Errorf("merge run folders: %s and %s are the same folder", prev, d)
 		}
 		seen[a] = d
+		if err := checkLinks(a); err != nil {
+			return fmt.Errorf("verify %s: %w", d, err)
+		}
 		b, err := os.ReadFile(filepath.Join(a, FilePlan))
 		if err != nil {
 			return fmt.Errorf("merge run folders: %s: no plan.json: is it a run folder? %w", d, err)
@@ -476,7 +479,7 @@ func (m *merger) scanExchanges(i int) error {
 				return fmt.Errorf("verify %s: %s/%s: not named by a digest (64 hex digits)", in.dir, part.dir, e.Name())
 			}
 			src := filepath.Join(in.abs, part.dir, e.Name())
-			b, err := os.ReadFile(src)
+			b, err := readRegular(src)
 			if err != nil {
 				return fmt.Errorf("verify %s: %w", in.dir, err)
 			}
@@ -544,7 +547,7 @@ func (m *merger) verify(i int, kind, key string) (*mergeVersion, error) {
 		}
 		return &mergeVersion{src: src, dir: true, digest: t.Digest, valid: true}, nil
 	}
-	b, err := os.ReadFile(src)
+	b, err := readRegular(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", kind, short(key), err)
 	}
@@ -552,7 +555,7 @@ func (m *merger) verify(i int, kind, key string) (*mergeVersion, error) {
 	switch kind {
 	case KindGrade:
 		var r grade.CellResult
-		if err := json.Unmarshal(b, &r); err != nil {
+		if err := unseal(recordPath(kind, key), b, &r); err != nil {
 			return nil, fmt.Errorf("grade %s: %w", short(key), err)
 		}
 		if r.Grade != k {
@@ -565,7 +568,7 @@ func (m *merger) verify(i int, kind, key string) (*mergeVersion, error) {
 		v.deps = []digest.Digest{r.Rollout}
 	case KindJudgement:
 		var j Judgement
-		if err := json.Unmarshal(b, &j); err != nil {
+		if err := unseal(recordPath(kind, key), b, &j); err != nil {
 			return nil, fmt.Errorf("judgement %s: %w", short(key), err)
 		}
 		if j.Key != key {
@@ -583,7 +586,7 @@ func (m *merger) verify(i int, kind, key string) (*mergeVersion, error) {
 		v.deps = m.ix.deps[key]
 	case KindJudgeFailure:
 		var f JudgeFailure
-		if err := json.Unmarshal(b, &f); err != nil {
+		if err := unseal(recordPath(kind, key), b, &f); err != nil {
 			return nil, fmt.Errorf("judge failure %s: %w", short(key), err)
 		}
 		if f.Key != key {
@@ -635,37 +638,20 @@ func (m *merger) verifyJudgement(j *Judgement) error {
 // the answer, and, under a key of the plan, it ran the plan's trees.
 func (m *merger) verifyRollout(in *mergeInput, dir string, key digest.Digest) (*mergeVersion, error) {
 	name := "rollout " + short(key.Encoded())
-	b, err := os.ReadFile(filepath.Join(dir, FileRollout))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
 	var r Rollout
-	if err := json.Unmarshal(b, &r); err != nil {
+	if _, err := readSealed(filepath.Join(dir, FileRollout), &r); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	name += " (" + r.Cell + ")"
 	if r.Key != key {
 		return nil, fmt.Errorf("%s: it records key %s, not the one it is named by: altered or damaged", name, r.Key)
 	}
+	if err := verifyRolloutFiles(dir, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	t, err := plan.HashTree(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	for p, e := range t.Files {
-		if blob, ok := strings.CutPrefix(p, DirFiles+"/"); ok && isHexKey(blob) && e.Digest.Encoded() != blob {
-			return nil, fmt.Errorf("%s: %s: its content has digest %s, not the one it is named by: altered or damaged", name, p, e.Digest)
-		}
-	}
-	for _, ch := range r.Changes {
-		if ch.Digest == "" || ch.Kind == ChangeDeleted || ch.Cut != "" {
-			continue
-		}
-		if _, ok := t.Files[DirFiles+"/"+ch.Digest.Encoded()]; !ok {
-			return nil, fmt.Errorf("%s: changed file %s: its content %s/%s is missing", name, ch.Path, DirFiles, ch.Digest.Encoded())
-		}
-	}
-	if answer, err := os.ReadFile(filepath.Join(dir, FileAnswer)); err == nil && string(answer) != r.Answer {
-		return nil, fmt.Errorf("%s: %s differs from the answer %s records: altered or damaged", name, FileAnswer, FileRollout)
 	}
 	if cells := m.ix.rollouts[key]; len(cells) > 0 {
 		if err := m.verifyInputs(&r, cells[0]); err != nil {
@@ -1119,7 +1105,7 @@ func (m *merger) copyVersion(kind string, v *mergeVersion, dst string) error {
 		return os.WriteFile(dst, m.inputs[v.inputs[0]].calibration, 0o644)
 	}
 	if !v.dir {
-		b, err := os.ReadFile(v.src)
+		b, err := readRegular(v.src)
 		if err != nil {
 			return err
 		}

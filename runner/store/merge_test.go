@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -220,8 +221,7 @@ func TestMergeDuplicates(t *testing.T) {
 		st := &Store{Dir: d}
 		ro, _, _ := st.Rollout(cells[2].Rollout)
 		ro.StartedAt = early
-		raw, _ := json.MarshalIndent(ro, "", "  ")
-		if err := st.PutFile(filepath.Join(st.RolloutDir(ro.Key), FileRollout), append(raw, '\n')); err != nil {
+		if err := st.putSealed(filepath.Join(st.RolloutDir(ro.Key), FileRollout), ro); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -360,6 +360,11 @@ func TestMergeRefuses(t *testing.T) {
 		edit(v)
 		raw, _ = json.Marshal(v)
 		os.WriteFile(filepath.Join(dir, rel), raw, 0o644)
+		// Sealed again: what a careful forger does; the checks beyond the
+		// seal still refuse it.
+		if err := Reseal(filepath.Join(dir, rel)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	blob := func(dir string) string {
 		fs, _ := filepath.Glob(filepath.Join(dir, rolloutDir, DirFiles, "*"))
@@ -375,6 +380,17 @@ func TestMergeRefuses(t *testing.T) {
 		{"rollout key", func(d string) {
 			editJSON(d, filepath.Join(rolloutDir, FileRollout), func(v map[string]any) { v["key"] = digest.FromString("x").String() })
 		}, "rollout " + short(cell.Rollout.Encoded()) + " (" + cell.ID + "): it records key sha256:"},
+		{"grade edited by hand", func(d string) {
+			f := filepath.Join(d, recordPath(KindGrade, cell.Grade.Encoded()))
+			raw, _ := os.ReadFile(f)
+			os.WriteFile(f, bytes.Replace(raw, []byte(`"passed": true`), []byte(`"passed": false`), 1), 0o644)
+		}, "is not what its seal sha256:"},
+		{"transcript", func(d string) { os.WriteFile(filepath.Join(d, rolloutDir, FileStdout), []byte("other"), 0o644) },
+			"stdout.txt: its content has digest " + digest.FromString("other").String()},
+		{"linked transcript", func(d string) {
+			os.Remove(filepath.Join(d, rolloutDir, FileStderr))
+			os.Symlink("/etc/passwd", filepath.Join(d, rolloutDir, FileStderr))
+		}, rolloutDir + "/stderr.txt is a link (to /etc/passwd)"},
 		{"changed file", func(d string) { os.WriteFile(blob(d), []byte("altered"), 0o644) },
 			"files/" + filepath.Base(blob(good)) + ": its content has digest " + digest.FromString("altered").String() + ", not the one it is named by: altered or damaged"},
 		{"missing file", func(d string) { os.Remove(blob(d)) }, "changed file CHANGELOG.md: its content files/"},

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,6 +107,10 @@ type Transcript struct {
 	// Cap is the stored bytes per stream; Truncated says some were dropped.
 	Cap       int64 `json:"cap"`
 	Truncated bool  `json:"truncated"`
+	// StdoutDigest and StderrDigest are the stored streams' digests, so a
+	// transcript swapped later is refused.
+	StdoutDigest digest.Digest `json:"stdoutDigest,omitempty"`
+	StderrDigest digest.Digest `json:"stderrDigest,omitempty"`
 }
 
 // Collection says how a cell's workspace was read back, as the backend
@@ -171,6 +173,11 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	// Checked before anything is made: a link at store/grades must not
+	// make the run write elsewhere.
+	if err := CheckLinks(dir); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	for _, d := range []string{DirRollouts, DirTmp} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
@@ -188,18 +195,20 @@ func (s *Store) RolloutDir(key digest.Digest) string {
 	return filepath.Join(s.Dir, DirRollouts, key.Encoded())
 }
 
-// Rollout reads the rollout stored under key; ok is false when there is none.
+// Rollout reads the rollout stored under key, verified (its seal, its
+// answer, transcript and changed files' contents); ok is false when there
+// is none.
 func (s *Store) Rollout(key digest.Digest) (r *Rollout, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(s.RolloutDir(key), FileRollout))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read rollout %s: %w", key, err)
-	}
 	r = &Rollout{}
-	if err := json.Unmarshal(b, r); err != nil {
-		return nil, false, fmt.Errorf("read rollout %s: %w", key, err)
+	dir := s.RolloutDir(key)
+	if ok, err = readSealed(filepath.Join(dir, FileRollout), r); err != nil || !ok {
+		return nil, false, err
+	}
+	if r.Key != key {
+		return nil, false, fmt.Errorf("read rollout %s: it records key %s, not the one it is named by: altered or damaged", dir, r.Key)
+	}
+	if err := verifyRolloutFiles(dir, r); err != nil {
+		return nil, false, fmt.Errorf("read rollout %s (%s): %w", dir, r.Cell, err)
 	}
 	return r, true, nil
 }
@@ -220,11 +229,7 @@ func (s *Store) Invalidate(key digest.Digest, reason string, changed []string) e
 		return err
 	}
 	r.Status, r.Error, r.InputsChanged = StatusInvalid, reason, changed
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err == nil {
-		err = s.PutFile(filepath.Join(s.RolloutDir(key), FileRollout), append(b, '\n'))
-	}
-	if err != nil {
+	if err := s.putSealed(filepath.Join(s.RolloutDir(key), FileRollout), r); err != nil {
 		return fmt.Errorf("invalidate rollout %s: %w", r.Cell, err)
 	}
 	return nil
@@ -242,11 +247,14 @@ func (s *Store) Stage() (string, error) {
 // Commit writes r into the staged folder and moves it into place,
 // replacing an invalid rollout stored under the same key.
 func (s *Store) Commit(staged string, r *Rollout) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+	if err := r.recordTranscript(staged); err != nil {
+		return fmt.Errorf("store rollout %s: %w", r.Cell, err)
+	}
+	b, err := sealJSON(r)
 	if err != nil {
 		return fmt.Errorf("store rollout %s: %w", r.Cell, err)
 	}
-	if err := os.WriteFile(filepath.Join(staged, FileRollout), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(staged, FileRollout), b, 0o644); err != nil {
 		return fmt.Errorf("store rollout %s: %w", r.Cell, err)
 	}
 	dst := s.RolloutDir(r.Key)

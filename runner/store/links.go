@@ -1,0 +1,143 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/skillgate/skillgate/pipeline"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// CheckLinks refuses a run folder that holds a link anywhere but inside a
+// tree snapshot (store/trees/HEX/), or a link there that leads out of its
+// tree: no command follows a link out of a run folder, so a link at
+// store/grades cannot make a run write elsewhere, nor a linked transcript
+// put a host file into a report. What is being written (store/tmp) and the
+// lock are not looked at.
+func CheckLinks(out string) error {
+	if err := checkLinks(out); err != nil {
+		return fmt.Errorf("check run folder %s: %w", out, err)
+	}
+	return nil
+}
+
+func checkLinks(out string) error {
+	return filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile (a record replaced)
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(out, p)
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			return nil
+		}
+		if packSkipped(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || d.Type().IsRegular() {
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink == 0 {
+			return fmt.Errorf("%s is neither a file nor a folder", rel)
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		return treeLink(rel, target)
+	})
+}
+
+// treeLink accepts a link at rel (a path of the run folder) only inside a
+// tree snapshot, relative, leading to a path strictly inside that tree
+// below the link's own folder's tree root (never the root or above it).
+func treeLink(rel, target string) error {
+	const trees = DirTrees + "/"
+	inTree, ok := strings.CutPrefix(rel, trees)
+	hex, inside, _ := strings.Cut(inTree, "/")
+	if !ok || !isHexKey(hex) || inside == "" {
+		return fmt.Errorf("%s is a link (to %s): a run folder holds links only inside its tree snapshots", rel, target)
+	}
+	to := path.Join(path.Dir(inside), filepath.ToSlash(target))
+	if path.IsAbs(target) || to == "." || to == ".." || strings.HasPrefix(to, "../") {
+		return fmt.Errorf("%s is a link to %s, out of its tree", rel, target)
+	}
+	return nil
+}
+
+// Root is the run folder's root digest: one digest over every stored
+// record (the plan, the calibration and shard records, and the store but
+// what is being written), each by its path and content digest. Reports
+// print it, so a reviewer compares the folder they read with the one the
+// run left: any record edited, added or removed, even sealed again, gives
+// another root.
+func Root(out string) (digest.Digest, error) {
+	type entry struct {
+		Path   string        `json:"path"`
+		Digest digest.Digest `json:"digest,omitempty"`
+		Link   string        `json:"link,omitempty"`
+	}
+	var entries []entry
+	add := func(p, rel string, d fs.DirEntry) error {
+		if d.Type()&fs.ModeSymlink != 0 {
+			t, err := os.Readlink(p)
+			entries = append(entries, entry{Path: rel, Link: t})
+			return err
+		}
+		dg, err := pipeline.FileDigest(p)
+		entries = append(entries, entry{Path: rel, Digest: dg})
+		return err
+	}
+	for _, f := range []string{FilePlan, FileCalibration, FileShard, FileMerge} {
+		fi, err := os.Lstat(filepath.Join(out, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("digest run folder %s: %w", out, err)
+		}
+		if err := add(filepath.Join(out, f), f, fs.FileInfoToDirEntry(fi)); err != nil {
+			return "", fmt.Errorf("digest run folder %s: %w", out, err)
+		}
+	}
+	err := filepath.WalkDir(filepath.Join(out, "store"), func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == filepath.Join(out, "store") {
+			return filepath.SkipDir
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(out, p)
+		rel = filepath.ToSlash(rel)
+		if packSkipped(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		return add(p, rel, d)
+	})
+	if err != nil {
+		return "", fmt.Errorf("digest run folder %s: %w", out, err)
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
+	b, _ := json.Marshal(entries)
+	return digest.FromBytes(b), nil
+}
