@@ -390,6 +390,11 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, unde
 			}
 		}
 	}
+	if cs.Reference != "" {
+		if _, err := s.Resolve(cs.Reference); err != nil {
+			c.add(at(str("reference")), "%v", err)
+		}
+	}
 	for i, key := range cs.Targets {
 		if _, ok := s.Skills[key]; !ok && !undecoded[key] {
 			c.add(at(str("targets"), cue.Index(i)), "case %s targets skill %q, which the suite does not define", id, key)
