@@ -198,7 +198,7 @@ func (pf *preflighter) reference(ctx context.Context, s session, pc plan.PlanCas
 		return nil
 	}
 	apply := "cd " + docker.Workspace + " && if command -v git >/dev/null 2>&1; then git apply --unsafe-paths -p1 " + referencePatch +
-		"; elif command -v patch >/dev/null 2>&1; then patch -p1 -s <" + referencePatch + "; else echo 'neither git nor patch is installed' >&2; exit 127; fi"
+		"; elif command -v patch >/dev/null 2>&1; then patch -p1 -i " + referencePatch + "; else echo 'neither git nor patch is installed' >&2; exit 127; fi"
 	res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c", apply}, OutputCap: 4 << 10})
 	if err != nil {
 		return fmt.Errorf("apply reference %s: %w", pc.Reference, err)

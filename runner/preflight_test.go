@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,10 +125,25 @@ func TestPreflightReference(t *testing.T) {
 	if want := `check "tested" fails on the reference solution of case b (the agent's image): exit 1`; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q lacks %q", err, want)
 	}
-	if strings.Contains(err.Error(), `"wrote"`) {
-		t.Errorf("error %q names a check that passes on the reference", err)
+	for _, pass := range []string{`"wrote"`, `"patched"`} {
+		if strings.Contains(err.Error(), pass) {
+			t.Errorf("error %q names a check that passes on the reference", err)
+		}
 	}
 	noRollouts(t, out)
+	rec, rerr := readPreflight(out)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var patched []string
+	for _, ch := range rec.Checks {
+		if ch.Check == "patched" {
+			patched = append(patched, fmt.Sprintf("%s passed=%v", ch.On, ch.Passed))
+		}
+	}
+	if got := strings.Join(patched, ", "); got != "untouched passed=false, reference passed=true" {
+		t.Errorf("check patched: %s; want it failing untouched and passing on the patched reference", got)
+	}
 }
 
 // A check that runs untouched but, after the agent's work, calls a tool the
