@@ -136,8 +136,13 @@ func Preflight(ctx context.Context, p *plan.Plan, opts Options) (*PreflightRecor
 	var stops []string
 	for _, j := range jobs {
 		passed := 0
+		tried := 0
 		for _, k := range j.keys {
-			ch := stored[k]
+			ch, ok := stored[k]
+			if !ok {
+				continue // its setup fails
+			}
+			tried++
 			rec.Checks = append(rec.Checks, ch)
 			where := fmt.Sprintf("case %s (%s)", ch.Case, environmentName(ch.Environment))
 			switch {
@@ -149,7 +154,7 @@ func Preflight(ctx context.Context, p *plan.Plan, opts Options) (*PreflightRecor
 				passed++
 			}
 		}
-		if j.on == PreflightUntouched && j.pc.Kind == "task" && passed == len(j.keys) {
+		if j.on == PreflightUntouched && j.pc.Kind == "task" && tried == len(j.keys) && passed == tried {
 			rec.Warnings = append(rec.Warnings, fmt.Sprintf("UNDISCRIMINATING %s: its %d run: checks all pass on the untouched workspace: they cannot tell work from no work", j.pc.ID, passed))
 		}
 	}
@@ -262,6 +267,10 @@ func preflightKey(p *plan.Plan, pc plan.PlanCase, a suite.Assertion, on string, 
 	if env == "" {
 		env = pc.Environment
 	}
+	timeout := a.Timeout
+	if timeout == "" {
+		timeout = p.Limits.Check
+	}
 	b, _ := json.Marshal(struct {
 		Version     string           `json:"version"`
 		Image       string           `json:"image"`
@@ -277,7 +286,7 @@ func preflightKey(p *plan.Plan, pc plan.PlanCase, a suite.Assertion, on string, 
 		Reference   digest.Digest    `json:"reference,omitempty"`
 	}{preflightVersion, p.Agent.Image, p.Agent.User, plan.WorkspaceDigest(pc), pc.Setup, pc.CaseDirDigest,
 		[2]digest.Digest{p.Environments[pc.Environment].Digest, p.Environments[env].Digest},
-		*a.Run, a.Shell, a.Timeout, on, map[bool]digest.Digest{true: ref}[on == PreflightReference]})
+		*a.Run, a.Shell, timeout, on, map[bool]digest.Digest{true: ref}[on == PreflightReference]})
 	return digest.FromBytes(b)
 }
 

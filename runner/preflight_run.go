@@ -29,6 +29,10 @@ type preflighter struct {
 	runID  string
 }
 
+// errSetupFailed: the case's setup fails; its cells will be invalid saying so, and its
+// checks are not tried.
+var errSetupFailed = errors.New("the setup fails")
+
 // referencePatch is where a reference patch is put in a preflight session.
 const referencePatch = checkDir + "/reference.patch"
 
@@ -75,7 +79,10 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 		}
 		s := sessions[env]
 		if s == nil {
-			if s, err = pf.start(ctx, j, env, mem, world); err != nil {
+			if s, err = pf.start(ctx, j, env, mem, world); errors.Is(err, errSetupFailed) {
+				fmt.Fprintf(pf.opts.logger(), "preflight: case %s: %v in %s; its checks are not tried (its cells will be invalid)\n", j.pc.ID, err, environmentName(env))
+				return nil, nil
+			} else if err != nil {
 				return nil, err
 			}
 			sessions[env] = s
@@ -161,7 +168,7 @@ func (pf *preflighter) setup(ctx context.Context, s session, pc plan.PlanCase, e
 		return fmt.Errorf("run setup: %w", err)
 	}
 	if res.TimedOut || res.ExitCode != 0 {
-		return fmt.Errorf("%w: the setup fails in %s before any check: exit %d: %s", ErrPreflight, environmentName(env), res.ExitCode, lastBytes(strings.TrimSpace(string(res.Output)), 500))
+		return fmt.Errorf("%w: exit %d: %s", errSetupFailed, res.ExitCode, lastBytes(strings.TrimSpace(string(res.Output)), 500))
 	}
 	return nil
 }
