@@ -144,7 +144,7 @@ func TestEnvironmentDockerfileTool(t *testing.T) {
 	by := checksOf(t, out, s)
 	wantChecks(t, by, "inside/none/1", map[string]bool{"ktcheck accepts the edit": true, "the cell's own jq": true})
 	wantChecks(t, by, "outside/none/1", map[string]bool{"ktcheck in its environment": true, "ktcheck in the cell's image": false})
-	if d := by["outside/none/1"]["ktcheck in the cell's image"].Detail; !strings.Contains(d, "exit 127") {
+	if d := by["outside/none/1"]["ktcheck in the cell's image"].Detail; !strings.Contains(d, "exit 1: ktcheck: not here") {
 		t.Errorf("without its environment: %q, want the tool not found", d)
 	}
 	ros := stored(t, out)

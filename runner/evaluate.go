@@ -74,6 +74,12 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 			return nil, nil, err
 		}
 	}
+	// Checks that cannot measure stop the run before any paid session.
+	if len(sp.Cells) > 0 && !opts.Calibrate {
+		if _, err := Preflight(ctx, p, opts); err != nil {
+			return nil, nil, err
+		}
+	}
 	// A shard with no cell runs nothing, calibration included.
 	if (opts.Calibrate || p.Policy.Calibrate) && !opts.DryRun && len(sp.Cells) > 0 {
 		cal, err := Calibrate(ctx, p, opts)
@@ -217,6 +223,7 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 		return nil, nil, nil, err
 	}
 	verdict.ObserveRollouts(r, recs)
+	r.Verdict.Warnings = append(r.Verdict.Warnings, PreflightWarnings(out, p)...)
 	cal, ok, err := store.ReadCalibration(out, p)
 	if err != nil {
 		return nil, nil, nil, err

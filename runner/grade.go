@@ -372,6 +372,10 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		if err != nil {
 			return nil, fmt.Errorf("run check %d of %s: %w", i, c.ID, err)
 		}
+		if why := cannotRun(res); why != "" {
+			// Not the agent's doing: the cell is invalid, never failed.
+			return nil, fmt.Errorf("check %q cannot run in %s: %s", runName(a), environmentName(env), why)
+		}
 		out[i] = checkResult(a, res, d)
 		if res.TimedOut {
 			cs.s.Close()

@@ -41,6 +41,9 @@ IDs and the trials) and starts nothing; commit it. --resume DIR finishes an
 INCOMPLETE run in DIR: only cells that never ran, under the same plan, lock
 and trials. --tasks-only runs only the tasks named, and the verdict is theirs.
 
+--stand-in (not in gstack's contract) runs offline with labelled stand-ins
+for the model and the judge, as skillgate run --stand-in does.
+
 --scripted DIR (not in gstack's contract; for tests and demos) answers with
 the scripted model of the suite in DIR instead of a provider: offline, free,
 and labelled a stand-in in every report.
@@ -61,6 +64,7 @@ Exit codes: 0 PASS, 1 FAIL (a regression, a safety failure, or WORSE),
 			&cli.StringFlag{Name: "tasks-only", Usage: "run only the tasks `ID,...`"},
 			&cli.StringFlag{Name: "resume", Usage: "finish the INCOMPLETE run in `DIR`: only cells that never ran"},
 			&cli.BoolFlag{Name: "lock", Usage: "write tasks.lock.json beside the tasks file; start nothing"},
+			&cli.BoolFlag{Name: "stand-in", Usage: "run offline with labelled stand-ins for the model and the judge, as skillgate run --stand-in does"},
 			&cli.StringFlag{Name: "scripted", Usage: "answer with the scripted model of the suite in `DIR` (offline stand-in, for tests)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 4, Usage: "sessions to run at once"},
 		},
@@ -127,6 +131,9 @@ func skillEval(c *cli.Context) error {
 	s, err := suite.LoadSuiteSource(call.Dir(), call.Root(), src)
 	if err != nil {
 		return exit(2, err)
+	}
+	if c.Bool("stand-in") {
+		s.UseStandIn()
 	}
 	if only := c.String("tasks-only"); only != "" {
 		ids := strings.Split(only, ",")

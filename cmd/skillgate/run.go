@@ -63,6 +63,20 @@ invalid, saying where it departs. Without a suite folder or plan, --replay
 runs DIR's own plan from DIR's own snapshots of the skills and fixtures, into
 DIR-replay unless --out says.
 
+With --stand-in it runs a suite folder, imported or not, offline: no key, no
+network, nothing paid. skillgate's scripted model answers for the agent (the
+suite's own script when its agent is already scripted) and a stand-in judge
+for the judge, while the agent CLI, the containers, the checks and the
+verdict are the real ones; every report and verdict.json say it is a
+stand-in run. The run folder defaults to .skillgate/SUITE-stand-in.
+
+Before the first cell, every run: check runs once on each case's untouched
+workspace (and on its reference solution, when the case names one): a check
+that cannot run there (exit 126 or 127: a missing tool or interpreter), or
+that fails on a reference, stops the run, naming it; a task case whose checks
+all pass untouched is reported. During the run, a check that cannot run
+makes its cell invalid, never failed.
+
 Exit codes: 0 PASS, 1 FAIL, 2 INCOMPLETE (interrupted, filtered, spend cap
 reached, or a cell invalid because Docker, skillgate or the provider
 failed), 3 calibration failed.`,
@@ -77,6 +91,7 @@ failed), 3 calibration failed.`,
 			&cli.Float64Flag{Name: "spend-cap", Usage: "start a cell or judge call only while its worst case fits under `USD` spent in the run folder over all runs (needs agent.prices); a started cell always finishes, and a later run with a higher cap resumes"},
 			&cli.BoolFlag{Name: "calibrate", Usage: "run only the calibration checks: the agent quotes a line only its arm's skill copy holds, says it has no skill in a no-skill arm, runs a shell command (exit 3 when one fails)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would run and start nothing"},
+			&cli.BoolFlag{Name: "stand-in", Usage: "run offline with labelled stand-ins for the agent's model and the judge (no key, no network, nothing paid): see the pipeline work on your own files"},
 			&cli.StringFlag{Name: "replay", Usage: "answer the cells from the recorded run folder `DIR`, offline (without a suite or plan: DIR's own plan and inputs)"},
 			&cli.StringFlag{Name: "backend", Value: "docker", Usage: "where cells and checks run: `docker` (containers of the local engine) or kubernetes (Pods of the cluster kubectl names)"},
 			&cli.StringFlag{Name: "kubeconfig", Usage: "with --backend kubernetes: the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
@@ -104,7 +119,15 @@ failed), 3 calibration failed.`,
 					target = "."
 				}
 				var err error
-				if t, err = plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case")); err != nil {
+				switch {
+				case c.Bool("stand-in") && replay != "":
+					return exit(2, fmt.Errorf("run: --stand-in and --replay both answer for the model: choose one"))
+				case c.Bool("stand-in"):
+					t, err = plan.ResolveStandIn(target, c.StringSlice("case"))
+				default:
+					t, err = plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case"))
+				}
+				if err != nil {
 					return exit(2, err)
 				}
 			}
@@ -129,6 +152,8 @@ failed), 3 calibration failed.`,
 			case out != "":
 			case replay != "":
 				out = filepath.Clean(replay) + "-replay"
+			case c.Bool("stand-in"):
+				out = filepath.Join(".skillgate", t.Plan.Suite.Name+"-stand-in")
 			default:
 				out = filepath.Join(".skillgate", t.Plan.Suite.Name)
 			}

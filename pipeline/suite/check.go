@@ -391,6 +391,15 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, unde
 			}
 		}
 	}
+	if cs.Reference != "" {
+		// A folder, or a patch file: a regular file in a folder of the repository.
+		if _, err := s.Resolve(cs.Reference); err != nil {
+			dir, derr := s.Resolve(path.Dir(cs.Reference))
+			if fi, ferr := os.Lstat(filepath.Join(dir, path.Base(cs.Reference))); derr != nil || ferr != nil || !fi.Mode().IsRegular() {
+				c.add(at(str("reference")), "%v", err)
+			}
+		}
+	}
 	for i, key := range cs.Targets {
 		if _, ok := s.Skills[key]; !ok && !undecoded[key] {
 			c.add(at(str("targets"), cue.Index(i)), "case %s targets skill %q, which the suite does not define", id, key)

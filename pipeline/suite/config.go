@@ -138,6 +138,10 @@ type Case struct {
 	// RubricPass is the fraction of criteria the rubric needs met.
 	RubricPass float64 `json:"rubricPass"`
 
+	// Reference is a right answer the case's run: checks must pass on
+	// before a run (a folder over the fixture, or a patch file).
+	Reference string `json:"reference,omitempty"`
+
 	// Environment names the suite environment the case runs in; in a
 	// plan, the one its cells run in after the suite's default applies.
 	Environment string `json:"environment,omitempty"`
