@@ -35,6 +35,8 @@ type Policy struct {
 	PassAtK        *PassAtK        `json:"passAtK,omitempty"`
 	JudgeAgreement *JudgeAgreement `json:"judgeAgreement,omitempty"`
 	Significance   *Significance   `json:"significance,omitempty"`
+	// Inference is the level and power every comparison is read at.
+	Inference InferenceLevels `json:"inference"`
 	// Pairing is read by the paired gate, not by a run's verdict.
 	Pairing *Pairing `json:"pairing,omitempty"`
 }
@@ -193,6 +195,13 @@ type PassAtK struct {
 	FailBelow float64 `json:"failBelow"`
 	WarnBelow float64 `json:"warnBelow"`
 	Decimals  int     `json:"decimals"`
+}
+
+// InferenceLevels is the level and power comparisons are read at (schema
+// #InferenceLevels).
+type InferenceLevels struct {
+	Alpha float64 `json:"alpha"`
+	Power float64 `json:"power"`
 }
 
 // Significance gates on the paired inference of the rules that compare

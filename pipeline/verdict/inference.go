@@ -105,8 +105,8 @@ func pairTrials(base, cand []trialPass) []inference.Pair {
 }
 
 // compare makes the inference of a comparison over paired trials, with
-// its detectable difference at level alpha; seed is the plan digest.
-func compare(c Comparison, pairs []inference.Pair, alpha float64, seed string) *Inference {
+// its detectable difference at level alpha and that power; seed is the plan digest.
+func compare(c Comparison, pairs []inference.Pair, alpha, power float64, seed string) *Inference {
 	r, err := inference.Compare(pairs, seed)
 	if err != nil {
 		// Results aligned to plan cells hold one cell per (case, trial):
@@ -127,15 +127,27 @@ func compare(c Comparison, pairs []inference.Pair, alpha float64, seed string) *
 		}
 	}
 	psi := float64(discordant) / float64(len(pairs))
-	if d, ok := inference.Detectable(r.N, r.TrialsPerCase, psi, alpha, detectPower, seed); ok {
+	if d, ok := inference.Detectable(r.N, r.TrialsPerCase, psi, alpha, power, seed); ok {
 		inf.Detectable = &d
 	}
 	return inf
 }
 
-// detectPower is the power the detectable difference is read at, the
-// convention of sample-size planning.
-const detectPower = 0.8
+// Levels of a policy decoded before the schema gave #InferenceLevels (a
+// stored plan's); TestInferenceLevelsMatchTheSchema holds them to its
+// defaults.
+const (
+	priorAlpha = 0.05
+	priorPower = 0.8
+)
+
+// detectPower is the power the detectable difference is read at.
+func detectPower(pol suite.Policy) float64 {
+	if pol.Inference.Power > 0 {
+		return pol.Inference.Power
+	}
+	return priorPower
+}
 
 // underpowered says the warning of an inference whose sample could not
 // have detected the rule's threshold, or "".
@@ -165,12 +177,15 @@ func sample(cases, trials int) string {
 }
 
 // significanceAlpha is the level inference reads at: the significance
-// rule's when the policy has one, else the conventional 0.05.
+// rule's when the policy has one, else the policy's inference level.
 func significanceAlpha(pol suite.Policy) float64 {
 	if s := pol.Significance; s != nil && s.Enabled && s.Alpha > 0 {
 		return s.Alpha
 	}
-	return 0.05
+	if pol.Inference.Alpha > 0 {
+		return pol.Inference.Alpha
+	}
+	return priorAlpha
 }
 
 // armTrials lists an arm's valid trials over the cases keep accepts.
@@ -199,7 +214,7 @@ func (in *policyInput) attachInference(rules []RuleOutcome) {
 			continue
 		}
 		pairs := pairTrials(in.armTrials(c.Baseline, c.Keeps), in.armTrials(c.Candidate, c.Keeps))
-		inf := compare(c, pairs, alpha, string(in.p.Digest))
+		inf := compare(c, pairs, alpha, detectPower(in.p.Policy), string(in.p.Digest))
 		if inf == nil || inf.N == 0 {
 			continue
 		}
@@ -222,7 +237,7 @@ func attachGateInference(rules []RuleOutcome, b, c gateSide) {
 		if rules[i].Rule != "nonRegression" && rules[i].Rule != "improvement" {
 			continue
 		}
-		if inf := compare(Comparison{Rule: rules[i].Rule, Baseline: b.arm.Name, Candidate: c.arm.Name}, pairs, alpha, seed); inf != nil && inf.N > 0 {
+		if inf := compare(Comparison{Rule: rules[i].Rule, Baseline: b.arm.Name, Candidate: c.arm.Name}, pairs, alpha, detectPower(c.plan.Policy), seed); inf != nil && inf.N > 0 {
 			rules[i].Inference = inf
 		}
 	}

@@ -128,3 +128,18 @@ func TestSignificanceRule(t *testing.T) {
 		t.Errorf("alpha 0.2, no interval: %+v", rule(t, v, "significance"))
 	}
 }
+
+// TestInferenceLevelsMatchTheSchema: the levels read for a stored plan made
+// before the schema gave them are the schema's defaults, so the two cannot
+// drift apart.
+func TestInferenceLevelsMatchTheSchema(t *testing.T) {
+	p := policySuite{trials: 1, policy: "policies.advisory", arms: advisoryArms, cases: `
+		a: {prompt: "p", routing: {}, assert: [], rubric: []}`}.compile(t)
+	got := p.Policy.Inference
+	if got.Alpha != priorAlpha || got.Power != priorPower {
+		t.Errorf("schema's #InferenceLevels gives α %v, power %v; a plan without them is read at α %v, power %v", got.Alpha, got.Power, priorAlpha, priorPower)
+	}
+	if significanceAlpha(p.Policy) != got.Alpha || detectPower(p.Policy) != got.Power {
+		t.Errorf("the verdict does not read the policy's levels")
+	}
+}

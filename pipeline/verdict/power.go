@@ -115,13 +115,13 @@ func PlanPower(p *plan.Plan, a PowerAssumptions) []ComparisonPower {
 }
 
 // DetectableLine says in one line what each comparison of the plan can
-// detect at 80% power and α 0.05 (the policy's significance α when it
-// has one), at the most favourable discordance; "" when the policy
+// detect at the policy's inference power and level (its significance α
+// when it has one), at the most favourable discordance; "" when the policy
 // compares no arms.
 func DetectableLine(p *plan.Plan) string {
 	var parts []string
 	alpha := significanceAlpha(p.Policy)
-	for _, cp := range PlanPower(p, PowerAssumptions{Alpha: alpha, Power: detectPower}) {
+	for _, cp := range PlanPower(p, PowerAssumptions{Alpha: alpha, Power: detectPower(p.Policy)}) {
 		d := "none"
 		if cp.Detectable != nil {
 			d = fmt.Sprintf("%.2f", *cp.Detectable)
