@@ -15,8 +15,11 @@ import (
 )
 
 // A stored record (a rollout's rollout.json, a grade, a judgement, a judge
-// failure) carries its seal: the digest of what it records, as compact
-// JSON, written as its last field. Every reader checks it (readSealed), so
+// failure) carries its seal: the digest of what it records (the record's
+// own JSON, every field but the seal, compact with sorted keys), written as
+// its last field. It is taken over the document, not over the Go value it
+// decodes into, so a record stays valid when a later skillgate reads it
+// into a struct with fields added or gone. Every reader checks it (readSealed), so
 // a record edited by hand is refused naming its file, by every command
 // alike; and a record re-sealed after an edit still changes the run's root
 // digest (Root), which a reviewer compares with the one the run printed.
@@ -25,6 +28,10 @@ const sealField = "seal"
 // sealJSON is v as indented JSON with its seal as the last field.
 func sealJSON(v any) ([]byte, error) {
 	compact, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	d, err := documentDigest(compact)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +48,7 @@ func sealJSON(v any) ([]byte, error) {
 	if bytes.Equal(body, []byte("{")) {
 		sep = "\n"
 	}
-	out := append(append([]byte{}, body...), sep+"  \""+sealField+"\": \""+digest.FromBytes(compact).String()+"\"\n}\n"...)
+	out := append(append([]byte{}, body...), sep+"  \""+sealField+"\": \""+d.String()+"\"\n}\n"...)
 	return out, nil
 }
 
@@ -71,16 +78,33 @@ func unseal(file string, b []byte, v any) error {
 		return fmt.Errorf("read %s: %w", file, err)
 	}
 	if s.Seal == "" {
-		return fmt.Errorf("read %s: it records no seal: not a record skillgate stored, or edited by hand", file)
+		return fmt.Errorf("read %s: it records no seal: edited by hand, or stored by a skillgate that did not seal its records (run the suite again into a new folder)", file)
 	}
-	compact, err := json.Marshal(v)
+	got, err := documentDigest(b)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", file, err)
 	}
-	if got := digest.FromBytes(compact); got != s.Seal {
+	if got != s.Seal {
 		return fmt.Errorf("read %s: its content (digest %s) is not what its seal %s records: edited or damaged", file, got, s.Seal)
 	}
 	return nil
+}
+
+// documentDigest is the digest of the JSON object b without its seal field:
+// compact, keys sorted, numbers as written.
+func documentDigest(b []byte) (digest.Digest, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return "", err
+	}
+	delete(doc, sealField)
+	compact, err := json.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	return digest.FromBytes(compact), nil
 }
 
 // readRegular reads a file of the run folder, refusing a link or anything
