@@ -93,6 +93,11 @@ func userPos(v cue.Value) token.Pos {
 				visit(a, depth+1)
 			}
 		}
+		// A list a format package builds (a rubric of one sidecar line)
+		// stands where its first element is written.
+		if it, err := v.List(); err == nil && it.Next() {
+			visit(it.Value(), depth+1)
+		}
 	}
 	visit(v, 0)
 	if !found.IsValid() {
@@ -369,7 +374,7 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, unde
 		if !seen {
 			var dir string
 			if dir, err = s.Resolve(cs.Fixture); err == nil {
-				err = checkTree(dir, s.Root)
+				err = checkCaseTree(dir, s.Root)
 			}
 			c.fixtures[cs.Fixture] = err
 		}
@@ -382,7 +387,7 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, unde
 			c.add(at(str("overlay")), "an overlay is copied over the fixture: set the case's fixture too")
 		} else if dir, err := s.Resolve(cs.Overlay); err != nil {
 			c.add(at(str("overlay")), "%v", err)
-		} else if err := checkTree(dir, s.Root); err != nil {
+		} else if err := checkCaseTree(dir, s.Root); err != nil {
 			c.add(at(str("overlay")), "%v", err)
 		} else if fx, ferr := s.Resolve(cs.Fixture); ferr == nil {
 			if err := checkOverlay(fx, dir); err != nil {
@@ -394,6 +399,11 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, unde
 		if _, ok := s.Skills[key]; !ok && !undecoded[key] {
 			c.add(at(str("targets"), cue.Index(i)), "case %s targets skill %q, which the suite does not define", id, key)
 		}
+	}
+	if len(cs.Rubric) > 0 && s.Judge == nil {
+		// Without a judge the rubric would be dropped and the case pass
+		// on its checks alone, without a word.
+		c.add(at(str("rubric")), "case %s has a rubric and the suite has no judge to grade it: add a judge (for example judge: {provider: agent.provider, model: agent.model}), or drop the rubric", id)
 	}
 	if len(cs.Rubric) == 0 && cs.RubricPass != 1 {
 		c.add(at(str("rubricPass")), "rubricPass applies to a rubric, and case %s has none", id)
