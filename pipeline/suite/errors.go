@@ -314,3 +314,32 @@ func suitePackage(dir string) string {
 	}
 	return best
 }
+
+// atUserFiles keeps, of an error positioned in a user's file of another
+// system's format (JSON, YAML, JSONL, Markdown: any file that is not CUE),
+// only its positions in such files: the mistake is there, and the
+// positions in the vendored schema and in the suite's own CUE that reads
+// the file are how it got there, not where to fix it. Other errors are
+// kept as they are.
+func atUserFiles(errs cueerrors.Error) cueerrors.Error {
+	if errs == nil {
+		return nil
+	}
+	var out cueerrors.Error
+	for _, e := range cueerrors.Errors(errs) {
+		all := append([]token.Pos{e.Position()}, e.InputPositions()...)
+		var user []token.Pos
+		for _, p := range all {
+			if p.IsValid() && !strings.HasSuffix(p.Filename(), ".cue") && !slices.ContainsFunc(user, func(q token.Pos) bool { return q.Position() == p.Position() }) {
+				user = append(user, p)
+			}
+		}
+		if len(user) == 0 || len(user) == len(all) {
+			out = cueerrors.Append(out, e)
+			continue
+		}
+		format, args := e.Msg()
+		out = cueerrors.Append(out, &suiteError{path: e.Path(), pos: user, msg: fmt.Sprintf(format, args...)})
+	}
+	return out
+}

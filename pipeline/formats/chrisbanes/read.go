@@ -57,8 +57,10 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		switch {
 		case errors.As(err, &cerr):
 			errs = cueerrors.Append(errs, cerr)
+			prompts.Elts = append(prompts.Elts, &ast.Field{Label: ast.NewString(caseDir), Value: standIn(userPos(c))})
 		case err != nil:
 			errs = cueerrors.Append(errs, cueerrors.Newf(userPos(c), "%s: %v", key, err))
+			prompts.Elts = append(prompts.Elts, &ast.Field{Label: ast.NewString(caseDir), Value: standIn(userPos(c))})
 		default:
 			prompts.Elts = append(prompts.Elts, &ast.Field{Label: ast.NewString(caseDir), Value: prompt})
 		}
@@ -108,7 +110,7 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 				re, terr := Translate(p)
 				if terr != nil {
 					errs = cueerrors.Append(errs, cueerrors.Newf(v.Pos(), "%s: %s: Python pattern %q: %v", key, f, p, terr))
-					return
+					re = "(?:)" // stands in, so nothing else reports the same pattern
 				}
 				if _, seen := patterns[p]; !seen {
 					order = append(order, p)
@@ -120,18 +122,28 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 			})
 		}
 	})
-	if errs != nil {
-		return nil, errs
-	}
 	pats := &ast.StructLit{}
 	for _, p := range order {
 		pats.Elts = append(pats.Elts, patterns[p])
 	}
-	return &ast.StructLit{Elts: []ast.Decl{
+	// With errors the read is still returned, stand-ins in place of what
+	// could not be read, so each mistake is reported once, where it is,
+	// and not again by every case that reads its value.
+	read := &ast.StructLit{Elts: []ast.Decl{
 		&ast.Field{Label: ast.NewIdent("prompts"), Value: prompts},
 		&ast.Field{Label: ast.NewIdent("overlays"), Value: &ast.ListLit{Elts: overlays}},
 		&ast.Field{Label: ast.NewIdent("patterns"), Value: pats},
-	}}, nil
+	}}
+	if errs != nil {
+		return read, errs
+	}
+	return read, nil
+}
+
+// standIn is the value of a prompt that could not be read, at the case's
+// position: the error says why, and the suite never runs with it.
+func standIn(pos token.Pos) ast.Expr {
+	return &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote("(prompt.md could not be read)"), ValuePos: pos}
 }
 
 // readPrompt reads a case folder's prompt.md as a string positioned in the
