@@ -197,6 +197,7 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 	}
 	checkEnvironments(c, s)
 	checkScript(c, s.Agent.Script, str("agent"))
+	checkScriptReach(c, s)
 	if s.Judge != nil {
 		checkScript(c, s.Judge.Script, str("judge"))
 		if a := s.Judge.Adjudication.Judge; a != nil {
