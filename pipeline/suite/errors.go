@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	cueerrors "cuelang.org/go/cue/errors"
@@ -321,13 +322,28 @@ func suitePackage(dir string) string {
 // positions in the vendored schema and in the suite's own CUE that reads
 // the file are how it got there, not where to fix it. Other errors are
 // kept as they are.
-func atUserFiles(errs cueerrors.Error) cueerrors.Error {
+//
+// An error under formats positioned in the vendored schema alone (a rule
+// the format package states with error()) is positioned at the user's
+// value it is about, found in v, when that is in such a file.
+func atUserFiles(errs cueerrors.Error, v cue.Value) cueerrors.Error {
 	if errs == nil {
 		return nil
 	}
 	var out cueerrors.Error
 	for _, e := range cueerrors.Errors(errs) {
 		all := append([]token.Pos{e.Position()}, e.InputPositions()...)
+		if p := e.Path(); len(p) > 1 && p[0] == "formats" && !slices.ContainsFunc(all, func(q token.Pos) bool { return q.IsValid() && !strings.Contains(q.Filename(), "cue.mod") }) {
+			sel := make([]cue.Selector, len(p))
+			for i, l := range p {
+				sel[i] = cue.ParsePath(l).Selectors()[0]
+			}
+			if at := userPos(v.LookupPath(cue.MakePath(sel...))); at.IsValid() && !strings.HasSuffix(at.Filename(), ".cue") {
+				format, args := e.Msg()
+				out = cueerrors.Append(out, &suiteError{path: p, pos: []token.Pos{at}, msg: fmt.Sprintf(format, args...)})
+				continue
+			}
+		}
 		var user []token.Pos
 		for _, p := range all {
 			if p.IsValid() && !strings.HasSuffix(p.Filename(), ".cue") && !slices.ContainsFunc(user, func(q token.Pos) bool { return q.Position() == p.Position() }) {
