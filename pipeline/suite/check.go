@@ -75,47 +75,6 @@ func (c *checker) add(sel []cue.Selector, format string, args ...interface{}) {
 	c.errs = cueerrors.Append(c.errs, &suiteError{path: labels, pos: pos, msg: fmt.Sprintf(format, args...)})
 }
 
-// userPos is the position of the suite's own source for v, preferring it
-// over the schema's, which every suite value also has a conjunct in.
-func userPos(v cue.Value) token.Pos {
-	var found token.Pos
-	var visit func(v cue.Value, depth int)
-	visit = func(v cue.Value, depth int) {
-		if found.IsValid() || depth > 5 {
-			return
-		}
-		if p := v.Pos(); p.IsValid() && !strings.Contains(p.Filename(), "cue.mod") {
-			found = p
-			return
-		}
-		op, args := v.Expr()
-		if op == cue.SelectorOp && len(args) == 2 {
-			// X.f: where f is written in X (a field of the user's file).
-			if label, err := args[1].String(); err == nil {
-				visit(args[0].LookupPath(cue.MakePath(cue.Str(label))), depth+1)
-			}
-		}
-		if len(args) > 1 || depth == 0 {
-			for _, a := range args {
-				visit(a, depth+1)
-			}
-		}
-		// A list a format package builds (a rubric of one sidecar line,
-		// the parts of a fixture's path) stands where the first of its
-		// elements the user wrote is.
-		if it, err := v.List(); err == nil {
-			for n := 0; n < 8 && it.Next(); n++ {
-				visit(it.Value(), depth+1)
-			}
-		}
-	}
-	visit(v, 0)
-	if !found.IsValid() {
-		return v.Pos()
-	}
-	return found
-}
-
 func str(s string) cue.Selector { return cue.Str(s) }
 
 // checkSuite checks what CUE cannot: folders on disk, references between
