@@ -18,12 +18,9 @@ import (
 
 // Markers the none check asks the agent to answer with.
 const (
-	calibrationYes = "SKILLGATE-YES"
-	calibrationNo  = "SKILLGATE-NO"
+	calibrationYes = suite.CalibrationYes
+	calibrationNo  = suite.CalibrationNo
 )
-
-// calibrationPreamble opens every calibration prompt.
-const calibrationPreamble = "This is a calibration check of your setup, not a task: change no file.\n\n"
 
 // calibrationCells are the calibration cells of p's arms (only those
 // named, when any are), in authored order: skill or none, then shell
@@ -99,9 +96,7 @@ func shellCheck(p *plan.Plan, arm plan.PlanArm) calCell {
 	nonce := digest.FromString(calibrationVersion + " " + p.Agent.Digest.String() + " " + arm.Digest.String()).Encoded()[:12]
 	want := "skillgate-calibration-" + nonce
 	cmd := "echo " + want
-	c := newCalCell(p, verdict.CalibrationShell, arm, calibrationPreamble+
-		"Run this shell command with your shell tool: `"+cmd+"`\n"+
-		"Then reply with the output it printed, exactly.")
+	c := newCalCell(p, verdict.CalibrationShell, arm, suite.CalibrationShellPrompt(cmd))
 	c.asked = fmt.Sprintf("asked to run %q", cmd)
 	c.grade = func(answer string) (bool, string) {
 		if strings.Contains(answer, want) {
@@ -118,9 +113,7 @@ func noneCheck(p *plan.Plan, arm plan.PlanArm, names []string) calCell {
 		quoted[i] = fmt.Sprintf("%q", n)
 	}
 	list := strings.Join(quoted, " or ")
-	c := newCalCell(p, verdict.CalibrationNone, arm, calibrationPreamble+
-		"Is a skill named "+list+" available to you in this session? Look only at the skills you have been given; do not install, create or search for skills.\n"+
-		"Reply with exactly one word: "+calibrationYes+" if such a skill is available, "+calibrationNo+" if none is.")
+	c := newCalCell(p, verdict.CalibrationNone, arm, suite.CalibrationNonePrompt(names))
 	c.asked = "asked whether a skill named " + list + " is available"
 	c.grade = func(answer string) (bool, string) {
 		yes, no := strings.Contains(answer, calibrationYes), strings.Contains(answer, calibrationNo)
@@ -206,9 +199,7 @@ func skillCheck(p *plan.Plan, suiteDir string, arm plan.PlanArm) (calCell, error
 		return calCell{}, fmt.Errorf("calibrate: arm %s: no SKILL.md of its skills holds a line to quote", arm.Name)
 	}
 	name, line, prefix := chosen.copy.name, chosen.line, chosen.prefix
-	c := newCalCell(p, verdict.CalibrationSkill, arm, calibrationPreamble+
-		fmt.Sprintf("Open the SKILL.md file of your skill named %q and find the line that starts with %q.\n", name, prefix)+
-		"Reply with that whole line, exactly as it is written in the file. If you cannot read the file, say so; do not guess.")
+	c := newCalCell(p, verdict.CalibrationSkill, arm, suite.CalibrationSkillPrompt(name, prefix))
 	c.asked = fmt.Sprintf("asked to quote the line of skill %s's SKILL.md starting with %q", name, prefix)
 	// The lines other copies hold under the same prefix: quoting one of
 	// them shows which copy the agent read.

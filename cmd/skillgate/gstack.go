@@ -44,9 +44,13 @@ and trials. --tasks-only runs only the tasks named, and the verdict is theirs.
 --stand-in (not in gstack's contract) runs offline with labelled stand-ins
 for the model and the judge, as skillgate run --stand-in does.
 
+A task with a judge line in tasks.ext.json is judged, blinded (the judge sees
+the task and the answer, never the arm), by --host's provider asking for
+--judge-model, by default --model; verdict.json's adjudication names it.
+
 --scripted DIR (not in gstack's contract; for tests and demos) answers with
-the scripted model of the suite in DIR instead of a provider: offline, free,
-and labelled a stand-in in every report.
+the scripted model of the suite in DIR instead of a provider, and judges with
+that suite's judge: offline, free, and labelled a stand-in in every report.
 
 Exit codes: 0 PASS, 1 FAIL (a regression, a safety failure, or WORSE),
 2 INCOMPLETE (spend cap reached, infra failure, timeouts, or a refused call),
@@ -56,6 +60,7 @@ Exit codes: 0 PASS, 1 FAIL (a regression, a safety failure, or WORSE),
 			&cli.StringFlag{Name: "tasks", Usage: "gstack's tasks `FILE` (tasks.json)"},
 			&cli.StringFlag{Name: "host", Usage: "the agent CLI: `claude` or codex"},
 			&cli.StringFlag{Name: "model", Usage: "the model `ID` the CLI asks for"},
+			&cli.StringFlag{Name: "judge-model", Usage: "the model `ID` that grades tasks.ext.json's judge lines, blinded (default: --model, on --host's provider)"},
 			&cli.IntFlag{Name: "trials", Value: 3, Usage: "trials of every task in every arm, fixed before the run"},
 			&cli.Float64Flag{Name: "spend-cap", Usage: "stop before the next session would pass `USD`"},
 			&cli.StringFlag{Name: "out", Usage: "the run folder `DIR`: verdict.json, runs/"},
@@ -95,7 +100,7 @@ func skillEval(c *cli.Context) error {
 	if c.Int("trials") < 1 {
 		return exit(2, fmt.Errorf("skill-eval: --trials %d: want at least 1", c.Int("trials")))
 	}
-	call := gstack.Call{Tasks: tasks, Arms: arms, Host: c.String("host"), Model: c.String("model"), Trials: c.Int("trials")}
+	call := gstack.Call{Tasks: tasks, Arms: arms, Host: c.String("host"), Model: c.String("model"), Trials: c.Int("trials"), JudgeModel: c.String("judge-model")}
 	if dir := c.String("scripted"); dir != "" {
 		s, err := suite.LoadSuite(dir)
 		if err != nil {
@@ -108,6 +113,11 @@ func skillEval(c *cli.Context) error {
 			return exit(2, err)
 		}
 		call.StandIn = s.Agent.StandIn
+		if s.Judge != nil {
+			if call.Judge, err = json.Marshal(s.Judge); err != nil {
+				return exit(2, err)
+			}
+		}
 		if call.StandIn == "" {
 			call.StandIn = "scripted stand-in model of " + dir
 		}
@@ -258,6 +268,15 @@ func describeSkillEval(p *plan.Plan, calibration int, calibrateOnly bool, capUSD
 		fmt.Fprintf(&b, ": %s\n", plan.Plural(sessions, "session"))
 	}
 	fmt.Fprintf(&b, "model: %s on %s (%s)\n", p.Agent.Model, p.Agent.Kind, p.Agent.Provider)
+	judged := 0
+	for _, pc := range p.Cases {
+		if len(pc.Rubric) > 0 {
+			judged++
+		}
+	}
+	if p.Judge != nil && judged > 0 {
+		fmt.Fprintf(&b, "judge: %s (%s), blinded, for %s with a judge line\n", p.Judge.Model, p.Judge.Provider, plan.Plural(judged, "task"))
+	}
 	if pr := p.Agent.Prices; pr != nil && pr.PerCall != nil {
 		fmt.Fprintf(&b, "price estimate: $%.2f at most ($%.2f a session)", float64(sessions)**pr.PerCall, *pr.PerCall)
 	} else {

@@ -55,13 +55,17 @@ func TestSkillEvalExample(t *testing.T) {
 		t.Errorf("verdict.json against its schema: %v", err)
 	}
 	var v struct {
-		Verdict     string
-		Reasons     []string
-		Trials      int
-		Calibration map[string]*bool
-		Tasks       map[string]map[string][]*bool
-		StandIn     string `json:"stand_in"`
-		Arms        map[string]struct {
+		Verdict      string
+		Reasons      []string
+		Trials       int
+		Calibration  map[string]*bool
+		Tasks        map[string]map[string][]*bool
+		StandIn      string `json:"stand_in"`
+		Adjudication struct {
+			Blinded    bool
+			JudgeModel *string `json:"judge_model"`
+		}
+		Arms map[string]struct {
 			FilesLoaded map[string]int `json:"files_loaded"`
 		}
 	}
@@ -75,6 +79,13 @@ func TestSkillEvalExample(t *testing.T) {
 		if c := v.Calibration[k]; c == nil || !*c {
 			t.Errorf("calibration %s: %v, want true", k, c)
 		}
+	}
+	// The sidecar's judge line was judged, blinded, by the suite's judge.
+	if a := v.Adjudication; !a.Blinded || a.JudgeModel == nil || *a.JudgeModel != "scripted-gstack-judge" {
+		t.Errorf("adjudication %+v, want blinded by scripted-gstack-judge", a)
+	}
+	if judged, _ := filepath.Glob(filepath.Join(out, "store", "judgements", "*")); len(judged) == 0 {
+		t.Errorf("no judgement stored under %s", filepath.Join(out, "store", "judgements"))
 	}
 	task := v.Tasks["no-code-change"]
 	if len(v.Tasks) != 1 || len(task["before"]) != 1 || task["before"][0] == nil || !*task["before"][0] || task["after"][0] == nil || *task["after"][0] {

@@ -34,7 +34,10 @@ type Format struct {
 	Package string
 	// Read reads the files named by the suite's formats.FIELD (in, not yet
 	// validated; dir is the suite folder, absolute) into the data filled at
-	// formats.FIELD.read; nil when CUE reads the files itself.
+	// formats.FIELD.read; nil when CUE reads the files itself. With an
+	// error it may still return what it read, stand-ins in place of what
+	// it could not, so that no case reading those values reports the same
+	// mistake again.
 	Read func(dir string, in cue.Value) (ast.Expr, error)
 	// Import writes into out a suite naming the system's files at src, and
 	// returns the files written.

@@ -143,10 +143,10 @@ func TestDiffAddedRemovedAndJudge(t *testing.T) {
 	a := compileRoot(t, suitetest.WriteSuite(t, suitetest.BaseSuite))
 	b := compileRoot(t, suitetest.WriteSuite(t, suitetest.Edit(t, "suite/suite.cue", `limits: timeout: "2m"`, `limits: timeout: "2m"
 	trials: 4
-	judge: {provider: "scripted"}`)))
+	judge: model: "judge-2"`)))
 	d := DiffPlans(a, b)
 	if d.Counts[DiffAdded] != 2 || d.Counts[DiffRegrade] != 6 {
-		t.Errorf("counts = %v, want 2 added (trial 4 of two arms) and 6 regraded (the rubric case gets a judge)", d.Counts)
+		t.Errorf("counts = %v, want 2 added (trial 4 of two arms) and 6 regraded (the rubric case gets another judge)", d.Counts)
 	}
 	back := DiffPlans(b, a)
 	if back.Counts[DiffRemoved] != 2 {
@@ -160,7 +160,7 @@ func TestDiffAddedRemovedAndJudge(t *testing.T) {
 func TestSummary(t *testing.T) {
 	p := compileRoot(t, suitetest.WriteSuite(t, suitetest.Edit(t, "suite/suite.cue", `command: ["sh", "-c", "echo hi"]`, `command: ["sh", "-c", "echo hi"], prices: perCall: 0.5`)))
 	s := p.Summary()
-	if s.Cells != 6 || s.AgentCalls != 6 || s.JudgeCalls != 0 || s.CostUSD == nil || *s.CostUSD != 3 {
+	if s.Cells != 6 || s.AgentCalls != 6 || s.JudgeCalls != 6 || s.CostUSD == nil || *s.CostUSD != 3 {
 		t.Errorf("summary = %+v", s)
 	}
 }

@@ -75,32 +75,6 @@ func (c *checker) add(sel []cue.Selector, format string, args ...interface{}) {
 	c.errs = cueerrors.Append(c.errs, &suiteError{path: labels, pos: pos, msg: fmt.Sprintf(format, args...)})
 }
 
-// userPos is the position of the suite's own source for v, preferring it
-// over the schema's, which every suite value also has a conjunct in.
-func userPos(v cue.Value) token.Pos {
-	var found token.Pos
-	var visit func(v cue.Value, depth int)
-	visit = func(v cue.Value, depth int) {
-		if found.IsValid() || depth > 4 {
-			return
-		}
-		if p := v.Pos(); p.IsValid() && !strings.Contains(p.Filename(), "cue.mod") {
-			found = p
-			return
-		}
-		if _, args := v.Expr(); len(args) > 1 || depth == 0 {
-			for _, a := range args {
-				visit(a, depth+1)
-			}
-		}
-	}
-	visit(v, 0)
-	if !found.IsValid() {
-		return v.Pos()
-	}
-	return found
-}
-
 func str(s string) cue.Selector { return cue.Str(s) }
 
 // checkSuite checks what CUE cannot: folders on disk, references between
@@ -183,6 +157,7 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 	checkEnvironments(c, s)
 	checkLimits(c, s)
 	checkScript(c, s.Agent.Script, str("agent"))
+	checkScriptReach(c, s)
 	if s.Judge != nil {
 		checkScript(c, s.Judge.Script, str("judge"))
 		if a := s.Judge.Adjudication.Judge; a != nil {
@@ -370,7 +345,7 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, unde
 		if !seen {
 			var dir string
 			if dir, err = s.Resolve(cs.Fixture); err == nil {
-				err = checkTree(dir, s.Root)
+				err = checkCaseTree(dir, s.Root)
 			}
 			c.fixtures[cs.Fixture] = err
 		}
@@ -383,7 +358,7 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, unde
 			c.add(at(str("overlay")), "an overlay is copied over the fixture: set the case's fixture too")
 		} else if dir, err := s.Resolve(cs.Overlay); err != nil {
 			c.add(at(str("overlay")), "%v", err)
-		} else if err := checkTree(dir, s.Root); err != nil {
+		} else if err := checkCaseTree(dir, s.Root); err != nil {
 			c.add(at(str("overlay")), "%v", err)
 		} else if fx, ferr := s.Resolve(cs.Fixture); ferr == nil {
 			if err := checkOverlay(fx, dir); err != nil {
@@ -404,6 +379,11 @@ func checkCase(c *checker, s *Suite, id string, skillNames map[string]bool, unde
 		if _, ok := s.Skills[key]; !ok && !undecoded[key] {
 			c.add(at(str("targets"), cue.Index(i)), "case %s targets skill %q, which the suite does not define", id, key)
 		}
+	}
+	if len(cs.Rubric) > 0 && s.Judge == nil {
+		// Without a judge the rubric would be dropped and the case pass
+		// on its checks alone, without a word.
+		c.add(at(str("rubric")), "case %s has a rubric and the suite has no judge to grade it: add a judge (for example judge: {provider: agent.provider, model: agent.model}), or drop the rubric", id)
 	}
 	if len(cs.Rubric) == 0 && cs.RubricPass != 1 {
 		c.add(at(str("rubricPass")), "rubricPass applies to a rubric, and case %s has none", id)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	cueerrors "cuelang.org/go/cue/errors"
@@ -313,4 +314,89 @@ func suitePackage(dir string) string {
 		}
 	}
 	return best
+}
+
+// atUserFiles keeps, of an error positioned in a user's file of another
+// system's format (JSON, YAML, JSONL, Markdown: any file that is not CUE),
+// only its positions in such files: the mistake is there, and the
+// positions in the vendored schema and in the suite's own CUE that reads
+// the file are how it got there, not where to fix it. Other errors are
+// kept as they are.
+//
+// An error under formats positioned in the vendored schema alone (a rule
+// the format package states with error()) is positioned at the user's
+// value it is about, found in v, when that is in such a file.
+func atUserFiles(errs cueerrors.Error, v cue.Value) cueerrors.Error {
+	if errs == nil {
+		return nil
+	}
+	var out cueerrors.Error
+	for _, e := range cueerrors.Errors(errs) {
+		all := append([]token.Pos{e.Position()}, e.InputPositions()...)
+		if p := e.Path(); len(p) > 1 && p[0] == "formats" && !slices.ContainsFunc(all, func(q token.Pos) bool { return q.IsValid() && !strings.Contains(q.Filename(), "cue.mod") }) {
+			sel := make([]cue.Selector, len(p))
+			for i, l := range p {
+				sel[i] = cue.ParsePath(l).Selectors()[0]
+			}
+			if at := userPos(v.LookupPath(cue.MakePath(sel...))); at.IsValid() && !strings.HasSuffix(at.Filename(), ".cue") {
+				format, args := e.Msg()
+				out = cueerrors.Append(out, &suiteError{path: p, pos: []token.Pos{at}, msg: fmt.Sprintf(format, args...)})
+				continue
+			}
+		}
+		var user []token.Pos
+		for _, p := range all {
+			if p.IsValid() && !strings.HasSuffix(p.Filename(), ".cue") && !slices.ContainsFunc(user, func(q token.Pos) bool { return q.Position() == p.Position() }) {
+				user = append(user, p)
+			}
+		}
+		if len(user) == 0 || len(user) == len(all) {
+			out = cueerrors.Append(out, e)
+			continue
+		}
+		format, args := e.Msg()
+		out = cueerrors.Append(out, &suiteError{path: e.Path(), pos: user, msg: fmt.Sprintf(format, args...)})
+	}
+	return out
+}
+
+// userPos is the position of the suite's own source for v, preferring it
+// over the schema's, which every suite value also has a conjunct in.
+func userPos(v cue.Value) token.Pos {
+	var found token.Pos
+	var visit func(v cue.Value, depth int)
+	visit = func(v cue.Value, depth int) {
+		if found.IsValid() || depth > 5 {
+			return
+		}
+		if p := v.Pos(); p.IsValid() && !strings.Contains(p.Filename(), "cue.mod") {
+			found = p
+			return
+		}
+		op, args := v.Expr()
+		if op == cue.SelectorOp && len(args) == 2 {
+			// X.f: where f is written in X (a field of the user's file).
+			if label, err := args[1].String(); err == nil {
+				visit(args[0].LookupPath(cue.MakePath(cue.Str(label))), depth+1)
+			}
+		}
+		if len(args) > 1 || depth == 0 {
+			for _, a := range args {
+				visit(a, depth+1)
+			}
+		}
+		// A list a format package builds (a rubric of one sidecar line,
+		// the parts of a fixture's path) stands where the first of its
+		// elements the user wrote is.
+		if it, err := v.List(); err == nil {
+			for n := 0; n < 8 && it.Next(); n++ {
+				visit(it.Value(), depth+1)
+			}
+		}
+	}
+	visit(v, 0)
+	if !found.IsValid() {
+		return v.Pos()
+	}
+	return found
 }

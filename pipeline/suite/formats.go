@@ -37,7 +37,12 @@ func readFormats(v cue.Value, dir string) (cue.Value, cueerrors.Error) {
 		data, err := f.Read(dir, it.Value())
 		if err != nil {
 			errs = cueerrors.Append(errs, cueerrors.Promote(err, "read "+f.Name+" files"))
-			continue
+			if data == nil {
+				continue
+			}
+			// A reader that says what it could not read and returns the
+			// rest, stand-ins in place, spares every case that reads those
+			// values a follow-on error.
 		}
 		read := cue.MakePath(cue.Str("formats"), cue.Str(field), cue.Str("read"))
 		v = v.FillPath(read, v.Context().BuildExpr(data))

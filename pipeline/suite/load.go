@@ -105,6 +105,7 @@ func loadSuite(name, abs, root string, src []byte) (*Suite, error) {
 		// their absence.
 		checks = withoutPaths(checks, "cases", "arms")
 	}
+	errs = atUserFiles(errs, v)
 	errs = cueerrors.Append(errs, outsideFiles(insts[0]))
 	errs = cueerrors.Append(errs, checkDuplicateCases(insts))
 	errs = cueerrors.Append(errs, checks)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -73,6 +74,32 @@ func checkTree(dir, root string) error {
 		if !Within(rootReal, target) {
 			rel, _ := filepath.Rel(dir, p)
 			return fmt.Errorf("symlink %s points outside the repository", filepath.ToSlash(rel))
+		}
+		return nil
+	})
+}
+
+// checkCaseTree checks a fixture or overlay folder: no symlink in it leaves
+// the repository, and none leaves the folder itself, since a cell's
+// workspace holds the folder's files alone and a link out of it would
+// make every cell of the case invalid.
+func checkCaseTree(dir, root string) error {
+	if err := checkTree(dir, root); err != nil {
+		return err
+	}
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.Type()&os.ModeSymlink == 0 || p == dir {
+			return err
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		to := path.Join(path.Dir(rel), filepath.ToSlash(target))
+		if filepath.IsAbs(target) || to == ".." || strings.HasPrefix(to, "../") {
+			return fmt.Errorf("symlink %s points to %s, outside the folder: a cell's workspace holds the folder's files alone; copy the file in, or link within the folder", rel, target)
 		}
 		return nil
 	})

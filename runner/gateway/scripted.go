@@ -360,9 +360,11 @@ func parseResponsesRequest(body []byte) (*scriptRequest, error) {
 			switch {
 			case it.Type == "message" || (it.Type == "" && it.Role != ""):
 				c.message(it.Role, it.Content)
-			case it.Type != "reasoning":
+			case isToolResult(it) || strings.HasSuffix(it.Type, "_call"):
 				c.promptDone = true // a tool call or its result
 			}
+			// Any other item (reasoning, the additional_tools Codex sends
+			// before the user's turn) is not a turn: the prompt goes on.
 			c.block(it)
 		}
 	default:

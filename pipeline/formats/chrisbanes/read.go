@@ -55,8 +55,10 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		switch {
 		case errors.As(err, &cerr):
 			errs = cueerrors.Append(errs, cerr)
+			prompts.Elts = append(prompts.Elts, &ast.Field{Label: ast.NewString(caseDir), Value: standIn(userPos(c))})
 		case err != nil:
 			errs = cueerrors.Append(errs, cueerrors.Newf(userPos(c), "%s: %v", key, err))
+			prompts.Elts = append(prompts.Elts, &ast.Field{Label: ast.NewString(caseDir), Value: standIn(userPos(c))})
 		default:
 			prompts.Elts = append(prompts.Elts, &ast.Field{Label: ast.NewString(caseDir), Value: prompt})
 		}
@@ -101,15 +103,25 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 			tests.Elts = append(tests.Elts, &ast.Field{Label: ast.NewString(key), Value: calls})
 		}
 	})
-	if errs != nil {
-		return nil, errs
-	}
-	return &ast.StructLit{Elts: []ast.Decl{
+	// With errors the read is still returned, stand-ins in place of what
+	// could not be read, so each mistake is reported once, where it is,
+	// and not again by every case that reads its value.
+	read := &ast.StructLit{Elts: []ast.Decl{
 		&ast.Field{Label: ast.NewIdent("prompts"), Value: prompts},
 		&ast.Field{Label: ast.NewIdent("overlays"), Value: &ast.ListLit{Elts: overlays}},
 		&ast.Field{Label: ast.NewIdent("patterns"), Value: pats.lit()},
 		&ast.Field{Label: ast.NewIdent("testCalls"), Value: tests},
-	}}, nil
+	}}
+	if errs != nil {
+		return read, errs
+	}
+	return read, nil
+}
+
+// standIn is the value of a prompt that could not be read, at the case's
+// position: the error says why, and the suite never runs with it.
+func standIn(pos token.Pos) ast.Expr {
+	return &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote("(prompt.md could not be read)"), ValuePos: pos}
 }
 
 // patternSet collects the RE2 form of every Python pattern, once each, in
@@ -127,8 +139,10 @@ func (ps *patternSet) add(key, f string, v cue.Value) cueerrors.Error {
 		return nil // the schema says what is wrong with it
 	}
 	re, terr := Translate(p)
+	var bad cueerrors.Error
 	if terr != nil {
-		return cueerrors.Newf(v.Pos(), "%s: %s: Python pattern %q: %v", key, f, p, terr)
+		bad = cueerrors.Newf(v.Pos(), "%s: %s: Python pattern %q: %v", key, f, p, terr)
+		re = "(?:)" // stands in, so nothing else reports the same pattern
 	}
 	if _, seen := ps.fields[p]; !seen {
 		ps.order = append(ps.order, p)
@@ -137,7 +151,7 @@ func (ps *patternSet) add(key, f string, v cue.Value) cueerrors.Error {
 			Value: &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(re), ValuePos: v.Pos()},
 		}
 	}
-	return nil
+	return bad
 }
 
 func (ps *patternSet) lit() *ast.StructLit {

@@ -77,6 +77,12 @@ type Call struct {
 	// offline, for tests and demos.
 	Script  json.RawMessage
 	StandIn string
+	// JudgeModel is --judge-model: the model that grades the sidecar's
+	// judge lines; "" leaves the schema's, the host's model.
+	JudgeModel string
+	// Judge, with Script, is the scripted suite's judge (schema #Judge, as
+	// JSON): a stand-in call's judge lines are graded by it.
+	Judge json.RawMessage
 }
 
 // Dir is the folder the call's suite is loaded as if it were in: beside
@@ -145,8 +151,14 @@ func (c Call) Source() ([]byte, error) {
 		fmt.Fprintf(&b, "\tskills: %q: {path: %q, name: %q}\n", a.Name, filepath.ToSlash(rel), skill)
 		fmt.Fprintf(&b, "\tarms: %q: skills: [%q]\n", a.Name, a.Name)
 	}
+	if c.JudgeModel != "" {
+		fmt.Fprintf(&b, "\t#judgeModel: %q\n", c.JudgeModel)
+	}
 	if c.Script != nil {
 		fmt.Fprintf(&b, "\t#priced: false\n\tagent: {provider: \"scripted\", prices: perCall: 0, standIn: %s, script: %s}\n", strconv.Quote(c.StandIn), c.Script)
+		if c.Judge != nil {
+			fmt.Fprintf(&b, "\tjudge: %s\n", c.Judge)
+		}
 	}
 	b.WriteString("}\n")
 	return b.Bytes(), nil

@@ -194,7 +194,11 @@ schema.#Suite & gstack.#Suite & {
 	//	arms: {before: skills: ["before"], after: skills: ["after"], none: skills: []}
 	arms: none: skills: []
 
-	agent:  agents.claudeCode
+	agent: agents.claudeCode
+	// tasks.ext.json's judge lines are graded by a blinded judge (it sees
+	// the task and the answer, never the arm): the agent's provider and
+	// model, as skill-eval's host; name another judge here if you like.
+	judge: {provider: agent.provider, model: agent.model}
 	trials: 3
 	policy: policies.gstack
 }

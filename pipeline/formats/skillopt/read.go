@@ -147,15 +147,11 @@ func readWorkspace(dir, rel string, pos token.Pos, fixtures string) (e *exported
 	if err != nil {
 		return nil, cueerrors.Newf(pos, "read workspace %s: %v", rel, unwrapPath(err)), nil
 	}
-	manifest, err := cuejson.Extract(mpath, src)
-	if err != nil {
-		return nil, cueerrors.Promote(err, "read workspace "+rel), nil
+	manifest, ws, _, merrs := parseManifest(mpath, src)
+	if merrs != nil {
+		return nil, cueerrors.Promote(merrs, "read workspace "+rel), nil
 	}
-	e = &exported{rel: rel, abs: abs, manifest: manifest, pos: pos}
-	var ws Workspace
-	if decodeManifest(src, &ws) == nil {
-		e.ws = &ws
-	}
+	e = &exported{rel: rel, abs: abs, manifest: manifest, ws: ws, pos: pos}
 	var probs []problem
 	if e.ws != nil {
 		probs = append(probs, checkManifest(e.ws)...)

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	cueerrors "cuelang.org/go/cue/errors"
 )
 
 // FileSuite is the suite file Import writes.
@@ -29,10 +31,14 @@ func Import(src, out string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import %s: not an exported SkillOpt workspace: %w", src, err)
 	}
-	var w Workspace
-	if err := decodeManifest(b, &w); err != nil {
-		return nil, fmt.Errorf("import %s: %s: %w", src, FileManifest, err)
+	_, parsed, bad, errs := parseManifest(filepath.Join(src, FileManifest), b)
+	if errs != nil {
+		return nil, cueerrors.Promote(errs, "import "+src)
 	}
+	if bad != nil {
+		return nil, fmt.Errorf("import %s: %s: %w", src, FileManifest, bad)
+	}
+	w := *parsed
 	target := filepath.Join(out, FileSuite)
 	if _, err := os.Stat(target); err == nil {
 		return nil, fmt.Errorf("import %s: %s already exists; choose another folder", src, target)

@@ -94,7 +94,10 @@ func sha256Hex(b []byte) string {
 // fileDigest is the hex SHA-256 of a file's bytes, as workspace.json records it.
 func fileDigest(p string) (string, error) {
 	d, err := pipeline.FileDigest(p)
-	return d.Encoded(), err
+	if err != nil {
+		return "", err
+	}
+	return d.Encoded(), nil
 }
 
 // localeOrder sorts the way SkillOpt's String.prototype.localeCompare does
@@ -251,20 +254,28 @@ func verifyFiles(root string, w *Workspace) []problem {
 		if immutable[p] {
 			out = append(out, problem{FileManifest, locator{manifest: []any{"mutablePaths", i}}, fmt.Sprintf("%s is both mutable and immutable", p)})
 		}
-		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
+		if why := insidePath(root, p); why != "" {
+			out = append(out, problem{FileManifest, locator{manifest: []any{"mutablePaths", i}}, fmt.Sprintf("mutable path %s %s", p, why)})
+		} else if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
 			out = append(out, problem{FileManifest, locator{manifest: []any{"mutablePaths", i}}, fmt.Sprintf("mutable path %s is missing", p)})
 		}
 	}
 	for i, p := range w.ImmutablePaths {
 		want, ok := w.ImmutableDigests[p]
+		if why := insidePath(root, p); why != "" {
+			out = append(out, problem{FileManifest, locator{manifest: []any{"immutablePaths", i}}, fmt.Sprintf("immutable path %s %s", p, why)})
+			continue
+		}
 		if !ok {
 			out = append(out, problem{FileManifest, locator{manifest: []any{"immutablePaths", i}}, fmt.Sprintf("immutable path %s has no digest in immutableDigests", p)})
 			continue
 		}
 		got, err := fileDigest(filepath.Join(root, filepath.FromSlash(p)))
 		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			out = append(out, problem{FileManifest, locator{manifest: []any{"immutablePaths", i}}, fmt.Sprintf("immutable file %s is missing from the workspace", p)})
 		case err != nil:
-			out = append(out, problem{p, locator{manifest: []any{"immutableDigests", p}}, fmt.Sprintf("immutable file %s cannot be verified: %v", p, unwrapPath(err))})
+			out = append(out, problem{FileManifest, locator{manifest: []any{"immutablePaths", i}}, fmt.Sprintf("immutable file %s cannot be verified: %v", p, unwrapPath(err))})
 		case got != want:
 			out = append(out, problem{p, locator{manifest: []any{"immutableDigests", p}}, fmt.Sprintf("immutable file %s changed: its sha256 is %s, workspace.json records %s", p, short(got), short(want))})
 		}
@@ -296,6 +307,9 @@ func verifyFiles(root string, w *Workspace) []problem {
 func verifySkills(root string, w *Workspace) []problem {
 	var out []problem
 	for _, s := range w.Skills() {
+		if !skillID.MatchString(s) {
+			continue // not a skill name: the format's schema says so, and no path is made of it
+		}
 		dir := w.SkillDir(s)
 		at := locator{manifest: []any{"skillRevisions", s}}
 		want, ok := w.SkillRevisions[s]

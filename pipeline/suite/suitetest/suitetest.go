@@ -25,6 +25,7 @@ schema.#Suite & {
 	name: "cl"
 	skills: cl: path: "../skills/cl"
 	agent: agents.command & {command: ["sh", "-c", "echo hi"]}
+	judge: provider: *"scripted" | _
 	limits: timeout: "2m"
 	arms: {
 		none: {}
