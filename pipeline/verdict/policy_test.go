@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -260,6 +261,27 @@ func TestPolicyGstack(t *testing.T) {
 		v := BuildReport(p, res).Verdict
 		expect(t, v, VerdictFail, []string{"SAFETY no-code-change"}, []string{"SKILL-NOT-OPENED after"})
 		golden(t, "gstack_safety", v)
+	})
+	t.Run("a filtered run lists no rule for cells it never ran", func(t *testing.T) {
+		p := policySuite{trials: 3, policy: gstackPolicy, arms: gstackArms, cases: `
+		ran:     {prompt: "p", routing: {}, assert: [], rubric: []}
+		skipped: {prompt: "p", routing: {}, assert: [], rubric: []}`}.compile(t)
+		// Only after ran on case ran (--arm after --case ran), failing:
+		// neither case is UNCOVERED (before and none were never run), and
+		// before, never run, is not SKILL-NOT-OPENED.
+		res := synth(t, p, grid{
+			"ran/before": "MMM", "ran/after": "FFF", "ran/none": "MMM",
+			"skipped/before": "MMM", "skipped/after": "MMM", "skipped/none": "MMM",
+		}, openAll)
+		v := BuildReport(p, res).Verdict
+		for _, r := range append(slices.Clone(v.Reasons), v.Warnings...) {
+			if strings.HasPrefix(r, "UNCOVERED") || strings.HasPrefix(r, "SKILL-NOT-OPENED") {
+				t.Errorf("a filtered run says %q of cells it never ran", r)
+			}
+		}
+		if v.Verdict != VerdictIncomplete {
+			t.Errorf("verdict %s, want INCOMPLETE (cells missing)", v.Verdict)
+		}
 	})
 	t.Run("a timeout is incomplete, not a failed trial", func(t *testing.T) {
 		p := policySuite{trials: 3, policy: gstackPolicy, arms: gstackArms, cases: `

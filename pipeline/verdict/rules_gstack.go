@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -113,10 +114,15 @@ func (in *policyInput) safety(r *suite.SafetyRule) RuleOutcome {
 	return o
 }
 
-// uncovered: a case every arm fails.
+// uncovered: a case every arm fails. A case some arm never ran (a run
+// filtered by --case or --arm) is not called uncovered: the arm not run
+// might cover it.
 func (in *policyInput) uncovered(r *suite.Uncovered) RuleOutcome {
 	o := ruleOutcome("uncovered", r.RuleBase)
 	for _, pc := range in.p.Cases {
+		if !in.everyArmRan(pc.ID) {
+			continue
+		}
 		covered := false
 		for _, a := range in.p.Arms {
 			if in.panel(pc.ID, a.Name).pass >= r.MinPasses {
@@ -136,6 +142,30 @@ func (in *policyInput) uncovered(r *suite.Uncovered) RuleOutcome {
 		o.Detail = fmt.Sprintf("no arm passes %s (at least %d trials)", plan.Plural(len(o.Reasons), "case"), r.MinPasses)
 	}
 	return o
+}
+
+// everyArmRan says whether every arm of the plan has a cell of the case
+// that ran (valid or not): one a filtered run never started has none.
+func (in *policyInput) everyArmRan(caseID string) bool {
+	ran := map[string]bool{}
+	for _, res := range in.cells {
+		if res.Case == caseID && res.Status != grade.StatusMissing {
+			ran[res.Arm] = true
+		}
+	}
+	for _, a := range in.p.Arms {
+		if !ran[a.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// armRan says whether any cell of the arm ran (valid or not).
+func (in *policyInput) armRan(arm string) bool {
+	return slices.ContainsFunc(in.cells, func(res grade.CellResult) bool {
+		return res.Arm == arm && res.Status != grade.StatusMissing
+	})
 }
 
 // worse: after's overall pass rate below before's by more than
@@ -166,7 +196,7 @@ func (in *policyInput) openedSkill(r *suite.OpenedSkill) RuleOutcome {
 	o := ruleOutcome("openedSkill", r.RuleBase)
 	var parts []string
 	for _, a := range in.p.Arms {
-		if len(plan.ArmSkills(in.p, a)) == 0 {
+		if len(plan.ArmSkills(in.p, a)) == 0 || !in.armRan(a.Name) {
 			continue
 		}
 		var c passCounter
