@@ -228,6 +228,30 @@ const CaseDirMount = "/skillgate-case"
 // limits.checkOutput, for plans written then, which have no such limit.
 const legacyCheckOutput = 64 << 10
 
+// checkOutputCap is how much of a check's or a setup's output is read
+// back: limits.checkOutput, or legacyCheckOutput for plans without it.
+func checkOutputCap(lim plan.PlanLimits) (int64, error) {
+	if lim.CheckOutput == "" {
+		return legacyCheckOutput, nil
+	}
+	n, err := suite.ParseBytes(lim.CheckOutput)
+	if err != nil {
+		return 0, fmt.Errorf("read limits.checkOutput: %w", err)
+	}
+	return n, nil
+}
+
+// checkSessionLimits are a check session's memory and its output cap.
+func checkSessionLimits(lim plan.PlanLimits) (mem, outputCap int64, err error) {
+	if mem, err = suite.ParseBytes(lim.CheckMemory); err != nil {
+		return 0, 0, fmt.Errorf("read limits.checkMemory: %w", err)
+	}
+	if outputCap, err = checkOutputCap(lim); err != nil {
+		return 0, 0, err
+	}
+	return mem, outputCap, nil
+}
+
 // caseDirEnv and caseDirBinds give a setup or a check its case's folder: the store's
 // verified snapshot, mounted read-only.
 func caseDirEnv(pc plan.PlanCase) []string {
@@ -306,15 +330,9 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		return nil, err
 	}
 	lim := g.plan.Limits
-	mem, err := suite.ParseBytes(lim.CheckMemory)
+	mem, outputCap, err := checkSessionLimits(lim)
 	if err != nil {
-		return nil, fmt.Errorf("read limits.checkMemory: %w", err)
-	}
-	outputCap := int64(legacyCheckOutput)
-	if lim.CheckOutput != "" {
-		if outputCap, err = suite.ParseBytes(lim.CheckOutput); err != nil {
-			return nil, fmt.Errorf("read limits.checkOutput: %w", err)
-		}
+		return nil, err
 	}
 	sessions := map[string]*checkSession{}
 	defer func() {

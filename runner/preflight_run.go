@@ -15,7 +15,6 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
-	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
 // preflighter runs preflight jobs in check sessions, as grading runs checks.
@@ -41,15 +40,9 @@ const referencePatch = checkDir + "/reference.patch"
 // the reference laid over it when the job is the reference's, then the checks in order.
 func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightCheck, error) {
 	lim := pf.plan.Limits
-	mem, err := suite.ParseBytes(lim.CheckMemory)
+	mem, outputCap, err := checkSessionLimits(lim)
 	if err != nil {
-		return nil, fmt.Errorf("read limits.checkMemory: %w", err)
-	}
-	outputCap := int64(legacyCheckOutput)
-	if lim.CheckOutput != "" {
-		if outputCap, err = suite.ParseBytes(lim.CheckOutput); err != nil {
-			return nil, fmt.Errorf("read limits.checkOutput: %w", err)
-		}
+		return nil, err
 	}
 	world, err := checkWorld(pf.plan, grade.World{}, nil)
 	if err != nil {

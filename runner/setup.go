@@ -119,12 +119,10 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 		b.err = fmt.Errorf("parse limits.collect.timeout %q: %w", lim.Collect.Timeout, err)
 		return
 	}
-	outputCap := int64(legacyCheckOutput)
-	if lim.CheckOutput != "" {
-		if outputCap, err = suite.ParseBytes(lim.CheckOutput); err != nil {
-			b.err = fmt.Errorf("read limits.checkOutput: %w", err)
-			return
-		}
+	outputCap, err := checkOutputCap(lim)
+	if err != nil {
+		b.err = err
+		return
 	}
 	r.setups.mu.Lock()
 	if r.setups.dir == "" {
