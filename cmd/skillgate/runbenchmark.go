@@ -103,6 +103,8 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 			if rep == nil {
 				return exit(2, fmt.Errorf("run-benchmark: the run gave no report"))
 			}
+			// Each skill's Δ line is decided by the verdict's passAtK rule
+			// (report.RunBenchmarkGate); the source exits per skill.
 			code := 0
 			r := t.Plan.Policy.PassAtK
 			for _, b := range report.RunBenchmarks(rep, opts) {
@@ -122,7 +124,7 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 				if line != "" {
 					fmt.Println(line)
 				}
-				gate, blocked := report.RunBenchmarkGate(b, r.FailBelow, r.WarnBelow)
+				gate, blocked := report.RunBenchmarkGate(b, r)
 				fmt.Println(gate)
 				if blocked || outcome == report.RunBenchmarkRegression {
 					code = max(code, 1)

@@ -14,6 +14,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
@@ -306,17 +307,18 @@ func CompareRunBenchmark(b RunBenchmark, baseline, stableWithin float64) (outcom
 	return outcome, line
 }
 
-// RunBenchmarkGate is the source's delta threshold gate on the validation
-// Δ: below failBelow blocks ("REGRESSION: validation Δ -0.10 — do NOT
-// ship"), below warnBelow warns ("WARN: ... — marginal contribution"),
-// else "OK: validation Δ 0.23". blocked is true when it blocks.
-func RunBenchmarkGate(b RunBenchmark, failBelow, warnBelow float64) (line string, blocked bool) {
+// RunBenchmarkGate is the source's delta threshold line on a skill's
+// validation Δ, as the verdict's passAtK rule r decides it
+// (verdict.PassAtKDelta): "REGRESSION: validation Δ -0.10 — do NOT ship"
+// when it fails, "WARN: ... — marginal contribution" when it warns, else
+// "OK: validation Δ 0.23". blocked is true when it fails.
+func RunBenchmarkGate(b RunBenchmark, r *suite.PassAtK) (line string, blocked bool) {
 	d := strconv.FormatFloat(b.Validation.Delta+0, 'f', b.decimals, 64)
-	const tolerance = 1e-9
+	fail, warn := verdict.PassAtKDelta(r, b.Validation.Delta)
 	switch {
-	case b.Validation.Delta < failBelow-tolerance:
+	case fail:
 		return "REGRESSION: validation Δ " + d + " — do NOT ship", true
-	case b.Validation.Delta < warnBelow-tolerance:
+	case warn:
 		return "WARN: validation Δ " + d + " — marginal contribution", false
 	}
 	return "OK: validation Δ " + d, false

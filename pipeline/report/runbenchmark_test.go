@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
@@ -65,10 +66,10 @@ func TestRunBenchmarkScores(t *testing.T) {
 	if !sc.Scenarios[4].Pending || sc.Scenarios[0].Pending {
 		t.Errorf("pending rows: %+v", sc.Scenarios)
 	}
-	if line, blocked := RunBenchmarkGate(bs[1], 0, 0.05); !blocked || line != "REGRESSION: validation Δ -0.67 — do NOT ship" {
+	if line, blocked := RunBenchmarkGate(bs[1], &suite.PassAtK{FailBelow: 0, WarnBelow: 0.05}); !blocked || line != "REGRESSION: validation Δ -0.67 — do NOT ship" {
 		t.Errorf("gate of lint-fix: %q %v", line, blocked)
 	}
-	if line, blocked := RunBenchmarkGate(sc, 0, 0.05); blocked || line != "OK: validation Δ 0.45" {
+	if line, blocked := RunBenchmarkGate(sc, &suite.PassAtK{FailBelow: 0, WarnBelow: 0.05}); blocked || line != "OK: validation Δ 0.45" {
 		t.Errorf("gate of survey-context: %q %v", line, blocked)
 	}
 	for _, tc := range []struct {
@@ -176,4 +177,35 @@ func outputSchema(t *testing.T, path string) *jsonschema.Schema {
 		t.Fatal(err)
 	}
 	return sch
+}
+
+// TestRunBenchmarkGateIsTheVerdicts: on each threshold, and within the
+// rules' tolerance of it, the native Δ line says what the verdict's passAtK
+// rule decides for the same Δ.
+func TestRunBenchmarkGateIsTheVerdicts(t *testing.T) {
+	b := RunBenchmarks(runBenchReport(), runBenchOptions())[1] // lint-fix, Δ -0.67
+	d := b.Validation.Delta
+	for _, r := range []*suite.PassAtK{
+		{FailBelow: d, WarnBelow: d + 0.1},
+		{FailBelow: d + 5e-10, WarnBelow: d + 0.1},
+		{FailBelow: d + 1e-6, WarnBelow: d + 0.1},
+		{FailBelow: d - 1, WarnBelow: d + 5e-10},
+		{FailBelow: d - 1, WarnBelow: d + 1e-6},
+	} {
+		fail, warn := verdict.PassAtKDelta(r, d)
+		line, blocked := RunBenchmarkGate(b, r)
+		want := "OK: "
+		switch {
+		case fail:
+			want = "REGRESSION: "
+		case warn:
+			want = "WARN: "
+		}
+		if blocked != fail || !strings.HasPrefix(line, want) {
+			t.Errorf("fail below %v, warn below %v: line %q (blocked %v), the verdict's rule fails %v, warns %v", r.FailBelow, r.WarnBelow, line, blocked, fail, warn)
+		}
+	}
+	if _, blocked := RunBenchmarkGate(b, &suite.PassAtK{FailBelow: d + 5e-10}); blocked {
+		t.Error("a Δ equal to failBelow within the tolerance blocks")
+	}
 }

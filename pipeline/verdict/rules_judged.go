@@ -118,15 +118,30 @@ func (in *policyInput) passAtK(r *suite.PassAtK) RuleOutcome {
 	with, without := round(w.Value), round(wo.Value)
 	delta := round(with - without)
 	o.Detail = fmt.Sprintf("%s pass@%d: %s %.*f, %s %.*f, Δ %+.*f (fail below %g, warn below %g)", r.Split, r.K, r.With, r.Decimals, with, r.Without, r.Decimals, without, r.Decimals, delta, r.FailBelow, r.WarnBelow)
+	fail, warn := PassAtKDelta(r, delta)
 	switch {
-	case delta < r.FailBelow-ruleTolerance:
+	case fail:
 		o.fail("PASS@K-DELTA " + r.Split)
 		o.because(fmt.Sprintf("On split %s, weighted pass@%d is %.*f with the skill and %.*f without: Δ %+.*f, below %g.", r.Split, r.K, r.Decimals, with, r.Decimals, without, r.Decimals, delta, r.FailBelow),
 			in.failedCells(r.With, func(pc *plan.PlanCase) bool { return pc.Split == r.Split }))
-	case delta < r.WarnBelow-ruleTolerance:
+	case warn:
 		o.Warnings = append(o.Warnings, "PASS@K-MARGINAL "+r.Split)
 	}
 	return o
+}
+
+// PassAtKDelta decides the passAtK rule on a rounded Δ: below failBelow it
+// fails, below warnBelow it warns, each within the rules' tolerance. The
+// rule and every native pass@k gate line decide by it, so they agree on a
+// boundary.
+func PassAtKDelta(r *suite.PassAtK, delta float64) (fail, warn bool) {
+	switch {
+	case delta < r.FailBelow-ruleTolerance:
+		return true, false
+	case delta < r.WarnBelow-ruleTolerance:
+		return false, true
+	}
+	return false, false
 }
 
 // judgeAgreement: swapped-order judgements agree on at least min of the
