@@ -130,7 +130,9 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 	}
 	if cellJudge != nil && ctx.Err() == nil {
 		ph := startPhase(opts, phaseJudging)
-		n, failed, err := judge.JudgeCells(ctx, sp, cellJudge, adjudicator, ph.logTo(opts).judging())
+		jo := ph.logTo(opts).judging()
+		jo.Progress = ph.judged
+		n, failed, err := judge.JudgeCells(ctx, sp, cellJudge, adjudicator, jo)
 		ph.end(n, "judged %d")
 		if failed > 0 {
 			fmt.Fprintf(opts.Log, "%d judge calls failed: their cells are not judged, the verdict is INCOMPLETE; run again to ask again\n", failed)

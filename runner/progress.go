@@ -103,6 +103,17 @@ func (p *progress) begin(phase string, total int) {
 	p.draw()
 }
 
+// judged counts the judge calls ended: done of total (judge.Options'
+// Progress).
+func (p *progress) judged(done, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.phase == phaseJudging {
+		p.done, p.total = done, total
+	}
+	p.draw()
+}
+
 // step counts one unit of the phase done.
 func (p *progress) step() {
 	p.mu.Lock()
@@ -210,9 +221,6 @@ func (p *progress) emit(line string) {
 	if !p.tty {
 		fmt.Fprintln(p.w, line)
 		return
-	}
-	if n, total, ok := judgeCount(line); ok && p.phase == phaseJudging {
-		p.done, p.total = n, total
 	}
 	p.note = strings.TrimSpace(line)
 	p.above(line)
@@ -441,22 +449,6 @@ func clock(d time.Duration) string {
 // seconds is a duration as the summaries print it.
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-}
-
-// judgeCount reads the "[judge N/TOTAL]" a judging log line starts with.
-func judgeCount(line string) (n, total int, ok bool) {
-	rest, found := strings.CutPrefix(line, "[judge ")
-	if !found {
-		return 0, 0, false
-	}
-	counts, _, found := strings.Cut(rest, "]")
-	a, b, found2 := strings.Cut(counts, "/")
-	if !found || !found2 {
-		return 0, 0, false
-	}
-	n, err1 := strconv.Atoi(a)
-	total, err2 := strconv.Atoi(b)
-	return n, total, err1 == nil && err2 == nil
 }
 
 // terminalWidth is the width of the terminal w writes to, else $COLUMNS,

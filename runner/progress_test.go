@@ -237,9 +237,15 @@ func TestProgressPhaseWithoutCounts(t *testing.T) {
 	p.draw()
 	p.mu.Unlock()
 	fmt.Fprintln(p, "judging: 4 rubric judgements by the scripted judge (2 jobs)")
+	p.judged(1, 4)
 	fmt.Fprintln(p, "[judge 1/4] a/none/1 pass")
 	if line := p.line(clock.now(), 60); !strings.HasPrefix(line, "judging 1/4") {
 		t.Errorf("judging line %q does not count the judgements", line)
+	}
+	// The count is the event's, not the log's: a reworded line changes nothing.
+	fmt.Fprintln(p, "[judge 3/4] a/none/2 pass")
+	if line := p.line(clock.now(), 60); !strings.HasPrefix(line, "judging 1/4") {
+		t.Errorf("judging line %q counts from the log text", line)
 	}
 	clock.advance(2 * time.Second)
 	p.end(4, "judged %d")

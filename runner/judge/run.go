@@ -51,6 +51,10 @@ type Options struct {
 	Jobs int
 	// Log receives progress.
 	Log io.Writer
+	// Progress, when set, is told as each judge call ends, whatever its
+	// outcome: done of total calls. A progress line counts by it, never by
+	// reading Log.
+	Progress func(done, total int)
 	// SpendCapUSD is the run folder's spend cap: a judge call starts only
 	// when its worst case fits under what is left; 0 means no cap.
 	SpendCapUSD float64
@@ -135,6 +139,9 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 		mu.Lock()
 		defer mu.Unlock()
 		done++
+		if opts.Progress != nil {
+			opts.Progress(done, len(tasks))
+		}
 		var ce *callError
 		switch {
 		case err == nil:
