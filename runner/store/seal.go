@@ -195,6 +195,20 @@ func (r *Rollout) recordTranscript(dir string) error {
 	return nil
 }
 
+// jsonString is b as a string that has been through JSON, as a record's
+// answer has: each byte that is not UTF-8 becomes U+FFFD.
+func jsonString(b []byte) string {
+	enc, err := json.Marshal(string(b))
+	if err != nil {
+		return string(b)
+	}
+	var s string
+	if err := json.Unmarshal(enc, &s); err != nil {
+		return string(b)
+	}
+	return s
+}
+
 // verifyRolloutFiles checks what a sealed rollout record says of the files
 // beside it in dir: the answer file is the recorded answer, the transcript
 // is the one recorded, every file under files/ holds content of the digest
@@ -202,7 +216,7 @@ func (r *Rollout) recordTranscript(dir string) error {
 // folder may be a link.
 func verifyRolloutFiles(dir string, r *Rollout) error {
 	if b, err := readRegular(filepath.Join(dir, FileAnswer)); err == nil {
-		if string(b) != r.Answer {
+		if jsonString(b) != r.Answer {
 			return fmt.Errorf("%s differs from the answer %s records: altered or damaged", FileAnswer, FileRollout)
 		}
 	} else if !os.IsNotExist(err) {

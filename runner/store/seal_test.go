@@ -2,6 +2,9 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,5 +47,34 @@ func TestSealIsTheDocuments(t *testing.T) {
 		if err := unseal("r.json", edited, &fewer); err == nil || !strings.Contains(err.Error(), "not what its seal") {
 			t.Errorf("edit %s → %s: got %v, want refused", edit[0], edit[1], err)
 		}
+	}
+}
+
+// TestAnswerNotUTF8: an answer with bytes that are not UTF-8 is stored
+// raw in answer.txt and through JSON in rollout.json; the two still agree,
+// and an edit of answer.txt is still refused.
+func TestAnswerNotUTF8(t *testing.T) {
+	dir := t.TempDir()
+	raw := "ok \xff\xfe done"
+	b, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded string
+	if err := json.Unmarshal(b, &recorded); err != nil {
+		t.Fatal(err)
+	}
+	r := &Rollout{Answer: recorded}
+	if err := os.WriteFile(filepath.Join(dir, FileAnswer), []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyRolloutFiles(dir, r); err != nil {
+		t.Fatalf("an answer that is not UTF-8 is refused: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileAnswer), []byte("ok \xff\xfe dome"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyRolloutFiles(dir, r); err == nil {
+		t.Fatal("an edited answer.txt is accepted")
 	}
 }
