@@ -9,8 +9,6 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
-	"github.com/skillgate/skillgate/runner/docker"
 )
 
 // reaperVariable, set in a process's environment, makes that process a
@@ -35,7 +33,7 @@ func reap(label string) int {
 	io.Copy(io.Discard, os.Stdin)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	e, err := docker.NewEngine(ctx)
+	e, err := localEngine(ctx)
 	if err != nil {
 		return 1
 	}
