@@ -208,7 +208,7 @@ func (b *blinder) diff(d string) string {
 			continue // "--- a/x" and "+++ b/x" come first
 		}
 		body, nl := strings.CutSuffix(l[1:], "\n")
-		kept, dropped := b.sentences(body)
+		kept, dropped := b.sentences(body, false)
 		if dropped && strings.TrimSpace(kept) == "" {
 			lines[i] = "" // the whole added line revealed an arm
 			gone++

@@ -14,10 +14,11 @@ import (
 
 // TestJudgeBlindArmsAlike: a skill arm and the no-skill baseline answering
 // alike, the skill arm also naming its skill, its paths and SKILL.md, and
-// quoting SKILL.md in its answer and in a file it wrote, give equal
-// packets: the judge sees no marker, no name and no quote that only one
-// arm's packet holds, in a rubric packet or in either place of a pairwise
-// one.
+// quoting SKILL.md in its answer, give equal packets: the judge sees no
+// marker, no name and no quote that only one arm's packet holds, in a
+// rubric packet or in either place of a pairwise one. A file the agent
+// wrote keeps a SKILL.md line it holds: a template the skill prescribes is
+// its effect, which the judge must see.
 func TestJudgeBlindArmsAlike(t *testing.T) {
 	root := suitetest.WriteSuite(t, blindSuite)
 	p, err := plan.CompileDir(filepath.Join(root, "suite"))
@@ -32,14 +33,16 @@ func TestJudgeBlindArmsAlike(t *testing.T) {
 	files := map[string]string{"notes.md": "read alpha.txt\n"}
 	changes := []FileChange{{Path: "notes.md", Kind: "added"}}
 	none := judgeAttemptIn(t, p, root, "fx", cellOf(t, p, "read/none/1"), plain, files, changes)
-	skill := judgeAttemptIn(t, p, root, "fx", cellOf(t, p, "read/before/1"),
-		skilled, map[string]string{"notes.md": "read alpha.txt\nAlways read every file before you answer!\n"}, changes)
+	skill := judgeAttemptIn(t, p, root, "fx", cellOf(t, p, "read/before/1"), skilled, files, changes)
+	template := judgeAttemptIn(t, p, root, "fx", cellOf(t, p, "read/before/1"),
+		plain, map[string]string{"notes.md": "read alpha.txt\nAlways read every file before you answer!\n"}, changes)
 	// The skill as installed, with a line an agent may recite.
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(blindSuite["skills/v1/SKILL.md"]+"\nAlways read every file before you answer.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	skill.World.Skills = []WorldSkill{{At: ".claude/skills/alpha", Dir: dir}}
+	template.World.Skills = skill.World.Skills
 
 	rubric := func(a JudgeAttempt) []byte {
 		rp, err := BuildRubricPacket(p, pc, a)
@@ -70,5 +73,8 @@ func TestJudgeBlindArmsAlike(t *testing.T) {
 	}
 	if got := rubric(skill); !strings.Contains(string(got), "I read it first.") {
 		t.Errorf("the skill arm's own words are gone:\n%s", got)
+	}
+	if got := rubric(template); !strings.Contains(string(got), "+Always read every file before you answer!") {
+		t.Errorf("a SKILL.md line in a file the agent wrote is gone from the packet:\n%s", got)
 	}
 }

@@ -67,7 +67,7 @@ func (b *blinder) text(s string) string {
 	var out strings.Builder
 	for _, line := range strings.SplitAfter(s, "\n") {
 		body, nl := strings.CutSuffix(line, "\n")
-		kept, dropped := b.sentences(body)
+		kept, dropped := b.sentences(body, true)
 		if dropped && strings.TrimSpace(kept) == "" {
 			continue
 		}
@@ -80,11 +80,14 @@ func (b *blinder) text(s string) string {
 }
 
 // sentences drops what reveals an arm from the sentences of one line;
-// dropped says whether anything was.
-func (b *blinder) sentences(line string) (kept string, dropped bool) {
+// dropped says whether anything was. quotes: a clause reciting a line of
+// SKILL.md goes too (in what the agent says, not in what it writes: a file
+// holding the template a skill prescribes is the skill's effect, which the
+// judge must see).
+func (b *blinder) sentences(line string, quotes bool) (kept string, dropped bool) {
 	var out strings.Builder
 	for _, s := range splitSentences(line) {
-		k, d := b.sentence(s)
+		k, d := b.sentence(s, quotes)
 		dropped = dropped || d
 		out.WriteString(k)
 	}
@@ -98,7 +101,7 @@ func (b *blinder) sentences(line string) (kept string, dropped bool) {
 // the forced-prompt lines it holds, then every clause that reveals an arm;
 // what is left keeps the sentence's closing mark. A sentence left with
 // nothing goes whole.
-func (b *blinder) sentence(s string) (string, bool) {
+func (b *blinder) sentence(s string, quotes bool) (string, bool) {
 	body := strings.TrimRight(s, " \t")
 	space := s[len(body):]
 	dropped := false
@@ -117,7 +120,7 @@ func (b *blinder) sentence(s string) (string, bool) {
 	for _, c := range splitClauses(body) {
 		from, to := at, at+len(c)
 		at = to
-		if overlaps(spans, from, to) || b.quoted(c) {
+		if overlaps(spans, from, to) || (quotes && b.quoted(c)) {
 			dropped = true
 			continue
 		}
