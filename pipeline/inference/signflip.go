@@ -45,30 +45,26 @@ func signFlip(diffs []caseDiff, seed string) Result {
 func invert(p func(float64) float64, est, a float64) [2]float64 {
 	lo, hi := -1.0, 1.0
 	if p(-1) <= a {
-		l, u := -1.0, est
-		for range 40 {
-			mid := (l + u) / 2
-			if p(mid) <= a {
-				l = mid
-			} else {
-				u = mid
-			}
-		}
-		lo = l
+		lo = boundary(p, a, -1, est)
 	}
 	if p(1) <= a {
-		l, u := est, 1.0
-		for range 40 {
-			mid := (l + u) / 2
-			if p(mid) <= a {
-				u = mid
-			} else {
-				l = mid
-			}
-		}
-		hi = u
+		hi = boundary(p, a, 1, est)
 	}
 	return [2]float64{lo, hi}
+}
+
+// boundary bisects 40 times between out, where p is at most a, and in,
+// where it is above, and returns the last point found at most a.
+func boundary(p func(float64) float64, a, out, in float64) float64 {
+	for range 40 {
+		mid := (out + in) / 2
+		if p(mid) <= a {
+			out = mid
+		} else {
+			in = mid
+		}
+	}
+	return out
 }
 
 // flipper holds the sign patterns of n cases: all of them (enumerated in
