@@ -33,8 +33,8 @@ most favourable (the baseline never wins a pair).`,
 			&cli.Float64Flag{Name: "p10", Usage: "chance that a pair is won by the baseline only"},
 			&cli.Float64Flag{Name: "p01", Usage: "chance that a pair is won by the skill only"},
 			&cli.Float64Flag{Name: "uplift", Usage: "difference to detect, p01 − p10 (sets --p01 from --p10)"},
-			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "two-sided level of the test (with a suite, default: its policy's significance alpha, else 0.05)"},
-			&cli.Float64Flag{Name: "power", Value: 0.8, Usage: "power wanted"},
+			&cli.Float64Flag{Name: "alpha", Usage: "two-sided level of the test (default: the suite policy's level, else the schema's, 0.05)"},
+			&cli.Float64Flag{Name: "power", Usage: "power wanted (default: the suite policy's, else the schema's, 0.8)"},
 			&cli.StringFlag{Name: "from", Usage: "read each comparison's discordance from the run folder `RUN`'s stored results"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
@@ -48,10 +48,8 @@ most favourable (the baseline never wins a pair).`,
 				return exit(2, err)
 			}
 			if c.NArg() == 1 || c.IsSet("from") {
-				a := verdict.PowerAssumptions{Power: d.Power}
-				if c.IsSet("alpha") {
-					a.Alpha = d.Alpha
-				}
+				// Levels not given are the policy's (PlanPower reads them).
+				a := verdict.PowerAssumptions{Alpha: d.Alpha, Power: d.Power}
 				if c.IsSet("p10") || c.IsSet("p01") {
 					a.Discordance = d.P10 + d.P01
 				}
@@ -86,6 +84,16 @@ most favourable (the baseline never wins a pair).`,
 // powerDesign reads the flags, --uplift setting --p01 from --p10.
 func powerDesign(c *cli.Context) (inference.Design, error) {
 	d := inference.Design{P10: c.Float64("p10"), P01: c.Float64("p01"), Alpha: c.Float64("alpha"), Power: c.Float64("power")}
+	if c.NArg() == 0 && !c.IsSet("from") {
+		// The textbook question, with no policy: the schema's levels.
+		alpha, power := verdict.DefaultLevels()
+		if !c.IsSet("alpha") {
+			d.Alpha = alpha
+		}
+		if !c.IsSet("power") {
+			d.Power = power
+		}
+	}
 	if c.IsSet("uplift") {
 		want := d.P10 + c.Float64("uplift")
 		if c.IsSet("p01") && !inference.Near(want, d.P01) {

@@ -141,6 +141,10 @@ const (
 	priorPower = 0.8
 )
 
+// DefaultLevels are the schema's #InferenceLevels defaults, the level and
+// power of a power question asked without a suite.
+func DefaultLevels() (alpha, power float64) { return priorAlpha, priorPower }
+
 // detectPower is the power the detectable difference is read at.
 func detectPower(pol suite.Policy) float64 {
 	if pol.Inference.Power > 0 {

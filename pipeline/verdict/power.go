@@ -84,6 +84,9 @@ func PlanPower(p *plan.Plan, a PowerAssumptions) []ComparisonPower {
 	if a.Alpha == 0 {
 		a.Alpha = significanceAlpha(p.Policy)
 	}
+	if a.Power == 0 {
+		a.Power = detectPower(p.Policy)
+	}
 	for _, c := range Comparisons(p.Policy) {
 		n := 0
 		for i := range p.Cases {
