@@ -15,8 +15,9 @@ func gcCommand() *cli.Command {
 		Usage: "remove skillgate's containers and cell images from the Docker engine",
 		Description: `Removes every container skillgate started that is still there and every
 image it built for cells (labelled dev.skillgate.image=cell). With --all it
-removes the sandbox image too. Stored results are never touched.`,
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove the sandbox image too"}},
+removes every image it built: the sandbox, agent, environment and Debian
+images too. Stored results are never touched.`,
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove the sandbox, agent, environment and Debian images too"}},
 		Action: func(c *cli.Context) error {
 			e, err := docker.NewEngine(c.Context)
 			if err != nil {

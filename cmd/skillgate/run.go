@@ -29,7 +29,7 @@ func runCommand() *cli.Command {
 written by "skillgate plan" (exactly that plan: it refuses, saying which input,
 when the suite no longer matches it), one hardened Docker container per cell
 with the network disabled (with --backend kubernetes, one hardened Pod per
-cell instead: see the README).
+cell instead: see docs/kubernetes.md).
 
 Rollouts are stored in the run folder by their rollout key, so a run resumes
 by default: cells already stored never start again, and a later plan reuses
