@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	cueyaml "cuelang.org/go/encoding/yaml"
 )
 
 // commandsPage is the commands reference, one section per command of
@@ -238,16 +240,7 @@ func outsideFences(page string) []pageLine {
 // file or folder of the repository and, for a Markdown page, to one of its
 // headings when the link names an anchor.
 func TestDocsLinks(t *testing.T) {
-	pages := []string{filepath.Join(repoRoot, "README.md")}
-	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
-			pages = append(pages, p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatalf("list docs pages: %v", err)
-	}
+	pages := docPages(t)
 	anchors := map[string][]string{}
 	anchorsOf := func(page string) []string {
 		if a, ok := anchors[page]; ok {
@@ -290,6 +283,22 @@ func TestDocsLinks(t *testing.T) {
 	if links < 50 {
 		t.Fatalf("found %d links in README.md and docs/: the link pattern no longer matches", links)
 	}
+}
+
+// docPages are README.md and every page under docs/.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages := []string{filepath.Join(repoRoot, "README.md")}
+	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			pages = append(pages, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("list docs pages: %v", err)
+	}
+	return pages
 }
 
 // pageLink is a relative link of a page, at its line.
@@ -354,4 +363,94 @@ func pageAnchors(page string) []string {
 		count[s]++
 	}
 	return anchors
+}
+
+// readmeCommands are the two commands the README opens with: the demo suite,
+// offline, and every test. .ci/run runs the second on CI.
+var readmeCommands = []string{
+	".ci/docker-up && go run ./cmd/skillgate run suites/demo",
+	".ci/docker-up && go test -timeout 30m ./...",
+}
+
+// TestReadmeOpens holds the README to opening with its two commands, the
+// first two code blocks of the page, and to what they name: .ci/docker-up
+// executable, suites/demo a suite, and .ci/run running the same test command.
+func TestReadmeOpens(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatalf("read README: %v", err)
+	}
+	blocks := codeBlocks(string(b))
+	if len(blocks) < 2 {
+		t.Fatalf("README.md has %d code blocks, want its two commands first", len(blocks))
+	}
+	for i, want := range readmeCommands {
+		if got := strings.TrimSpace(blocks[i].body); blocks[i].lang != "sh" || got != want {
+			t.Errorf("README code block %d is ```%s %q, want ```sh %q", i+1, blocks[i].lang, got, want)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(repoRoot, ".ci/docker-up")); err != nil || fi.Mode()&0o111 == 0 {
+		t.Errorf(".ci/docker-up is not an executable file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(repoRoot, "suites/demo/suite.cue")); err != nil {
+		t.Errorf("the demo suite: %v", err)
+	}
+	ci, err := os.ReadFile(filepath.Join(repoRoot, ".ci/run"))
+	if err != nil {
+		t.Fatalf("read .ci/run: %v", err)
+	}
+	if !slices.Contains(strings.Split(string(ci), "\n"), readmeCommands[1]) {
+		t.Errorf(".ci/run does not run the README's test command %q", readmeCommands[1])
+	}
+}
+
+// TestDocsYAML parses every YAML block of README.md and docs/**/*.md (the CI
+// workflows), so a workflow a user copies is at least valid YAML.
+func TestDocsYAML(t *testing.T) {
+	n := 0
+	for _, page := range docPages(t) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatalf("read %s: %v", page, err)
+		}
+		for _, blk := range codeBlocks(string(b)) {
+			if blk.lang != "yaml" && blk.lang != "yml" {
+				continue
+			}
+			n++
+			rel, _ := filepath.Rel(repoRoot, page)
+			if _, err := cueyaml.Extract("block", blk.body); err != nil {
+				t.Errorf("%s:%d: YAML block (its lines counted from the fence): %v", rel, blk.line, err)
+			}
+		}
+	}
+	if n < 2 {
+		t.Fatalf("found %d YAML blocks, want the CI workflows", n)
+	}
+}
+
+// codeBlock is a fenced code block of a page: its language, its text and
+// the line its fence opens at.
+type codeBlock struct {
+	lang, body string
+	line       int
+}
+
+// codeBlocks are a page's fenced code blocks, in order.
+func codeBlocks(page string) []codeBlock {
+	var blocks []codeBlock
+	var cur *codeBlock
+	for i, line := range strings.Split(page, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case cur == nil && strings.HasPrefix(trimmed, "```"):
+			cur = &codeBlock{lang: strings.TrimSpace(trimmed[3:]), line: i + 1}
+		case cur != nil && trimmed == "```":
+			blocks = append(blocks, *cur)
+			cur = nil
+		case cur != nil:
+			cur.body += line + "\n"
+		}
+	}
+	return blocks
 }
