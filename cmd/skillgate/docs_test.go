@@ -236,11 +236,17 @@ func outsideFences(page string) []pageLine {
 	return lines
 }
 
-// TestDocsLinks holds every relative link of README.md and docs/**/*.md to a
+// TestDocsLinks holds every relative link of README.md, docs/**/*.md and the
+// other pages of documentation (each suite's README, bench's, .ci's) to a
 // file or folder of the repository and, for a Markdown page, to one of its
 // headings when the link names an anchor.
 func TestDocsLinks(t *testing.T) {
 	pages := docPages(t)
+	others, err := filepath.Glob(filepath.Join(repoRoot, "suites", "*", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(append(pages, others...), filepath.Join(repoRoot, "bench", "README.md"), filepath.Join(repoRoot, ".ci", "KUBE.md"))
 	anchors := map[string][]string{}
 	anchorsOf := func(page string) []string {
 		if a, ok := anchors[page]; ok {
