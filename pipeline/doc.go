@@ -4,6 +4,7 @@
 //	formats    read other systems' own files (gstack, chrisbanes, ...) into suites
 //	suite      load and vet a suite (CUE), the Go mirror of the schema, vendoring, scaffolds
 //	plan       compile a suite into its content-addressed plan, trees, keys, diffs, git revisions
+//	mutate     a skill's mutants (parts broken on purpose) and the plan of a mutate run
 //	grade      grade a cell from its stored rollout, the judge's packets and replies, the audit
 //	inference  paired, case-clustered comparisons, power, sequential tests: the statistics
 //	verdict    metrics, the policy's rules, reruns, identity, the paired gate: a verdict

@@ -45,6 +45,10 @@ type Plan struct {
 	// from (fields of the suite's `formats`), sorted; reports add each
 	// system's own output files.
 	Formats []string `json:"formats,omitempty"`
+
+	// Mutants are the mutant arms of a mutate run; none in a plan of
+	// `run`.
+	Mutants []MutantArm `json:"mutants,omitempty"`
 }
 
 // PlanSuite identifies the suite a plan was compiled from.

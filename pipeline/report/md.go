@@ -279,6 +279,7 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		}
 		p("\n")
 	}
+	b.WriteString(adequacyMarkdown(r.Verdict.Adequacy))
 	return []byte(b.String()), nil
 }
 

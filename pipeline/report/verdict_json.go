@@ -40,6 +40,8 @@ type gstackVerdict struct {
 	// Root is the run folder's root digest (an extension), for a reviewer
 	// to compare with the one the run printed.
 	Root digest.Digest `json:"root,omitempty"`
+	// Adequacy is a mutate run's kill rate and mutants (an extension).
+	Adequacy *verdict.Adequacy `json:"adequacy,omitempty"`
 }
 
 // gstackCalibration is the contract's calibration: the skill, none and
@@ -193,6 +195,7 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		StandIn:        r.StandIn,
 		Identity:       gstackIdentityOf(r),
 		Root:           r.Root,
+		Adequacy:       r.Verdict.Adequacy,
 	}
 	if c := r.Calibration; c != nil {
 		v.Calibration = gstackCalibration{Skill: c.Skill, None: c.None, Shell: c.Shell}

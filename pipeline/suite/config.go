@@ -382,7 +382,10 @@ type Suite struct {
 	Policy      Policy           `json:"policy"`
 	Seed        int64            `json:"seed"`
 	Audit       Audit            `json:"audit"`
-	RedactEnv   []string         `json:"redactEnv"`
+	// Mutants is what `skillgate mutate` derives and runs (schema
+	// #Mutants); it never enters a plan of `run`.
+	Mutants   Mutants  `json:"mutants"`
+	RedactEnv []string `json:"redactEnv"`
 
 	// Environments by name, and the one cases run in by default ("" for
 	// the agent's own image).

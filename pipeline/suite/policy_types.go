@@ -35,6 +35,7 @@ type Policy struct {
 	PassAtK        *PassAtK        `json:"passAtK,omitempty"`
 	JudgeAgreement *JudgeAgreement `json:"judgeAgreement,omitempty"`
 	Significance   *Significance   `json:"significance,omitempty"`
+	Adequacy       *Adequacy       `json:"adequacy,omitempty"`
 	// Inference is the level and power every comparison is read at.
 	Inference InferenceLevels `json:"inference"`
 	// Pairing is read by the paired gate, not by a run's verdict.
@@ -211,6 +212,12 @@ type Significance struct {
 	Alpha    float64  `json:"alpha"`
 	Interval bool     `json:"interval"`
 	Rules    []string `json:"rules"`
+}
+
+// Adequacy requires a mutate run's kill rate (schema #Adequacy).
+type Adequacy struct {
+	RuleBase
+	MinKillRate float64 `json:"minKillRate"`
 }
 
 // JudgeAgreement requires swapped-order judgements to agree.

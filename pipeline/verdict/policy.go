@@ -276,6 +276,11 @@ func evaluatePolicy(p *plan.Plan, results []grade.CellResult, arms []ArmReport, 
 	if r := pol.Significance; r != nil && r.Enabled {
 		rules = append(rules, significance(r, rules))
 	}
+	// Adequacy gates a mutate run alone: a plan of `run` has no mutants.
+	adequacy := in.adequacy()
+	if r := pol.Adequacy; r != nil && r.Enabled && adequacy != nil {
+		rules = append(rules, adequacyRule(r, adequacy))
+	}
 	var missing, invalid, stuck int
 	for _, r := range cells {
 		switch r.Status {
@@ -299,6 +304,7 @@ func evaluatePolicy(p *plan.Plan, results []grade.CellResult, arms []ArmReport, 
 	}
 	v := decideVerdict(incomplete, rules)
 	v.Resumable = v.Verdict == VerdictIncomplete && stuck == 0
+	v.Adequacy = adequacy
 	return v
 }
 

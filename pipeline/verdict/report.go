@@ -95,6 +95,9 @@ type Verdict struct {
 	// when what keeps it incomplete is stored for good, such as timeouts a
 	// policy counts as incomplete, which a rerun reuses.
 	Resumable bool `json:"resumable"`
+	// Adequacy is how a mutate run's suite told the skills from their
+	// mutants; absent in a run without mutants.
+	Adequacy *Adequacy `json:"adequacy,omitempty"`
 }
 
 // Report is everything a run's reports show: the run's identity, metrics

@@ -1,0 +1,136 @@
+package verdict
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/skillgate/skillgate/pipeline/inference"
+	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
+)
+
+// Mutant outcomes, as MutantOutcome.Outcome says them.
+const (
+	// MutantKilled: the skill's arm did better than the mutant's, the
+	// paired 95% interval of the difference above 0.
+	MutantKilled = "killed"
+	// MutantSurvived: the suite could not tell the mutant from the skill,
+	// though the skill's arm passed more often.
+	MutantSurvived = "survived"
+	// MutantDeadWeight: a surviving mutant whose arm did at least as well
+	// as the skill's: what it removed carried nothing the suite measures.
+	MutantDeadWeight = "dead weight"
+	// MutantNotMeasured: no valid pair of cells to compare.
+	MutantNotMeasured = "not measured"
+)
+
+// Adequacy is how well a mutate run's suite tells its skills from their
+// mutants: the kill rate over the mutants measured, and each mutant's
+// outcome.
+type Adequacy struct {
+	KillRate float64 `json:"killRate"`
+	Killed   int     `json:"killed"`
+	Measured int     `json:"measured"`
+	// MinKillRate is the policy's adequacy threshold, when it has one.
+	MinKillRate *float64        `json:"minKillRate,omitempty"`
+	Mutants     []MutantOutcome `json:"mutants"`
+}
+
+// MutantOutcome is one mutant arm against the arm it copies.
+type MutantOutcome struct {
+	ID       string `json:"id"`
+	Skill    string `json:"skill"`
+	Operator string `json:"operator"`
+	What     string `json:"what"`
+	Section  string `json:"section,omitempty"`
+	Arm      string `json:"arm"`
+	Against  string `json:"against"`
+	Killed   bool   `json:"killed"`
+	Outcome  string `json:"outcome"`
+	// Inference compares the skill's arm (candidate) with the mutant's
+	// (baseline): its estimate is the pass rate the mutant lost.
+	Inference *Inference `json:"inference,omitempty"`
+	// Unnoticed are the cases whose trials the mutant passed and failed
+	// exactly as the skill did: the cases that did not notice it.
+	Unnoticed []string `json:"unnoticed,omitempty"`
+}
+
+// adequacy compares every mutant arm of the plan with the arm it copies.
+func (in *policyInput) adequacy() *Adequacy {
+	if len(in.p.Mutants) == 0 {
+		return nil
+	}
+	alpha := significanceAlpha(in.p.Policy)
+	all := func(*plan.PlanCase) bool { return true }
+	a := &Adequacy{Mutants: []MutantOutcome{}}
+	for _, m := range in.p.Mutants {
+		o := MutantOutcome{ID: m.Mutant, Skill: m.Skill, Operator: m.Operator, What: m.What, Section: m.Section, Arm: m.Arm, Against: m.Against}
+		skill, mutant := in.armTrials(m.Against, all), in.armTrials(m.Arm, all)
+		pairs := pairTrials(mutant, skill)
+		o.Inference = compare(Comparison{Rule: "adequacy", Baseline: m.Arm, Candidate: m.Against}, pairs, alpha, detectPower(in.p.Policy), string(in.p.Digest))
+		switch {
+		case o.Inference == nil || o.Inference.N == 0:
+			o.Outcome = MutantNotMeasured
+		case o.Inference.CI95[0] > 0:
+			o.Killed, o.Outcome = true, MutantKilled
+		case o.Inference.Estimate <= 0:
+			o.Outcome = MutantDeadWeight
+		default:
+			o.Outcome = MutantSurvived
+		}
+		if o.Outcome != MutantNotMeasured {
+			a.Measured++
+			if o.Killed {
+				a.Killed++
+			}
+			o.Unnoticed = unnoticed(pairs)
+		}
+		a.Mutants = append(a.Mutants, o)
+	}
+	if a.Measured > 0 {
+		a.KillRate = float64(a.Killed) / float64(a.Measured)
+	}
+	return a
+}
+
+// unnoticed lists the cases, sorted, whose every pair agrees.
+func unnoticed(pairs []inference.Pair) []string {
+	differs := map[string]bool{}
+	for _, p := range pairs {
+		differs[p.Case] = differs[p.Case] || p.Baseline != p.Candidate
+	}
+	var out []string
+	for c, d := range differs {
+		if !d {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// adequacyRule requires the kill rate of a mutate run.
+func adequacyRule(r *suite.Adequacy, a *Adequacy) RuleOutcome {
+	o := RuleOutcome{Rule: "adequacy", Severity: r.Severity}
+	if a == nil || a.Measured == 0 {
+		o.NotMeasured = "no mutant was measured (adequacy gates a mutate run: skillgate mutate)"
+		return o
+	}
+	min := r.MinKillRate
+	a.MinKillRate = &min
+	o.Detail = fmt.Sprintf("kill rate %s (%d of %d mutants), required ≥ %s", percent(a.KillRate), a.Killed, a.Measured, percent(min))
+	o.Met = atLeast(a.KillRate, min)
+	if !o.Met {
+		var survivors []string
+		for _, m := range a.Mutants {
+			if !m.Killed && m.Outcome != MutantNotMeasured {
+				survivors = append(survivors, m.Arm)
+			}
+		}
+		o.Reasons = []string{fmt.Sprintf("INADEQUATE kill rate %s < %s", percent(a.KillRate), percent(min))}
+		for _, s := range survivors {
+			o.Findings = append(o.Findings, Finding{Reason: o.Reasons[0], Text: "mutant " + s + " survived", Cells: nil})
+		}
+	}
+	return o
+}
