@@ -80,7 +80,19 @@ minKillRate), 2 INCOMPLETE or bad input.`,
 				return exit(2, err)
 			}
 			if c.Bool("dry-run") {
+				// The plan is compiled from the mutants' folders, written
+				// where nothing keeps them.
+				tmp, err := os.MkdirTemp(s.Root, ".skillgate-mutants-")
+				if err != nil {
+					return exit(2, fmt.Errorf("mutate: %w", err))
+				}
+				defer os.RemoveAll(tmp)
+				p, err := mutantPlan(s, ms, tmp)
+				if err != nil {
+					return exit(2, err)
+				}
 				describeMutants(os.Stdout, s, skills, ms)
+				fmt.Fprintf(os.Stdout, "\nplan %s: %s", p.Digest, p.Summary())
 				return nil
 			}
 			out := c.String("out")
@@ -93,19 +105,7 @@ minKillRate), 2 INCOMPLETE or bad input.`,
 			if !suite.Within(s.Root, out) {
 				return exit(2, fmt.Errorf("mutate: run folder %s is outside the repository %s: the mutants are skill folders the plan reads from the repository; give --out inside it", out, s.Root))
 			}
-			dirs := map[string]string{}
-			for _, m := range ms {
-				d := filepath.Join(out, "mutants", m.Skill, m.ID)
-				if err := mutate.Write(m, d); err != nil {
-					return exit(2, err)
-				}
-				rel, err := filepath.Rel(s.Dir, d)
-				if err != nil {
-					return exit(2, fmt.Errorf("mutate: %w", err))
-				}
-				dirs[mutate.SkillKey(m)] = filepath.ToSlash(rel)
-			}
-			p, err := mutate.Plan(s, ms, dirs, nil)
+			p, err := mutantPlan(s, ms, out)
 			if err != nil {
 				return exit(2, err)
 			}
@@ -129,6 +129,24 @@ minKillRate), 2 INCOMPLETE or bad input.`,
 			return exitVerdict(rep)
 		},
 	}
+}
+
+// mutantPlan writes each mutant's folder under out/mutants/SKILL/ID and
+// compiles the plan of their run.
+func mutantPlan(s *suite.Suite, ms []mutate.Mutant, out string) (*plan.Plan, error) {
+	dirs := map[string]string{}
+	for _, m := range ms {
+		d := filepath.Join(out, "mutants", m.Skill, m.ID)
+		if err := mutate.Write(m, d); err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(s.Dir, d)
+		if err != nil {
+			return nil, fmt.Errorf("mutate: %w", err)
+		}
+		dirs[mutate.SkillKey(m)] = filepath.ToSlash(rel)
+	}
+	return mutate.Plan(s, ms, dirs, nil)
 }
 
 // mutantOperators are the operators a mutate applies: those named on the
@@ -215,12 +233,6 @@ func describeMutants(w io.Writer, s *suite.Suite, skills map[string]mutate.Skill
 	for _, m := range ms {
 		width = max(width, len(m.ID))
 	}
-	cases := 0
-	for _, c := range s.Cases {
-		if !c.Calibration {
-			cases++
-		}
-	}
 	sources := map[string]bool{}
 	copies := 0
 	for _, m := range ms {
@@ -231,19 +243,10 @@ func describeMutants(w io.Writer, s *suite.Suite, skills map[string]mutate.Skill
 		copies += len(arms)
 		fmt.Fprintf(w, "%s %-*s  %s  %s  (arms %s)\n", plan.Short(m.Tree.Digest), width, m.ID, m.Skill, m.What, strings.Join(arms, ", "))
 	}
-	fmt.Fprintf(w, "%d mutants: %d mutant arms beside %d of the skill's, × %s × %s = %d cells\n",
-		len(ms), copies, len(sources), plural(cases, "case"), plural(s.Trials, "trial"), (copies+len(sources))*cases*s.Trials)
+	fmt.Fprintf(w, "%d mutants: %d mutant arms beside %s of the skill's (the baseline is not rerun)\n", len(ms), copies, plan.Plural(len(sources), "arm"))
 	for _, m := range ms {
 		fmt.Fprintf(w, "\n== %s (%s)\n%s", m.ID, m.What, mutate.Diff(skills[m.Skill], m))
 	}
-}
-
-// plural says n things.
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // skillKeys are the keys of skills, sorted.
