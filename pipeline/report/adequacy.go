@@ -30,6 +30,9 @@ func AdequacyText(a *verdict.Adequacy) string {
 	}
 	for _, m := range a.Mutants {
 		fmt.Fprintf(&b, "  %-12s %-*s  %s\n", m.Outcome, width, m.Arm, lost(m))
+		if m.KilledBy == "routing" {
+			fmt.Fprintf(&b, "  %-12s %-*s  killed by routing: the skill's arm opened the skill more often, %+.2f [%+.2f, %+.2f]\n", "", width, "", m.Routing.Estimate, m.Routing.CI95[0], m.Routing.CI95[1])
+		}
 		if !m.Killed && m.Outcome != verdict.MutantNotMeasured && len(m.Unnoticed) > 0 {
 			fmt.Fprintf(&b, "  %-12s %-*s  not noticed by: %s\n", "", width, "", strings.Join(m.Unnoticed, ", "))
 		}

@@ -50,6 +50,13 @@ type MutantOutcome struct {
 	// Inference compares the skill's arm (candidate) with the mutant's
 	// (baseline): its estimate is the pass rate the mutant lost.
 	Inference *Inference `json:"inference,omitempty"`
+	// Routing, for a mutant of the description, compares how often each
+	// arm's agent opened the skill: a description mutant the agent no
+	// longer picks is killed by routing even where the cases pass
+	// without the skill.
+	Routing *Inference `json:"routing,omitempty"`
+	// KilledBy says which comparison killed it: "pass rate" or "routing".
+	KilledBy string `json:"killedBy,omitempty"`
 	// Unnoticed are the cases whose trials the mutant passed and failed
 	// exactly as the skill did: the cases that did not notice it.
 	Unnoticed []string `json:"unnoticed,omitempty"`
@@ -67,12 +74,18 @@ func (in *policyInput) adequacy() *Adequacy {
 		o := MutantOutcome{ID: m.Mutant, Skill: m.Skill, Operator: m.Operator, What: m.What, Section: m.Section, Arm: m.Arm, Against: m.Against}
 		skill, mutant := in.armTrials(m.Against, all), in.armTrials(m.Arm, all)
 		pairs := pairTrials(mutant, skill)
-		o.Inference = compare(Comparison{Rule: "adequacy", Baseline: m.Arm, Candidate: m.Against}, pairs, alpha, detectPower(in.p.Policy), string(in.p.Digest))
+		c := Comparison{Rule: "adequacy", Baseline: m.Arm, Candidate: m.Against}
+		o.Inference = compare(c, pairs, alpha, detectPower(in.p.Policy), string(in.p.Digest))
+		if describesSkill(m.Operator) {
+			o.Routing = compare(c, pairTrials(in.armOpened(m.Arm), in.armOpened(m.Against)), alpha, detectPower(in.p.Policy), string(in.p.Digest))
+		}
 		switch {
 		case o.Inference == nil || o.Inference.N == 0:
 			o.Outcome = MutantNotMeasured
 		case o.Inference.CI95[0] > 0:
-			o.Killed, o.Outcome = true, MutantKilled
+			o.Killed, o.Outcome, o.KilledBy = true, MutantKilled, "pass rate"
+		case o.Routing != nil && o.Routing.N > 0 && o.Routing.CI95[0] > 0:
+			o.Killed, o.Outcome, o.KilledBy = true, MutantKilled, "routing"
 		case o.Inference.Estimate <= 0:
 			o.Outcome = MutantDeadWeight
 		default:
@@ -91,6 +104,25 @@ func (in *policyInput) adequacy() *Adequacy {
 		a.KillRate = float64(a.Killed) / float64(a.Measured)
 	}
 	return a
+}
+
+// describesSkill says a mutant's operator changed the description,
+// which decides whether the agent picks the skill (package mutate's
+// description operators).
+func describesSkill(op string) bool {
+	return op == "blank-description" || op == "swap-description" || op == "cut-description"
+}
+
+// armOpened lists, for an arm's valid cells, whether the agent opened a
+// skill, as a trial's pass.
+func (in *policyInput) armOpened(arm string) []trialPass {
+	var out []trialPass
+	for _, r := range in.cells {
+		if r.Arm == arm && r.Valid() {
+			out = append(out, trialPass{r.Case, r.Trial, r.Telemetry.OpenedSkill})
+		}
+	}
+	return out
 }
 
 // unnoticed lists the cases, sorted, whose every pair agrees.
