@@ -96,7 +96,16 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 			return &Summary{Planned: len(p.Cells), Statuses: map[string]int{}}, r, err
 		}
 	}
-	sum, err := Run(ctx, p, opts)
+	sum, err := runRounds(ctx, p, opts, func(ctx context.Context, cells []plan.Cell) error {
+		if _, err := Grade(ctx, p, cells, opts); err != nil {
+			return err
+		}
+		if cellJudge == nil {
+			return nil
+		}
+		_, _, err := judge.JudgeCells(ctx, sp, cellJudge, adjudicator, opts.judging())
+		return err
+	})
 	if err != nil {
 		return sum, nil, err
 	}
@@ -176,6 +185,9 @@ func Report(out string) (*verdict.Report, error) {
 	if err := report.WriteReportsWith(out, r, ev); err != nil {
 		return nil, err
 	}
+	if err := writeSequential(out, r.Sequential); err != nil {
+		return nil, err
+	}
 	if err := grade.WriteAuditQueue(out, grade.AuditQueue(p, results, p.Suite.Seed)); err != nil {
 		return nil, err
 	}
@@ -196,6 +208,14 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 		return nil, nil, nil, err
 	}
 	st := &store.Store{Dir: out}
+	// Sequential stopping decides from every stored result; the verdict
+	// then reads the cells it needed, and no other.
+	whole := p
+	seq, err := sequentialOf(out, p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p = seq.Needed(p)
 	results, err := store.Results(p, st)
 	if err != nil {
 		return nil, nil, nil, err
@@ -219,14 +239,14 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 	verdict.ApplyReruns(r, p, results, pairwise, rcells, reruns)
 	r.Adjudication = grade.BuildAdjudicationReport(p, results)
 	verdict.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
-	r.StandIn, r.Root = p.Agent.StandIn, root
+	r.StandIn, r.Root, r.Sequential = p.Agent.StandIn, root, seq
 	recs, err := rolloutRecords(p, st)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	verdict.ObserveRollouts(r, recs)
 	r.Verdict.Warnings = append(r.Verdict.Warnings, PreflightWarnings(out, p)...)
-	cal, ok, err := store.ReadCalibration(out, p)
+	cal, ok, err := store.ReadCalibration(out, whole)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -236,10 +256,10 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 			r.Verdict = verdict.CalibrationVerdict(cal)
 		}
 	}
-	if rec, ok, err := store.ReadShard(out, p); err != nil {
+	if rec, ok, err := store.ReadShard(out, whole); err != nil {
 		return nil, nil, nil, err
 	} else if ok {
-		markShard(r, p, rec)
+		markShard(r, whole, rec)
 	}
 	return p, r, results, nil
 }

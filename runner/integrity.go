@@ -18,8 +18,8 @@ import (
 // differs from that of the results the run folder already holds: a trial added after a
 // result was seen would let the results choose their own sample.
 func checkFixedTrials(out string, p *plan.Plan) error {
-	if !p.Policy.FixedTrials {
-		return nil
+	if !p.Policy.FixedTrials && p.Policy.Sequential == nil {
+		return nil // sequential stopping fixes the trials too: they bound its rounds
 	}
 	prev, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 	if errors.Is(err, fs.ErrNotExist) {

@@ -97,7 +97,7 @@ func simulate(s *Sequential, sc scenario, runs int, seed uint64) simulation {
 					losses++
 					diffs[i]--
 				}
-				crossed = crossed || s.logE[wins+losses][wins] >= bound
+				crossed = crossed || s.logE(wins, wins+losses) >= bound
 			}
 			if stopped {
 				continue
