@@ -32,7 +32,9 @@ import (
 // no summary and no report when they pass. Cells not run (filtered out,
 // interrupted) count as missing, so a partial run is INCOMPLETE, never a
 // pass; so do cells whose judge call failed, which the verdict names with
-// the judge's error.
+// the judge's error. With the policy's sequential stopping the cells run in
+// rounds (rounds.go), and cells no comparison needs are neither run nor
+// missing.
 func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdict.Report, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard

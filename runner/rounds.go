@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/skillgate/skillgate/runner/judge"
 	"github.com/skillgate/skillgate/runner/store"
@@ -40,6 +41,7 @@ func runRounds(ctx context.Context, p *plan.Plan, opts Options, settle settleFun
 		fmt.Fprintf(opts.Log, "sequential: shard %s cannot decide alone (its comparisons' cells lie in other shards too): it runs its whole share; skillgate merge decides\n", opts.Shard)
 		return Run(ctx, p, opts)
 	}
+	start := time.Now()
 	selected, err := selectCells(p, opts)
 	if err != nil {
 		return nil, err
@@ -80,12 +82,14 @@ func runRounds(ctx context.Context, p *plan.Plan, opts Options, settle settleFun
 			total.SpentFolderUSD = sum.SpentFolderUSD
 		}
 		if err != nil || ctx.Err() != nil || total.SpendCapReached || total.ProviderStopped != "" {
+			total.Elapsed = time.Since(start)
 			return total, countRounds(opts.Out, p, selected, total, err)
 		}
 		if err := settle(ctx, cells); err != nil {
 			return total, err
 		}
 	}
+	total.Elapsed = time.Since(start)
 	return total, countRounds(opts.Out, p, selected, total, nil)
 }
 

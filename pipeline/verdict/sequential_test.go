@@ -177,3 +177,24 @@ func TestSequentialMatchesTheSchema(t *testing.T) {
 		t.Errorf("sequential: {} decodes to %+v, the schema's defaults are %+v", got, want)
 	}
 }
+
+// A cell no comparison reads (here a no-change control, which uplift's
+// kinds leave out) runs every trial whatever the comparisons decide.
+func TestDecideSequentialKeepsCellsNoComparisonReads(t *testing.T) {
+	cases := sequentialCases() + "\t\tn1: {prompt: \"p\", kind: \"no-change\", writes: [], routing: {}, assert: [], rubric: []}\n"
+	p := policySuite{trials: 5, policy: `policies.passAtK & {passAtK: enabled: false, uplift: {}, sequential: {}}`, arms: sequentialArms, cases: cases}.compile(t)
+	g := sequentialGrid("FFFFF", "PPPPP")
+	g["n1/none"], g["n1/forced"] = "PPPPP", "PPPPP"
+	s := DecideSequential(p, synth(t, p, g, nil))
+	if c := s.Comparisons[0]; c.Decision != inference.SequentialEffect || c.Cases != 8 {
+		t.Fatalf("uplift: %+v", c)
+	}
+	for _, c := range s.NotNeeded {
+		if strings.HasPrefix(c.Cell, "n1/") {
+			t.Errorf("%s not needed, but no comparison reads it", c.Cell)
+		}
+	}
+	if len(s.NotNeeded) != 8*2*4 {
+		t.Errorf("%d not needed, want 64", len(s.NotNeeded))
+	}
+}
