@@ -251,3 +251,19 @@ func finite(x float64) float64 {
 	}
 	return x
 }
+
+// SequentialPlanLine says, for `skillgate plan`, the rounds the plan's
+// sequential stopping fixes before anything runs; "" without it.
+func SequentialPlanLine(p *plan.Plan) string {
+	cfg := p.Policy.Sequential
+	if cfg == nil || cfg.Round < 1 {
+		return ""
+	}
+	s := DecideSequential(p, nil)
+	var rules []string
+	for _, c := range s.Comparisons {
+		rules = append(rules, c.Rule)
+	}
+	return fmt.Sprintf("sequential stopping: at most %d rounds of %d trial(s) per case and arm, α %g; after each round each comparison (%s) may stop for effect or futility, and cells no comparison needs are not run\n",
+		s.Rounds, s.Round, s.Alpha, orNoneList(rules))
+}
