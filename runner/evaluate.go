@@ -32,7 +32,9 @@ import (
 // no summary and no report when they pass. Cells not run (filtered out,
 // interrupted) count as missing, so a partial run is INCOMPLETE, never a
 // pass; so do cells whose judge call failed, which the verdict names with
-// the judge's error.
+// the judge's error. With the policy's sequential stopping the cells run in
+// rounds (rounds.go), and cells no comparison needs are neither run nor
+// missing.
 func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdict.Report, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -96,7 +98,16 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 			return &Summary{Planned: len(p.Cells), Statuses: map[string]int{}}, r, err
 		}
 	}
-	sum, err := Run(ctx, p, opts)
+	sum, err := runRounds(ctx, p, opts, func(ctx context.Context, cells []plan.Cell) error {
+		if _, err := Grade(ctx, p, cells, opts); err != nil {
+			return err
+		}
+		if cellJudge == nil {
+			return nil
+		}
+		_, _, err := judge.JudgeCells(ctx, sp, cellJudge, adjudicator, opts.judging())
+		return err
+	})
 	if err != nil {
 		return sum, nil, err
 	}
@@ -176,6 +187,9 @@ func Report(out string) (*verdict.Report, error) {
 	if err := report.WriteReportsWith(out, r, ev); err != nil {
 		return nil, err
 	}
+	if err := writeSequential(out, r.Sequential); err != nil {
+		return nil, err
+	}
 	if err := grade.WriteAuditQueue(out, grade.AuditQueue(p, results, p.Suite.Seed)); err != nil {
 		return nil, err
 	}
@@ -196,6 +210,14 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 		return nil, nil, nil, err
 	}
 	st := &store.Store{Dir: out}
+	// Sequential stopping decides from every stored result; the verdict
+	// then reads the cells it needed, and no other.
+	whole := p
+	seq, err := sequentialOf(out, p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p = seq.Needed(p)
 	results, err := store.Results(p, st)
 	if err != nil {
 		return nil, nil, nil, err
@@ -219,14 +241,14 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 	verdict.ApplyReruns(r, p, results, pairwise, rcells, reruns)
 	r.Adjudication = grade.BuildAdjudicationReport(p, results)
 	verdict.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
-	r.StandIn, r.Root = p.Agent.StandIn, root
+	r.StandIn, r.Root, r.Sequential = p.Agent.StandIn, root, seq
 	recs, err := rolloutRecords(p, st)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	verdict.ObserveRollouts(r, recs)
 	r.Verdict.Warnings = append(r.Verdict.Warnings, PreflightWarnings(out, p)...)
-	cal, ok, err := store.ReadCalibration(out, p)
+	cal, ok, err := store.ReadCalibration(out, whole)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -236,10 +258,10 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 			r.Verdict = verdict.CalibrationVerdict(cal)
 		}
 	}
-	if rec, ok, err := store.ReadShard(out, p); err != nil {
+	if rec, ok, err := store.ReadShard(out, whole); err != nil {
 		return nil, nil, nil, err
 	} else if ok {
-		markShard(r, p, rec)
+		markShard(r, whole, rec)
 	}
 	return p, r, results, nil
 }

@@ -18,8 +18,8 @@ import (
 // differs from that of the results the run folder already holds: a trial added after a
 // result was seen would let the results choose their own sample.
 func checkFixedTrials(out string, p *plan.Plan) error {
-	if !p.Policy.FixedTrials {
-		return nil
+	if !p.Policy.FixedTrials && p.Policy.Sequential == nil {
+		return nil // sequential stopping fixes the trials too: they bound its rounds
 	}
 	prev, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -49,8 +49,12 @@ func checkFixedTrials(out string, p *plan.Plan) error {
 	if held == 0 {
 		return nil
 	}
-	return fmt.Errorf("check trials: run folder %s holds %d results of %d trials per case (plan %s); this plan asks for %d. The policy fixes trials before the run (fixedTrials): run it into a fresh --out, or set trials back to %d",
-		out, held, prev.Suite.Trials, prev.Digest.Encoded()[:12], p.Suite.Trials, prev.Suite.Trials)
+	why := "fixedTrials"
+	if !p.Policy.FixedTrials {
+		why = "sequential: the trials bound its rounds"
+	}
+	return fmt.Errorf("check trials: run folder %s holds %d results of %d trials per case (plan %s); this plan asks for %d. The policy fixes trials before the run (%s): run it into a fresh --out, or set trials back to %d",
+		out, held, prev.Suite.Trials, prev.Digest.Encoded()[:12], p.Suite.Trials, why, prev.Suite.Trials)
 }
 
 // rerunCells are every possible same-tree rerun of the plan's cells, up to the policy's

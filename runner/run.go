@@ -67,6 +67,9 @@ type Options struct {
 	// onExchange hears of the run's exchanges with a real provider (the
 	// providerWatch).
 	onExchange func(cell string, fault *gateway.ProviderFault)
+	// only, when set, narrows the selection to these cells: one round of
+	// sequential stopping (rounds.go).
+	only map[string]bool
 }
 
 // Summary is what a run did with the selected cells.
@@ -95,6 +98,9 @@ type Summary struct {
 	// every cell of it has a valid result, judged where the plan judges it.
 	Shard         *Shard `json:"shard,omitempty"`
 	ShareComplete bool   `json:"shareComplete,omitempty"`
+	// NotNeeded counts the cells sequential stopping left out of the
+	// selection: no comparison needed them.
+	NotNeeded int `json:"notNeeded,omitempty"`
 }
 
 // Complete reports whether every selected cell has a valid rollout.
@@ -335,7 +341,7 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 		statuses = " (" + strings.Join(parts, ", ") + ")"
 	}
 	msg := fmt.Sprintf("%d cells: %d ran, %d reused from the store%s in %s; results in %s",
-		s.Selected, s.Ran, s.Reused, statuses, s.Elapsed.Round(time.Millisecond), out)
+		s.Selected, s.Ran, s.Reused, statuses, s.Elapsed.Round(time.Millisecond), out) + describeRounds(s)
 	if s.Shard != nil {
 		state := "complete"
 		if !s.ShareComplete {

@@ -170,6 +170,9 @@ func shardPlan(p *plan.Plan, s Shard) *plan.Plan {
 // shard's share.
 func selectCells(p *plan.Plan, opts Options) ([]plan.Cell, error) {
 	cells, err := Select(p, opts.Cases, opts.Arms, opts.Split)
+	if err == nil && opts.only != nil {
+		cells = slices.DeleteFunc(cells, func(c plan.Cell) bool { return !opts.only[c.ID] })
+	}
 	if err != nil || opts.Shard.Whole() {
 		return cells, err
 	}

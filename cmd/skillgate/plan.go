@@ -48,7 +48,7 @@ model calls and estimated cost goes to stderr.`,
 			if err := writeOutput(c.String("output"), p.Encode()); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "plan %s for suite %s\n%s%s", p.Digest, p.Suite.Name, p.Summary(), verdict.DetectableLine(p))
+			fmt.Fprintf(os.Stderr, "plan %s for suite %s\n%s%s", p.Digest, p.Suite.Name, p.Summary(), verdict.DetectableLine(p)+verdict.SequentialPlanLine(p))
 			return nil
 		},
 	}

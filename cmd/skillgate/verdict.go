@@ -20,6 +20,9 @@ func describeVerdict(r *verdict.Report, out string) string {
 	for _, s := range r.Verdict.Warnings {
 		fmt.Fprintf(&b, "  warning: %s\n", s)
 	}
+	for _, s := range r.Sequential.Lines() {
+		fmt.Fprintf(&b, "  %s\n", s)
+	}
 	if r.Root != "" {
 		fmt.Fprintf(&b, "root: %s\n", r.Root)
 	}

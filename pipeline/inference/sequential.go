@@ -3,6 +3,7 @@ package inference
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Sequential decisions, as Sequential.Decide says them.
@@ -41,8 +42,13 @@ type Sequential struct {
 	// FutilityBeta is the chance of stopping for futility under AltShare
 	// the acceptance boundary allows (about; Wald's bound β/(1−α)).
 	FutilityBeta float64
-	// logE[k][x] is ln E for x wins of k discordant pairs, k ≤ MaxPairs.
-	logE [][]float64
+	// maxPairs bounds the discordant pairs, the plan's trial pairs.
+	maxPairs int
+	// rows[k][x] is ln E for x wins of k discordant pairs, each row made
+	// when first asked (in O(k)), so a large plan pays only for the rows
+	// its rounds reach.
+	mu   sync.Mutex
+	rows map[int][]float64
 }
 
 // priorMax bounds the prior on the candidate's share of discordant pairs:
@@ -63,14 +69,36 @@ func NewSequential(alpha, altShare, futilityBeta float64, maxPairs int) (*Sequen
 	case maxPairs < 1:
 		return nil, fmt.Errorf("new sequential test: %d pairs", maxPairs)
 	}
-	s := &Sequential{Alpha: alpha, AltShare: altShare, FutilityBeta: futilityBeta, logE: make([][]float64, maxPairs+1)}
-	for k := range s.logE {
-		s.logE[k] = make([]float64, k+1)
-		for x := 0; x <= k; x++ {
-			s.logE[k][x] = mixtureLogE(x, k, priorMax)
-		}
+	return &Sequential{Alpha: alpha, AltShare: altShare, FutilityBeta: futilityBeta, maxPairs: maxPairs, rows: map[int][]float64{}}, nil
+}
+
+// logE is ln E for x wins of k discordant pairs.
+func (s *Sequential) logE(x, k int) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	row, ok := s.rows[k]
+	if !ok {
+		row = mixtureRow(k, priorMax)
+		s.rows[k] = row
 	}
-	return s, nil
+	return row[x]
+}
+
+// mixtureRow is mixtureLogE for every x of k, its two distribution
+// functions summed once along the row, in the order binomCDF sums them.
+func mixtureRow(k int, c float64) []float64 {
+	row := make([]float64, k+1)
+	ld, _ := math.Lgamma(float64(k + 2))
+	half, alt := 0.0, 0.0
+	for x := 0; x <= k; x++ {
+		half += binomPMF(x, k+1, 0.5)
+		alt += binomPMF(x, k+1, c)
+		lb, _ := math.Lgamma(float64(x + 1))
+		lc, _ := math.Lgamma(float64(k - x + 1))
+		mass := min(1, half) - min(1, alt)
+		row[x] = float64(k)*math.Ln2 - math.Log(c-0.5) + lb + lc - ld + math.Log(max(mass, 1e-300))
+	}
+	return row
 }
 
 // mixtureLogE is ln E in closed form for the uniform prior on
@@ -95,7 +123,7 @@ func binomCDF(x, n int, p float64) float64 {
 
 // EValue is E for wins of the candidate and losses among discordant pairs.
 func (s *Sequential) EValue(wins, losses int) float64 {
-	return math.Exp(s.logE[wins+losses][wins])
+	return math.Exp(s.logE(wins, wins+losses))
 }
 
 // Decide says, after wins and losses among the discordant pairs so far
@@ -104,17 +132,14 @@ func (s *Sequential) EValue(wins, losses int) float64 {
 func (s *Sequential) Decide(wins, losses, pairsLeft int) string {
 	k := wins + losses
 	bound := -math.Log(s.Alpha)
-	if s.logE[k][wins] >= bound {
+	if s.logE(wins, k) >= bound {
 		return SequentialEffect
 	}
-	reachable := false
-	for r := 1; r <= pairsLeft && k+r < len(s.logE); r++ {
-		if s.logE[k+r][wins+r] >= bound {
-			reachable = true
-			break
-		}
-	}
-	if !reachable {
+	// Each further win multiplies the integrand by 2π ≥ 1, so E is
+	// highest when the candidate wins every pair left: that one look
+	// says whether 1/α can still be reached.
+	r := min(pairsLeft, s.maxPairs-k)
+	if r <= 0 || s.logE(wins+r, k+r) < bound {
 		return SequentialFutility
 	}
 	if s.FutilityBeta > 0 && k > 0 {

@@ -97,7 +97,7 @@ func simulate(s *Sequential, sc scenario, runs int, seed uint64) simulation {
 					losses++
 					diffs[i]--
 				}
-				crossed = crossed || s.logE[wins+losses][wins] >= bound
+				crossed = crossed || s.logE(wins, wins+losses) >= bound
 			}
 			if stopped {
 				continue
@@ -210,5 +210,22 @@ func BenchmarkSequentialTrialsSaved(b *testing.B) {
 		b.ReportMetric(100*saved[len(saved)/2], m.name+"-saved-median-%")
 		b.ReportMetric(100*saved[len(saved)-1], m.name+"-saved-max-%")
 		b.ReportMetric(100*(1-m.sim.meanRounds()/float64(sc.rounds)), m.name+"-saved-mean-%")
+	}
+}
+
+// A row made at once is the closed form at every x, bit for bit, and
+// E never falls when the candidate wins one more pair (what Decide's one
+// look at reachability rests on).
+func TestMixtureRowIsTheClosedForm(t *testing.T) {
+	for _, k := range []int{0, 1, 7, 40, 150} {
+		row := mixtureRow(k, priorMax)
+		for x := 0; x <= k; x++ {
+			if want := mixtureLogE(x, k, priorMax); row[x] != want {
+				t.Errorf("row %d at %d: %v, closed form %v", k, x, row[x], want)
+			}
+			if k < 150 && mixtureLogE(x+1, k+1, priorMax) < row[x]-1e-12 {
+				t.Errorf("E(%d of %d) > E(%d of %d)", x, k, x+1, k+1)
+			}
+		}
 	}
 }

@@ -48,6 +48,8 @@ type htmlView struct {
 	// Evidence holds one JSON block per case (its cells' evidence), which the page's
 	// script parses only when one of its cells, or its comparison, is opened.
 	Evidence []htmlEvidence
+	// Sequential says what sequential stopping decided, a line each.
+	Sequential []string
 }
 
 // htmlFinding is one reason of the verdict as a sentence, with links to the
@@ -217,6 +219,7 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 		Reasons:      r.Verdict.Reasons,
 		Warnings:     r.Verdict.Warnings,
 		Policy:       r.Policy,
+		Sequential:   r.Sequential.Lines(),
 	}
 	if v.VerdictClass == "" {
 		v.VerdictClass = "incomplete"

@@ -72,6 +72,14 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		p("Open %s in the run folder for each cell's prompt, session, diff and checks.\n\n", mdCode(FileReportHTML))
 	}
 
+	if sq := r.Sequential; sq != nil {
+		p("**Sequential stopping** (α %g, %d trial(s) per round, %d rounds planned): %d of %d planned cells not needed, %d of them never ran.\n\n", sq.Alpha, sq.Round, sq.Rounds, len(sq.NotNeeded), sq.Planned, sq.Saved)
+		for _, c := range sq.Comparisons {
+			p("- %s %s: %s\n", mdCode(c.Rule), mdText(c.Decision), mdText(c.Why))
+		}
+		p("\n")
+	}
+
 	// Arms.
 	p("### Arms\n\n")
 	p("| arm | skills | pass rate (95%% CI) | opened skill | skill precision / recall | tokens/run (in / out) | USD/run | turns/run | latency s/run (agent / cell) | skill bytes |\n")

@@ -42,6 +42,9 @@ type gstackVerdict struct {
 	Root digest.Digest `json:"root,omitempty"`
 	// Adequacy is a mutate run's kill rate and mutants (an extension).
 	Adequacy *verdict.Adequacy `json:"adequacy,omitempty"`
+	// Sequential (an extension) is what sequential stopping decided, when
+	// the policy asks for it.
+	Sequential *verdict.Sequential `json:"sequential,omitempty"`
 }
 
 // gstackCalibration is the contract's calibration: the skill, none and
@@ -196,6 +199,7 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		Identity:       gstackIdentityOf(r),
 		Root:           r.Root,
 		Adequacy:       r.Verdict.Adequacy,
+		Sequential:     r.Sequential,
 	}
 	if c := r.Calibration; c != nil {
 		v.Calibration = gstackCalibration{Skill: c.Skill, None: c.None, Shell: c.Shell}

@@ -156,6 +156,7 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 	}
 	checkEnvironments(c, s)
 	checkLimits(c, s)
+	checkSequential(c, s)
 	checkScript(c, s.Agent.Script, str("agent"))
 	checkScriptReach(c, s)
 	if s.Judge != nil {

@@ -40,6 +40,17 @@ type Policy struct {
 	Inference InferenceLevels `json:"inference"`
 	// Pairing is read by the paired gate, not by a run's verdict.
 	Pairing *Pairing `json:"pairing,omitempty"`
+	// Sequential, when set, runs the cells in rounds and stops each
+	// comparison once decided.
+	Sequential *Sequential `json:"sequential,omitempty"`
+}
+
+// Sequential is anytime-valid sequential stopping (schema #Sequential).
+type Sequential struct {
+	Alpha    float64 `json:"alpha"`
+	Round    int     `json:"round"`
+	Futility float64 `json:"futility"`
+	Share    float64 `json:"share"`
 }
 
 // Pairing switches the paired gate's pairing conditions (schema #Pairing).

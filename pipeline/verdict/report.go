@@ -145,6 +145,9 @@ type Report struct {
 	// judge.
 	Adjudication *grade.AdjudicationReport `json:"adjudication,omitempty"`
 	Verdict      Verdict                   `json:"verdict"`
+	// Sequential is what sequential stopping decided, when the policy
+	// asks for it: why each comparison stopped and the cells not needed.
+	Sequential *Sequential `json:"sequential,omitempty"`
 }
 
 // AgentIdentity names the agent of a run as configured.
