@@ -56,26 +56,26 @@ func (l agentLog) Write(p []byte) (int, error) {
 }
 
 // TestOpenCodeEndToEnd: OpenCode 1.18 with the scripted model, on an image that holds a
-// canary skill in every user-level folder OpenCode scans (its own global skill and
-// skills folders, ~/.claude/skills, ~/.agents/skills): no cell, baseline or not, is
-// offered it. In the forced arm the model loads the skill with OpenCode's skill tool
+// canary skill in every folder outside the workspace that OpenCode scans (its own global
+// skill and skills folders, ~/.claude/skills, ~/.agents/skills, and /.claude/skills and
+// /.agents/skills above the workspace): no cell, baseline or not, is offered it. In the forced arm the model loads the skill with OpenCode's skill tool
 // (observed) and runs `cat README.md`, which the trajectory check reads; in the none arm
 // it answers at once. The case with a reply resumes the session with --continue.
 func TestOpenCodeEndToEnd(t *testing.T) {
 	kindEndToEnd(t, agent.OpenCode, "skillgate-test/opencode-canary:1.18.33", grade.EvidenceObserved, []string{
 		"/home/agent/.config/opencode/skills", "/home/agent/.config/opencode/skill",
-		"/home/agent/.claude/skills", "/home/agent/.agents/skills",
+		"/home/agent/.claude/skills", "/home/agent/.agents/skills", "/.claude/skills", "/.agents/skills",
 	})
 }
 
 // TestPiEndToEnd: the Pi coding agent 0.73 on Node.js with the scripted model, on an
-// image that holds a canary skill in every user-level folder Pi scans
-// (~/.pi/agent/skills, ~/.agents/skills). In the forced arm the model reads the skill's
+// image that holds a canary skill in every folder outside the workspace that Pi scans
+// (~/.pi/agent/skills, ~/.agents/skills, /.agents/skills). In the forced arm the model reads the skill's
 // SKILL.md with Pi's read tool (inferred: Pi has no skill tool) and runs `cat README.md`;
 // the case with a reply resumes the session with --continue.
 func TestPiEndToEnd(t *testing.T) {
 	kindEndToEnd(t, agent.Pi, "skillgate-test/pi-canary:0.73.1", grade.EvidenceInferred, []string{
-		"/home/agent/.pi/agent/skills", "/home/agent/.agents/skills",
+		"/home/agent/.pi/agent/skills", "/home/agent/.agents/skills", "/.agents/skills",
 	})
 }
 

@@ -35,11 +35,14 @@ var openCode = Kind{
 	Stdin:       true,
 	StdinArgs:   []string{},
 	StdinAlways: true,
-	// Its own global folders, and the external ones it reads at user level
-	// (~/.claude/skills, ~/.agents/skills) unless told not to.
+	// Its own global folders, the external ones it reads at user level
+	// (~/.claude/skills, ~/.agents/skills) unless told not to, and those of
+	// the folders above the workspace, which it walks up to the root when the
+	// workspace is no git repository.
 	UserSkillDirs: []string{
 		path.Join(Home, ".config/opencode/skills"), path.Join(Home, ".config/opencode/skill"),
 		path.Join(Home, ".claude/skills"), path.Join(Home, ".agents/skills"),
+		"/.claude/skills", "/.agents/skills",
 	},
 	Parse: parseOpenCode,
 }

@@ -27,8 +27,10 @@ var pi = Kind{
 	Files:     piFiles,
 	Stdin:     true,
 	StdinArgs: []string{},
-	// Its user-level folders: its own and ~/.agents/skills.
-	UserSkillDirs: []string{path.Join(Home, ".pi/agent/skills"), path.Join(Home, ".agents/skills")},
+	// Its user-level folders (its own and ~/.agents/skills), and the
+	// .agents/skills of the root, the one folder above the workspace, which it
+	// reads when the workspace is no git repository.
+	UserSkillDirs: []string{path.Join(Home, ".pi/agent/skills"), path.Join(Home, ".agents/skills"), "/.agents/skills"},
 	Parse:         parsePi,
 }
 
