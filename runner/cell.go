@@ -656,14 +656,15 @@ func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, []docker.SpecFil
 	return []string{"/bin/sh", SessionFile}, stdin, files, nil
 }
 
-// turnCommand is command with text as its {{prompt}}, or, when text is not inline,
-// the command that reads it on its standard input, and that input.
+// turnCommand is command with text as its {{prompt}}, or, when text is not inline or
+// the agent's kind always takes it there, the command that reads it on its standard
+// input, and that input.
 func turnCommand(p *plan.Plan, command []string, text string, inline bool) ([]string, []byte, error) {
 	kind := agent.Of(p.Agent.Kind)
 	out := make([]string, 0, len(command))
 	var stdin []byte
 	for _, a := range command {
-		if inline || !strings.Contains(a, PromptArg) {
+		if (inline && !kind.StdinAlways) || !strings.Contains(a, PromptArg) {
 			out = append(out, strings.ReplaceAll(a, PromptArg, text))
 			continue
 		}

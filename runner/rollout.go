@@ -329,6 +329,11 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 	if err != nil {
 		return docker.ContainerSpec{}, err
 	}
+	hidden, err := r.images.userSkillTrees()
+	if err != nil {
+		return docker.ContainerSpec{}, err
+	}
+	trees = append(trees, hidden...)
 	in, err := newCellInput(r.plan, pc, arm)
 	if err != nil {
 		return docker.ContainerSpec{}, err

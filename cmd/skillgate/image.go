@@ -42,7 +42,10 @@ npm pack (cached under the user cache folder, skillgate/npm), and builds an
 image FROM scratch with networking off: the binary, the host's static busybox
 and bash (apt-get install busybox-static bash-static), the C.utf8 locale and
 the user agent (uid 1000). Prints the image reference on stdout; it is tagged
-skillgate/AGENT:VERSION and skillgate/AGENT:VERSION-DIGEST.
+skillgate/AGENT:VERSION and skillgate/AGENT:VERSION-DIGEST. A Node.js agent
+(pi) is its npm tree installed once with npm ci from the lockfile skillgate
+pins (cached the same way) and the host's node binary with its libraries; its
+version is the lockfile's.
 
 Pinned versions: %s.`, strings.Join(pinned, ", ")),
 			Flags:           []cli.Flag{version()},

@@ -59,7 +59,7 @@ func checkEnvironments(c *checker, s *Suite) {
 		}
 	}
 	kind := s.Agent.Kind
-	if (kind == "claude-code" || kind == "codex") && !strings.HasPrefix(s.Agent.Image, "skillgate/"+kind+":") && layered && usesEnvironment(s) {
+	if builtAgentKinds[kind] && !strings.HasPrefix(s.Agent.Image, "skillgate/"+kind+":") && layered && usesEnvironment(s) {
 		c.add([]cue.Selector{str("agent"), str("image")}, "agent image %q is not one skillgate builds: an environment's cells get skillgate's %s CLI layered on the environment's image, so agent.image must be skillgate/%s:VERSION", s.Agent.Image, kind, kind)
 	}
 	dirs := map[string]error{}
@@ -164,13 +164,17 @@ func (s *Suite) EnvironmentOf(cs Case) string {
 // noBash says why bash cannot run in skillgate's sandbox image.
 const noBash = "shell bash: it would run in skillgate/sandbox, which has busybox sh only: use sh, or an environment (debian) that has bash"
 
+// builtAgentKinds are the agent kinds whose CLI images skillgate builds (the kinds of
+// runner/agent with a recipe).
+var builtAgentKinds = map[string]bool{"claude-code": true, "codex": true, "opencode": true, "pi": true}
+
 // inSandbox reports whether what runs in environment env ("" for none) runs in skillgate's
 // busybox sandbox: the command agent's default image, with no environment image over it.
 func (s *Suite) inSandbox(env string) bool {
 	if e, ok := s.Environments[env]; ok && (e.Debian != nil || e.Dockerfile != nil || e.Image != nil) {
 		return false
 	}
-	if s.Agent.Kind == "claude-code" || s.Agent.Kind == "codex" {
+	if builtAgentKinds[s.Agent.Kind] {
 		return false // their images have bash
 	}
 	return s.Agent.Image == "skillgate/sandbox" || s.Agent.Image == "skillgate/sandbox:latest"

@@ -11,6 +11,8 @@ import (
 const (
 	ClaudeCode = "claude-code"
 	Codex      = "codex"
+	OpenCode   = "opencode"
+	Pi         = "pi"
 	Command    = "command"
 )
 
@@ -41,6 +43,15 @@ type Kind struct {
 	// the prompt is too large for the command line.
 	Stdin     bool
 	StdinArgs []string
+	// StdinAlways says the prompt always goes to the standard input, as
+	// when it is too large: the CLI changes a prompt given as an argument
+	// (OpenCode quotes one that holds a space).
+	StdinAlways bool
+	// UserSkillDirs are the skill folders the CLI scans outside the
+	// workspace (its user-level folders), by absolute path: every cell sees
+	// each of them empty, whatever the image holds there, so only the arm's
+	// skills can be found.
+	UserSkillDirs []string
 	// Parse reads the final answer, the telemetry and the assistant
 	// messages of a finished session from its output: every turn's, when
 	// the session had several (see TurnMarker).
@@ -51,6 +62,8 @@ type Kind struct {
 var kinds = map[string]Kind{
 	ClaudeCode: claudeCode,
 	Codex:      codex,
+	OpenCode:   openCode,
+	Pi:         pi,
 	Command:    command,
 }
 

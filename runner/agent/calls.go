@@ -10,13 +10,13 @@ const CommandRanPrefix = "skillgate: ran "
 // Calls reads the calls of a finished session from its stored output, for
 // the trajectory checks: every tool call in order, each shell command with
 // its command line and, where told, its exit status; and how it is known.
-// Claude Code's and Codex's JSON transcripts are observed (unobservable
+// The JSON transcripts of Claude Code, Codex, OpenCode and Pi are observed (unobservable
 // when the output holds no JSON event at all); a command agent's
 // "skillgate: ran" lines are reported.
 func Calls(kind string, stdout, stderr []byte, replies []string) grade.Trajectory {
 	t := grade.Trajectory{Calls: []grade.ToolCall{}, Evidence: grade.EvidenceUnobservable}
 	switch kind {
-	case ClaudeCode, Codex:
+	case ClaudeCode, Codex, OpenCode, Pi:
 		if hasJSONLine(stdout) {
 			t.Evidence = grade.EvidenceObserved
 		}
@@ -40,8 +40,11 @@ func Calls(kind string, stdout, stderr []byte, replies []string) grade.Trajector
 
 // isShell reports whether a kind's tool runs shell commands.
 func isShell(kind, tool string) bool {
-	if kind == ClaudeCode {
+	switch kind {
+	case ClaudeCode:
 		return tool == "Bash"
+	case OpenCode, Pi:
+		return tool == "bash"
 	}
 	return tool == "shell"
 }

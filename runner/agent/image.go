@@ -30,6 +30,20 @@ type recipe struct {
 	links     map[string]string // extra symlinks: image path → target
 	env       string            // extra ENV of the Dockerfile
 	version   string            // default version
+	// extras are programs the CLI runs that its own packages lack, each
+	// taken from another npm package at a pinned version, so the image
+	// still comes from npm alone, offline once cached.
+	extras []extraFile
+	// node, when set, makes the CLI a Node.js program installed from its lockfile
+	// (pkg, platform, dir and bin are then unused): its tree goes to dest.
+	node *nodeApp
+}
+
+// extraFile is one file of another npm package that an agent's image carries.
+type extraFile struct {
+	pkg, version string
+	file         string // in the package, below its "package/" root
+	dest         string // in the image
 }
 
 // agentApplets are busybox applets an agent's image has on top of the sandbox's.
@@ -129,7 +143,7 @@ func BuildImageOn(ctx context.Context, e Builder, agent string, version string, 
 func layeredAlias(agent, version string, base Base) (string, error) {
 	r := Of(agent).recipe
 	if r == nil {
-		return "", fmt.Errorf("build agent image: unknown agent %q (want %s or %s)", agent, ClaudeCode, Codex)
+		return "", fmt.Errorf("build agent image: unknown agent %q (want one of %s)", agent, strings.Join(ImageKinds(), ", "))
 	}
 	if version == "" {
 		version = r.version
@@ -144,7 +158,7 @@ func buildImage(ctx context.Context, e Builder, agent string, version string, ba
 	}
 	r := Of(agent).recipe
 	if r == nil {
-		return "", fmt.Errorf("build agent image: unknown agent %q (want %s or %s)", agent, ClaudeCode, Codex)
+		return "", fmt.Errorf("build agent image: unknown agent %q (want one of %s)", agent, strings.Join(ImageKinds(), ", "))
 	}
 	if version == "" {
 		version = r.version
@@ -166,37 +180,11 @@ func buildImage(ctx context.Context, e Builder, agent string, version string, ba
 		return "", fmt.Errorf("build %s image: %w", agent, err)
 	}
 
-	main, err := npmFetch(ctx, cache, r.pkg, version, log)
-	if err != nil {
-		return "", fmt.Errorf("build %s image: %w", agent, err)
-	}
-	pj, err := tgzPackageJSON(main)
-	if err != nil {
-		return "", fmt.Errorf("build %s image: %s: %w", agent, main, err)
-	}
-	pkg, ver, err := platformDependency(pj, r.platform)
-	if err != nil {
-		return "", fmt.Errorf("build %s image: %s@%s: %w", agent, r.pkg, version, err)
-	}
-	plat, err := npmFetch(ctx, cache, pkg, ver, log)
-	if err != nil {
-		return "", fmt.Errorf("build %s image: %w", agent, err)
-	}
-
 	tmp, err := os.MkdirTemp("", "skillgate-agent-")
 	if err != nil {
 		return "", fmt.Errorf("build %s image: %w", agent, err)
 	}
 	defer os.RemoveAll(tmp)
-	t0 := time.Now()
-	files, err := extractTgz(plat, r.dir, r.skip, tmp)
-	if err != nil {
-		return "", fmt.Errorf("build %s image: %s: %w", agent, plat, err)
-	}
-	fmt.Fprintf(log, "unpacked %d files of %s@%s in %s\n", len(files), pkg, ver, time.Since(t0).Round(100*time.Millisecond))
-	if _, ok := files[r.bin]; !ok {
-		return "", fmt.Errorf("build %s image: %s@%s has no %s", agent, pkg, ver, path.Join(r.dir, r.bin))
-	}
 
 	bc := docker.NewBuildContext(fmt.Sprintf(agentDockerfile, r.env))
 	if layered {
@@ -207,36 +195,24 @@ func buildImage(ctx context.Context, e Builder, agent string, version string, ba
 	} else if err := agentBase(bc); err != nil {
 		return "", fmt.Errorf("build %s image: %w", agent, err)
 	}
-	rels := make([]string, 0, len(files))
-	for rel := range files {
-		rels = append(rels, rel)
+	if r.node != nil {
+		if version != r.version {
+			return "", fmt.Errorf("build %s image: version %s is not the one its lockfile pins (%s)", agent, version, r.version)
+		}
+		err = addNodeApp(ctx, bc, cache, r, layered, log)
+	} else {
+		err = addNativeCLI(ctx, bc, cache, tmp, r, version, layered, log)
 	}
-	sort.Strings(rels)
-	nlibs := 0
-	for _, rel := range rels {
-		p := path.Join(r.dest, rel)
-		addParents(bc, p)
-		bc.AddHostFile(p, files[rel], 0, 0)
-		// Every ELF file of the package gets the libraries it needs.
-		if layered {
-			continue // the base's own libraries serve
-		}
-		libs, interp, err := hostLibraries(files[rel])
-		if err != nil {
-			return "", fmt.Errorf("build %s image: %s: %w", agent, path.Join(r.dir, rel), err)
-		}
-		if interp != "" {
-			if err := addLibraries(bc, libs, interp); err != nil {
-				return "", fmt.Errorf("build %s image: %w", agent, err)
-			}
-			nlibs += len(libs)
-		}
+	if err != nil {
+		return "", fmt.Errorf("build %s image: %w", agent, err)
 	}
 	for p, target := range r.links {
 		bc.AddSymlink(p, target, 0, 0)
 	}
-	if nlibs > 0 {
-		fmt.Fprintf(log, "added %d host libraries for dynamically linked binaries\n", nlibs)
+	for _, x := range r.extras {
+		if err := addExtra(ctx, bc, cache, tmp, x, layered, log); err != nil {
+			return "", fmt.Errorf("build %s image: %w", agent, err)
+		}
 	}
 
 	fmt.Fprintf(log, "hashing the build context\n")
@@ -270,6 +246,94 @@ func buildImage(ctx context.Context, e Builder, agent string, version string, ba
 		return "", err
 	}
 	return ref, nil
+}
+
+// addNativeCLI adds an agent's native binary to the image from the platform package its
+// npm package names, with the host libraries each ELF file of it needs when the image is
+// built FROM scratch.
+func addNativeCLI(ctx context.Context, bc *docker.BuildContext, cache, tmp string, r *recipe, version string, layered bool, log io.Writer) error {
+	main, err := npmFetch(ctx, cache, r.pkg, version, log)
+	if err != nil {
+		return err
+	}
+	pj, err := tgzPackageJSON(main)
+	if err != nil {
+		return fmt.Errorf("%s: %w", main, err)
+	}
+	pkg, ver, err := platformDependency(pj, r.platform)
+	if err != nil {
+		return fmt.Errorf("%s@%s: %w", r.pkg, version, err)
+	}
+	plat, err := npmFetch(ctx, cache, pkg, ver, log)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	files, err := extractTgz(plat, r.dir, r.skip, tmp)
+	if err != nil {
+		return fmt.Errorf("%s: %w", plat, err)
+	}
+	fmt.Fprintf(log, "unpacked %d files of %s@%s in %s\n", len(files), pkg, ver, time.Since(t0).Round(100*time.Millisecond))
+	if _, ok := files[r.bin]; !ok {
+		return fmt.Errorf("%s@%s has no %s", pkg, ver, path.Join(r.dir, r.bin))
+	}
+	rels := make([]string, 0, len(files))
+	for rel := range files {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels)
+	nlibs := 0
+	for _, rel := range rels {
+		p := path.Join(r.dest, rel)
+		addParents(bc, p)
+		bc.AddHostFile(p, files[rel], 0, 0)
+		// Every ELF file of the package gets the libraries it needs.
+		if layered {
+			continue // the base's own libraries serve
+		}
+		libs, interp, err := hostLibraries(files[rel])
+		if err != nil {
+			return fmt.Errorf("%s: %w", path.Join(r.dir, rel), err)
+		}
+		if interp != "" {
+			if err := addLibraries(bc, libs, interp); err != nil {
+				return err
+			}
+			nlibs += len(libs)
+		}
+	}
+	if nlibs > 0 {
+		fmt.Fprintf(log, "added %d host libraries for dynamically linked binaries\n", nlibs)
+	}
+	return nil
+}
+
+// addExtra adds one file of another npm package to the image, with the host libraries
+// it needs when it is dynamically linked and the image is built FROM scratch.
+func addExtra(ctx context.Context, bc *docker.BuildContext, cache, tmp string, x extraFile, layered bool, log io.Writer) error {
+	tgz, err := npmFetch(ctx, cache, x.pkg, x.version, log)
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(tmp, "extra-"+strings.ReplaceAll(x.dest, "/", "_"))
+	files, err := extractTgz(tgz, x.file, nil, out)
+	if err != nil {
+		return fmt.Errorf("%s: %w", tgz, err)
+	}
+	host, ok := files[""]
+	if !ok {
+		return fmt.Errorf("%s@%s has no %s", x.pkg, x.version, x.file)
+	}
+	addParents(bc, x.dest)
+	bc.AddHostFile(x.dest, host, 0, 0)
+	if layered {
+		return nil
+	}
+	libs, interp, err := hostLibraries(host)
+	if err != nil || interp == "" {
+		return err
+	}
+	return addLibraries(bc, libs, interp)
 }
 
 // agentBase adds what every agent image has besides the agent: busybox and its applets,

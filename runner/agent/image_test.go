@@ -50,6 +50,8 @@ func TestAgentImage(t *testing.T) {
 	for _, tc := range []struct{ agent, version string }{
 		{ClaudeCode, "2.1.332 (Claude Code)"},
 		{Codex, "codex-cli 0.171.0"},
+		{OpenCode, "1.18.33"},
+		{Pi, "0.73.1"},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
 			ctx := context.Background()
@@ -65,7 +67,7 @@ func TestAgentImage(t *testing.T) {
 			if _, ok, err := e.ImageExists(ctx, ImageRepo(tc.agent)+":"+Version(tc.agent)); err != nil || !ok {
 				t.Errorf("version tag missing: %v", err)
 			}
-			bin := map[string]string{ClaudeCode: "claude", Codex: "codex"}[tc.agent]
+			bin := map[string]string{ClaudeCode: "claude", Codex: "codex", OpenCode: "opencode", Pi: "pi"}[tc.agent]
 			run := func(env []string, cmd ...string) *docker.ContainerOutcome {
 				t.Helper()
 				out, err := e.RunContainer(ctx, docker.ContainerSpec{
@@ -82,10 +84,14 @@ func TestAgentImage(t *testing.T) {
 			}
 			t1 := time.Now()
 			out := run(nil, bin, "--version")
-			if got := strings.TrimSpace(string(out.Stdout)); got != tc.version {
+			printed := out.Stdout
+			if tc.agent == Pi {
+				printed = out.Stderr // Pi prints its version there
+			}
+			if got := strings.TrimSpace(string(printed)); got != tc.version {
 				t.Errorf("%s --version = %q, want %q (stderr %q)", bin, got, tc.version, out.Stderr)
 			}
-			t.Logf("%s --version: %q in %s", bin, strings.TrimSpace(string(out.Stdout)), time.Since(t1).Round(10*time.Millisecond))
+			t.Logf("%s --version: %q in %s", bin, strings.TrimSpace(string(printed)), time.Since(t1).Round(10*time.Millisecond))
 
 			// The environment an agent's shell commands get: bash with a UTF-8 locale
 			// (Codex sets LC_ALL), the agent user, writable home, workspace and /tmp.

@@ -33,6 +33,10 @@ func Turns(kind string, stdout, stderr []byte) []Turn {
 		return claudeTurns(stdout)
 	case Codex:
 		return codexTurns(stdout)
+	case OpenCode:
+		return openCodeTurns(stdout)
+	case Pi:
+		return piTurns(stdout)
 	case Command:
 		return commandTurns(stderr)
 	}

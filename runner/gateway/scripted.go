@@ -378,12 +378,14 @@ var (
 	skillItem = regexp.MustCompile(`(?m)^- ([^\s:` + "`" + `]+):`)
 	// Codex's "(file: r3/NAME/SKILL.md)".
 	skillPath = regexp.MustCompile(`\br[0-9]+/([^/\s]+)/SKILL\.md\b`)
+	// "<name>NAME</name>" in an <available_skills> listing.
+	skillName = regexp.MustCompile(`<name>\s*([^<\s]+)\s*</name>`)
 )
 
 // listedSkills returns the skills a text lists to the model. Claude Code lists them after
 // "The following skills are available for use with the Skill tool:" as "- NAME: ..." lines
 // up to a blank line; Codex between <skills_instructions> tags, as "- NAME: ... (file:
-// rN/NAME/SKILL.md)".
+// rN/NAME/SKILL.md)"; OpenCode between <available_skills> tags, each as <name>NAME</name>.
 func listedSkills(text string) []string {
 	var names []string
 	rest := text
@@ -423,6 +425,21 @@ func listedSkills(text string) []string {
 			}
 		}
 		for _, m := range skillPath.FindAllStringSubmatch(sec, -1) {
+			names = append(names, m[1])
+		}
+	}
+	rest = text
+	for {
+		i := strings.Index(rest, "<available_skills>")
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len("<available_skills>"):]
+		sec := rest
+		if end := strings.Index(sec, "</available_skills>"); end >= 0 {
+			sec = sec[:end]
+		}
+		for _, m := range skillName.FindAllStringSubmatch(sec, -1) {
 			names = append(names, m[1])
 		}
 	}
