@@ -40,6 +40,9 @@ type gstackVerdict struct {
 	// Root is the run folder's root digest (an extension), for a reviewer
 	// to compare with the one the run printed.
 	Root digest.Digest `json:"root,omitempty"`
+	// NoiseFloor is what the run's replicate arms measured (an
+	// extension), absent without one.
+	NoiseFloor *verdict.NoiseFloor `json:"noise_floor,omitempty"`
 }
 
 // gstackCalibration is the contract's calibration: the skill, none and
@@ -193,6 +196,7 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		StandIn:        r.StandIn,
 		Identity:       gstackIdentityOf(r),
 		Root:           r.Root,
+		NoiseFloor:     r.Verdict.NoiseFloor,
 	}
 	if c := r.Calibration; c != nil {
 		v.Calibration = gstackCalibration{Skill: c.Skill, None: c.None, Shell: c.Shell}

@@ -95,6 +95,9 @@ type Verdict struct {
 	// when what keeps it incomplete is stored for good, such as timeouts a
 	// policy counts as incomplete, which a rerun reuses.
 	Resumable bool `json:"resumable"`
+	// NoiseFloor is what the run's replicate arms measured; absent
+	// without one.
+	NoiseFloor *NoiseFloor `json:"noiseFloor,omitempty"`
 }
 
 // Report is everything a run's reports show: the run's identity, metrics
