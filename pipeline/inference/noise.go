@@ -8,7 +8,7 @@ import (
 
 // MethodVerdictFlip names how VerdictFlip estimates the chance that two
 // identical runs reach different verdicts.
-const MethodVerdictFlip = "nested resampling: a world drawn by resampling each case × arm's observed trials with replacement (a replicate's pooled with its original's), two runs drawn from that world the same way, each decided; the share of worlds whose two runs differ, seeded by the plan digest"
+const MethodVerdictFlip = "nested resampling: a world gives each case × arm a pass chance drawn from its Jeffreys posterior Beta(passes + ½, fails + ½) (a replicate's trials pooled with its original's), two runs are drawn from that world trial by trial and each decided by the policy; the share of worlds whose two runs differ, seeded by the plan digest"
 
 // FlipDraws is how many resampled worlds VerdictFlip decides: its Monte
 // Carlo standard error is at most 0.023 at that many.
