@@ -103,7 +103,11 @@ func intraclass(cs []CaseRates) (float64, bool) {
 
 // String says the rates in one line.
 func (r RunRates) String() string {
-	s := fmt.Sprintf("%d cases, mean p10 %.3f, p01 %.3f", r.N, r.P10, r.P01)
+	noun := "cases"
+	if r.N == 1 {
+		noun = "case"
+	}
+	s := fmt.Sprintf("%d %s, mean p10 %.3f, p01 %.3f", r.N, noun, r.P10, r.P01)
 	if r.ICC != nil {
 		s += fmt.Sprintf(", within-case correlation %.3f", *r.ICC)
 	}

@@ -66,6 +66,7 @@ func TestNoiseFloorNoisy(t *testing.T) {
 		t.Errorf("verdict flip %+v", vf)
 	}
 	r := rule(t, v, "noiseFloor")
+	t.Logf("noiseFloor: %s", r.Detail)
 	if r.Met || !slices.Equal(r.Reasons, []string{"NOISY forced-2", "VERDICT-UNSTABLE"}) {
 		t.Errorf("noiseFloor %+v", r)
 	}
