@@ -28,7 +28,7 @@ type CaseFlip struct {
 // FlipRates counts, per case in the order of the case names, the paired
 // trials of an arm (Baseline) and its replicate (Candidate) whose outcome
 // differs; rate is the mean over cases of each case's flip share, the case
-// being the unit, and pairs and flips the totals.
+// being the unit.
 func FlipRates(pairs []Pair) (cases []CaseFlip, rate float64) {
 	byCase := map[string]*CaseFlip{}
 	for _, p := range pairs {

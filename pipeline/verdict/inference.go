@@ -213,6 +213,9 @@ func (in *policyInput) armTrials(arm string, keep func(*plan.PlanCase) bool) []t
 // inference, and the UNDERPOWERED warning where it applies; a rule that
 // was not measured gets neither.
 func (in *policyInput) attachInference(rules []RuleOutcome) {
+	if s := in.p.Policy.Significance; in.resampled && (s == nil || !s.Enabled) {
+		return // no rule of a resampled run reads it
+	}
 	alpha := significanceAlpha(in.p.Policy)
 	for _, c := range Comparisons(in.p.Policy) {
 		i := slices.IndexFunc(rules, func(o RuleOutcome) bool { return o.Rule == c.Rule })
