@@ -15,8 +15,8 @@ import (
 // A real run of a command agent with a replicate arm reports its noise
 // floor: a case the agent answers the same way every time never flips, a
 // case it answers by a coin from /dev/urandom flips (all 12 trial pairs of
-// the two noisy cases agreeing has chance 2⁻¹²), and verdict.json and
-// report.md carry the figures.
+// the two noisy cases agreeing has chance 2⁻¹²), and verdict.json,
+// report.md and report.html carry the figures.
 func TestRunNoiseFloor(t *testing.T) {
 	e := dockertest.Engine(t)
 	s := copySuite(t, e, "noise")
@@ -58,7 +58,7 @@ func TestRunNoiseFloor(t *testing.T) {
 		t.Errorf("rules %+v", rep.Verdict.Rules)
 	}
 	t.Logf("noise floor: %+v; verdict flip %.3f ± %.3f %v", rn, nf.VerdictFlip.Probability, nf.VerdictFlip.StdErr, nf.VerdictFlip.Verdicts)
-	for name, want := range map[string]string{"verdict.json": `"noise_floor": {`, "report.md": "### Noise floor"} {
+	for name, want := range map[string]string{"verdict.json": `"noise_floor": {`, "report.md": "### Noise floor", "report.html": "<h2>Noise floor</h2>"} {
 		b, err := os.ReadFile(filepath.Join(out, name))
 		if err != nil {
 			t.Fatal(err)
