@@ -76,3 +76,23 @@ func TestNoiseFloorNoisy(t *testing.T) {
 		t.Errorf("again %+v, first %+v", again.VerdictFlip, vf)
 	}
 }
+
+// A resampled run decides the significance rule on its own inference (no
+// detectable difference is asked), and no noise floor of its own.
+func TestResampledRunReadsSignificance(t *testing.T) {
+	p := policySuite{trials: 3, policy: "policies.advisory & {significance: {}, noiseFloor: {}}", arms: replicateArms, cases: advisoryCases}.compile(t)
+	g := grid{
+		"t1/none": "FFF", "t1/forced": "PPP", "t1/automatic": "PPP", "t1/forced-2": "PPP",
+		"t2/none": "FFF", "t2/forced": "PPP", "t2/automatic": "PPP", "t2/forced-2": "PPP",
+		"n1/none": "PPP", "n1/forced": "PPP", "n1/automatic": "PPP", "n1/forced-2": "PPP",
+	}
+	v := evaluateRun(p, synth(t, p, g, routed), nil, nil, nil, true)
+	if v.NoiseFloor != nil || slices.ContainsFunc(v.Rules, func(o RuleOutcome) bool { return o.Rule == "noiseFloor" }) {
+		t.Errorf("a resampled run measured a noise floor: %+v", v)
+	}
+	sig := rule(t, v, "significance")
+	up := rule(t, v, "uplift")
+	if up.Inference == nil || up.Inference.Detectable != nil || !strings.Contains(sig.Detail, "uplift: +1.000") {
+		t.Errorf("uplift %+v, significance %+v", up.Inference, sig)
+	}
+}
