@@ -94,6 +94,11 @@ Exit 0 pass, 1 fail, 2 error or runs that do not pair.`,
 					fmt.Fprintf(os.Stderr, "  note: %s\n", f)
 				}
 			}
+			for _, r := range v.Rules {
+				if r.Inference != nil {
+					fmt.Fprintf(os.Stderr, "  %s, paired inference: %s\n", r.Rule, r.Inference)
+				}
+			}
 			if v.Verdict != verdict.VerdictPass {
 				return exit(1, nil)
 			}

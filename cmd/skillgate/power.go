@@ -26,16 +26,19 @@ With a suite folder DIR or a PLAN file, says for each comparison its policy
 makes the smallest difference the plan's cases × trials detect, and how many
 cases would detect the rule's own threshold, for the case-level test the
 verdict makes. The chance that a trial pair disagrees is p10 + p01 when
-given, else as the run folder given with --from measured it per comparison
-(its plan is the one asked about when no DIR or PLAN is given), else the
-most favourable (the baseline never wins a pair).`,
+given; else, with --from RUN, the figures are read from that run folder's
+stored results: each comparison's per-case rates (p10 and p01 of every case)
+and their spread across cases (the within-case correlation), each simulated
+case drawn from the run's cases (its plan is the one asked about when no DIR
+or PLAN is given); else the most favourable (the baseline never wins a pair).
+Each comparison says which it was read at.`,
 		Flags: []cli.Flag{
 			&cli.Float64Flag{Name: "p10", Usage: "chance that a pair is won by the baseline only"},
 			&cli.Float64Flag{Name: "p01", Usage: "chance that a pair is won by the skill only"},
 			&cli.Float64Flag{Name: "uplift", Usage: "difference to detect, p01 − p10 (sets --p01 from --p10)"},
 			&cli.Float64Flag{Name: "alpha", Usage: "two-sided level of the test (default: the suite policy's level, else the schema's, 0.05)"},
 			&cli.Float64Flag{Name: "power", Usage: "power wanted (default: the suite policy's, else the schema's, 0.8)"},
-			&cli.StringFlag{Name: "from", Usage: "read each comparison's discordance from the run folder `RUN`'s stored results"},
+			&cli.StringFlag{Name: "from", Usage: "read each comparison's per-case rates and within-case correlation from the run folder `RUN`'s stored results"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Before: shortLived,
@@ -59,7 +62,7 @@ most favourable (the baseline never wins a pair).`,
 					if err != nil {
 						return err
 					}
-					p, a.ByRule = rp, verdict.RunDiscordance(rp, rep)
+					p, a.FromRun, a.Run = rp, verdict.RunCaseRates(rp, rep), c.String("from")
 				}
 				if c.NArg() == 1 {
 					var err error

@@ -178,6 +178,9 @@ func (r *reasoner) arm(name, caseID string) []string {
 				out = append(out, fmt.Sprintf("skill %s: installed as %s → %s", key, as.Name, bs.Name))
 			}
 		}
+		if a.ReplicateOf != b.ReplicateOf {
+			out = append(out, fmt.Sprintf("arm %s: replicateOf %q → %q (a replicate's name enters its keys)", name, a.ReplicateOf, b.ReplicateOf))
+		}
 		if b.Activation == "forced" && r.a.Agent.ForcedPrompt != r.b.Agent.ForcedPrompt {
 			out = append(out, "agent.forcedPrompt changed")
 		}

@@ -328,7 +328,13 @@ func armDigest(p *Plan, arm PlanArm, forced []string) digest.Digest {
 		ForcedPrompt string      `json:"forcedPrompt,omitempty"`
 		Targets      bool        `json:"targets,omitempty"`
 		Forced       []string    `json:"forced,omitempty"`
+		// Replicate is a replicate arm's own name: its cells install
+		// what the original's do, under keys of their own.
+		Replicate string `json:"replicate,omitempty"`
 	}{Skills: []installed{}, Targets: arm.Targets}
+	if arm.ReplicateOf != "" {
+		in.Replicate = arm.Name
+	}
 	for _, key := range arm.Skills {
 		in.Skills = append(in.Skills, installed{p.Skills[key].Name, p.Skills[key].Digest})
 	}

@@ -15,12 +15,20 @@ type PlanSummary struct {
 	JudgeCalls int `json:"judgeCalls"`
 	// CostUSD is estimated only from the suite's own perCall prices.
 	CostUSD *float64 `json:"costUSD,omitempty"`
+	// Replicates say each replicate arm and the arm it repeats, as
+	// "REPLICATE of ARM": what the run measures its noise floor on.
+	Replicates []string `json:"replicates,omitempty"`
 }
 
 // Summary counts the plan's cells and model calls and, when the suite gives
 // per-call prices, estimates their cost.
 func (p *Plan) Summary() PlanSummary {
 	s := PlanSummary{Cases: len(p.Cases), Arms: len(p.Arms), Trials: p.Suite.Trials, Cells: len(p.Cells), AgentCalls: len(p.Cells)}
+	for _, a := range p.Arms {
+		if a.ReplicateOf != "" {
+			s.Replicates = append(s.Replicates, a.Name+" of "+a.ReplicateOf)
+		}
+	}
 	if p.Judge != nil {
 		if p.Judge.Mode == "pairwise" {
 			per := len(p.Judge.Pairs)
@@ -56,6 +64,9 @@ func (p *Plan) Summary() PlanSummary {
 func (s PlanSummary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s × %s × %s = %s\n", Plural(s.Cases, "case"), Plural(s.Arms, "arm"), Plural(s.Trials, "trial"), Plural(s.Cells, "cell"))
+	if len(s.Replicates) > 0 {
+		fmt.Fprintf(&b, "replicate arms (own cells and keys, for the noise floor): %s\n", strings.Join(s.Replicates, ", "))
+	}
 	fmt.Fprintf(&b, "model calls: %d agent sessions, %d judge calls\n", s.AgentCalls, s.JudgeCalls)
 	if s.CostUSD != nil {
 		fmt.Fprintf(&b, "estimated cost: $%.2f (from the suite's perCall prices)\n", *s.CostUSD)

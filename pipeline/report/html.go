@@ -44,7 +44,9 @@ type htmlView struct {
 	Policy      string
 	Rules       []htmlRule
 	RulesFailed int
-	Glossary    []htmlTerm
+	// NoiseFloor says what the replicate arms measured, a line each.
+	NoiseFloor []string
+	Glossary   []htmlTerm
 	// Evidence holds one JSON block per case (its cells' evidence), which the page's
 	// script parses only when one of its cells, or its comparison, is opened.
 	Evidence []htmlEvidence
@@ -309,6 +311,9 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 		v.ArmWidth = max(v.ArmWidth, 28*trials+24, 110)
 	}
 
+	if nf := r.Verdict.NoiseFloor; nf != nil {
+		v.NoiseFloor = verdict.NoiseFloorLines(nf)
+	}
 	for _, ro := range r.Verdict.Rules {
 		v.Rules = append(v.Rules, htmlRule{
 			Rule: ro.Rule, Severity: ro.Severity, Detail: ro.Detail, Met: ro.Met, NotMeasured: ro.NotMeasured != "",

@@ -288,6 +288,13 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		p("\n")
 	}
 	b.WriteString(adequacyMarkdown(r.Verdict.Adequacy))
+	if nf := r.Verdict.NoiseFloor; nf != nil {
+		p("### Noise floor\n\n")
+		for _, line := range verdict.NoiseFloorLines(nf) {
+			p("- %s\n", mdText(line))
+		}
+		p("\n")
+	}
 	return []byte(b.String()), nil
 }
 

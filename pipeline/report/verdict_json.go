@@ -45,6 +45,9 @@ type gstackVerdict struct {
 	// Sequential (an extension) is what sequential stopping decided, when
 	// the policy asks for it.
 	Sequential *verdict.Sequential `json:"sequential,omitempty"`
+	// NoiseFloor is what the run's replicate arms measured (an
+	// extension), absent without one.
+	NoiseFloor *verdict.NoiseFloor `json:"noise_floor,omitempty"`
 }
 
 // gstackCalibration is the contract's calibration: the skill, none and
@@ -200,6 +203,7 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		Root:           r.Root,
 		Adequacy:       r.Verdict.Adequacy,
 		Sequential:     r.Sequential,
+		NoiseFloor:     r.Verdict.NoiseFloor,
 	}
 	if c := r.Calibration; c != nil {
 		v.Calibration = gstackCalibration{Skill: c.Skill, None: c.None, Shell: c.Shell}

@@ -146,6 +146,7 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 		checkCase(c, s, id, names, undecoded)
 	}
 	checkArmTargets(c, s, undecoded)
+	checkReplicates(c, s)
 	checkAgentTurns(c, s)
 	if s.Judge != nil {
 		for i, id := range s.Judge.Adjudication.Cases {

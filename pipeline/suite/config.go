@@ -23,6 +23,9 @@ type Arm struct {
 	Activation  string   `json:"activation"`
 	// Targets: the arm also installs each case's target skills.
 	Targets bool `json:"targets,omitempty"`
+	// ReplicateOf names the arm this one repeats with the same bytes, its
+	// own cells and keys: the run measures its noise floor from the two.
+	ReplicateOf string `json:"replicateOf,omitempty"`
 }
 
 // Turn is one message of a case's seed conversation.

@@ -34,6 +34,7 @@ type Policy struct {
 	Efficacy       *Efficacy       `json:"efficacy,omitempty"`
 	PassAtK        *PassAtK        `json:"passAtK,omitempty"`
 	JudgeAgreement *JudgeAgreement `json:"judgeAgreement,omitempty"`
+	NoiseFloor     *NoiseFloor     `json:"noiseFloor,omitempty"`
 	Significance   *Significance   `json:"significance,omitempty"`
 	Adequacy       *Adequacy       `json:"adequacy,omitempty"`
 	// Inference is the level and power every comparison is read at.
@@ -235,4 +236,12 @@ type Adequacy struct {
 type JudgeAgreement struct {
 	RuleBase
 	Min float64 `json:"min"`
+}
+
+// NoiseFloor bounds the noise a run measures on its replicate arms
+// (schema #NoiseFloor).
+type NoiseFloor struct {
+	RuleBase
+	MaxFlipRate    float64 `json:"maxFlipRate"`
+	MaxVerdictFlip float64 `json:"maxVerdictFlip"`
 }

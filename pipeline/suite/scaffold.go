@@ -44,6 +44,9 @@ type ScaffoldOptions struct {
 	// folders go under RunDir/.skillgate, which init keeps out of git. Empty
 	// means the suite folder only.
 	RunDir string
+	// NoiseFloor adds a replicate of the forced arm, so every run measures
+	// its own noise floor.
+	NoiseFloor bool
 }
 
 // Scaffolded is what Scaffold wrote.
@@ -91,7 +94,7 @@ func Scaffold(dir string, opts ScaffoldOptions) (*Scaffolded, error) {
 		}
 	}
 	files = append(files,
-		scaffoldFile{"suite.cue", suiteFile(out.Suite, out.Skill, out.SkillPath, opts.Skill == "")},
+		scaffoldFile{"suite.cue", suiteFile(out.Suite, out.Skill, out.SkillPath, opts.Skill == "", opts.NoiseFloor)},
 		scaffoldFile{"cases.cue", casesFile(out.Skill, marker)},
 		scaffoldFile{"fixtures/example/NOTES.md", scaffoldNotes},
 		scaffoldFile{".gitignore", runIgnore},
@@ -319,7 +322,11 @@ func cueLabel(name string) string {
 	return cueString(name)
 }
 
-func suiteFile(suite, skill, skillPath string, stub bool) string {
+func suiteFile(suite, skill, skillPath string, stub, noiseFloor bool) string {
+	replicate := ""
+	if noiseFloor {
+		replicate = scaffoldReplicate
+	}
 	where := "The skill under test, named where it is (never copied)"
 	if stub {
 		where = "A stub skill: write yours there, or evaluate one you have with skillgate init --skill PATH"
@@ -331,6 +338,7 @@ func suiteFile(suite, skill, skillPath string, stub bool) string {
 		"SKILLPATH", cueString(skillPath),
 		"WHERE", where,
 		"STANDIN", standInScript,
+		"REPLICATE\n", replicate,
 	).Replace(scaffoldSuite)
 }
 
@@ -388,6 +396,7 @@ schema.#Suite & {
 		forced: {skills: [SKILLKEY], activation: "forced"}
 		// The skill is installed; the agent decides whether to use it.
 		automatic: {skills: [SKILLKEY]}
+REPLICATE
 	}
 
 	// advisory: forced beats none by 10 points on task cases (uplift),
@@ -405,6 +414,16 @@ schema.#Suite & {
 	_standIn: #"""
 STANDIN		"""#
 }
+`
+
+// scaffoldReplicate is the replicate arm init --noise-floor adds.
+const scaffoldReplicate = `		// A replicate of forced: the same skill, the same way, its own cells.
+		// How often its trials differ from forced's, case by case, is the
+		// noise floor, and the report says how likely the verdict is to
+		// flip between two identical runs. To require both under bounds:
+		//
+		//	policy: policies.advisory & {noiseFloor: {maxFlipRate: 0.2, maxVerdictFlip: 0.1}}
+		"forced-replicate": {replicateOf: "forced"}
 `
 
 // standInScript is the stand-in agent's shell script, indented for the

@@ -75,9 +75,9 @@ func (in *policyInput) adequacy() *Adequacy {
 		skill, mutant := in.armTrials(m.Against, all), in.armTrials(m.Arm, all)
 		pairs := pairTrials(mutant, skill)
 		c := Comparison{Rule: "adequacy", Baseline: m.Arm, Candidate: m.Against}
-		o.Inference = compare(c, pairs, alpha, detectPower(in.p.Policy), string(in.p.Digest))
+		o.Inference = compare(c, pairs, alpha, detectPower(in.p.Policy), string(in.p.Digest), true)
 		if describesSkill(m.Operator) {
-			o.Routing = compare(c, pairTrials(in.armOpened(m.Arm), in.armOpened(m.Against)), alpha, detectPower(in.p.Policy), string(in.p.Digest))
+			o.Routing = compare(c, pairTrials(in.armOpened(m.Arm), in.armOpened(m.Against)), alpha, detectPower(in.p.Policy), string(in.p.Digest), true)
 		}
 		switch {
 		case o.Inference == nil || o.Inference.N == 0:

@@ -257,6 +257,11 @@ func Gate(baseline, candidate GateRun, opts GateOptions) (Verdict, error) {
 	rules = append(rules, o)
 
 	attachGateInference(rules, b, c)
+	// The candidate suite's significance rule reads the gate's inference
+	// as it reads a single run's.
+	if r := c.plan.Policy.Significance; r != nil && r.Enabled {
+		rules = append(rules, significance(r, rules))
+	}
 	return decideVerdict(nil, rules), nil
 }
 

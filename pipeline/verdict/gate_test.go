@@ -24,6 +24,7 @@ type gateSpec struct {
 	agent   string // CUE agent fields beside the command preset
 	judge   string // a CUE judge, when set
 	comment string // a line in the suite, to change its plan alone
+	policy  string // the suite's policy; policies.skillopt when empty
 }
 
 func (g gateSpec) plan(t *testing.T) *plan.Plan {
@@ -33,6 +34,9 @@ func (g gateSpec) plan(t *testing.T) *plan.Plan {
 	}
 	if g.cases == "" {
 		g.cases = skilloptCases
+	}
+	if g.policy == "" {
+		g.policy = "policies.skillopt"
 	}
 	var skills []string
 	if g.target != "" {
@@ -68,9 +72,9 @@ schema.#Suite & {
 	cases: {
 %s
 	}
-	policy: policies.skillopt
+	policy: %s
 }
-`, g.comment, g.name, g.agent, judge, g.trials, strings.Join(skills, ", "), g.cases)
+`, g.comment, g.name, g.agent, judge, g.trials, strings.Join(skills, ", "), g.cases, g.policy)
 	root := suitetest.WriteSuite(t, map[string]string{
 		"skills/old/SKILL.md":        padTo(t, "---\nname: cl\ndescription: Old.\n---\n", 100),
 		"skills/new/SKILL.md":        padTo(t, "---\nname: cl\ndescription: New.\n---\n", 110),

@@ -106,7 +106,9 @@ func pairTrials(base, cand []trialPass) []inference.Pair {
 
 // compare makes the inference of a comparison over paired trials, with
 // its detectable difference at level alpha and that power; seed is the plan digest.
-func compare(c Comparison, pairs []inference.Pair, alpha, power float64, seed string) *Inference {
+// A resampled run of the noise floor's asks no detectable difference
+// (detect false): it decides nothing, and costs thousands of simulations.
+func compare(c Comparison, pairs []inference.Pair, alpha, power float64, seed string, detect bool) *Inference {
 	r, err := inference.Compare(pairs, seed)
 	if err != nil {
 		// Results aligned to plan cells hold one cell per (case, trial):
@@ -117,7 +119,7 @@ func compare(c Comparison, pairs []inference.Pair, alpha, power float64, seed st
 	if c.HasThreshold {
 		inf.Threshold = &c.Threshold
 	}
-	if r.N == 0 {
+	if r.N == 0 || !detect {
 		return inf
 	}
 	discordant := 0
@@ -211,6 +213,9 @@ func (in *policyInput) armTrials(arm string, keep func(*plan.PlanCase) bool) []t
 // inference, and the UNDERPOWERED warning where it applies; a rule that
 // was not measured gets neither.
 func (in *policyInput) attachInference(rules []RuleOutcome) {
+	if s := in.p.Policy.Significance; in.resampled && (s == nil || !s.Enabled) {
+		return // no rule of a resampled run reads it
+	}
 	alpha := significanceAlpha(in.p.Policy)
 	for _, c := range Comparisons(in.p.Policy) {
 		i := slices.IndexFunc(rules, func(o RuleOutcome) bool { return o.Rule == c.Rule })
@@ -218,7 +223,7 @@ func (in *policyInput) attachInference(rules []RuleOutcome) {
 			continue
 		}
 		pairs := pairTrials(in.armTrials(c.Baseline, c.Keeps), in.armTrials(c.Candidate, c.Keeps))
-		inf := compare(c, pairs, alpha, detectPower(in.p.Policy), string(in.p.Digest))
+		inf := compare(c, pairs, alpha, detectPower(in.p.Policy), string(in.p.Digest), !in.resampled)
 		if inf == nil || inf.N == 0 {
 			continue
 		}
@@ -241,7 +246,7 @@ func attachGateInference(rules []RuleOutcome, b, c gateSide) {
 		if rules[i].Rule != "nonRegression" && rules[i].Rule != "improvement" {
 			continue
 		}
-		if inf := compare(Comparison{Rule: rules[i].Rule, Baseline: b.arm.Name, Candidate: c.arm.Name}, pairs, alpha, detectPower(c.plan.Policy), seed); inf != nil && inf.N > 0 {
+		if inf := compare(Comparison{Rule: rules[i].Rule, Baseline: b.arm.Name, Candidate: c.arm.Name}, pairs, alpha, detectPower(c.plan.Policy), seed, true); inf != nil && inf.N > 0 {
 			rules[i].Inference = inf
 		}
 	}

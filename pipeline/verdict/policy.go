@@ -103,6 +103,9 @@ type policyInput struct {
 	red []plan.Panel
 	// panels caches passes and valid trials by case and arm.
 	panels map[[2]string]passCounter
+	// resampled: the cells are a resampled run of the noise floor's,
+	// decided for its verdict alone.
+	resampled bool
 }
 
 func newPolicyInput(p *plan.Plan, cells []grade.CellResult, arms []ArmReport, pairwise []grade.PairwiseResult, rs reruns) *policyInput {
@@ -214,8 +217,15 @@ func EvaluatePolicy(p *plan.Plan, results []grade.CellResult, arms []ArmReport, 
 
 // evaluatePolicy is EvaluatePolicy with the reruns of red panels.
 func evaluatePolicy(p *plan.Plan, results []grade.CellResult, arms []ArmReport, pairwise []grade.PairwiseResult, rs reruns) Verdict {
+	return evaluateRun(p, results, arms, pairwise, rs, false)
+}
+
+// evaluateRun is evaluatePolicy; resampled decides a resampled run of the
+// noise floor's, which measures no noise floor of its own.
+func evaluateRun(p *plan.Plan, results []grade.CellResult, arms []ArmReport, pairwise []grade.PairwiseResult, rs reruns, resampled bool) Verdict {
 	cells := alignResults(p, results)
 	in := newPolicyInput(p, cells, arms, pairwise, rs)
+	in.resampled = resampled
 	pol := p.Policy
 	var rules []RuleOutcome
 	if r := pol.Regression; r != nil && r.Enabled {
@@ -277,9 +287,19 @@ func evaluatePolicy(p *plan.Plan, results []grade.CellResult, arms []ArmReport, 
 		rules = append(rules, significance(r, rules))
 	}
 	// Adequacy gates a mutate run alone: a plan of `run` has no mutants.
-	adequacy := in.adequacy()
+	var adequacy *Adequacy
+	if !resampled {
+		adequacy = in.adequacy()
+	}
 	if r := pol.Adequacy; r != nil && r.Enabled && adequacy != nil {
 		rules = append(rules, adequacyRule(r, adequacy))
+	}
+	var noise *NoiseFloor
+	if !resampled && in.hasReplicates() {
+		noise = in.noiseFloor()
+	}
+	if r := pol.NoiseFloor; r != nil && r.Enabled && !resampled {
+		rules = append(rules, noiseFloorRule(r, noise))
 	}
 	var missing, invalid, stuck int
 	for _, r := range cells {
@@ -305,6 +325,7 @@ func evaluatePolicy(p *plan.Plan, results []grade.CellResult, arms []ArmReport, 
 	v := decideVerdict(incomplete, rules)
 	v.Resumable = v.Verdict == VerdictIncomplete && stuck == 0
 	v.Adequacy = adequacy
+	v.NoiseFloor = noise
 	return v
 }
 

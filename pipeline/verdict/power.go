@@ -30,6 +30,12 @@ type ComparisonPower struct {
 	// Discordance is the chance that a trial pair disagrees the figures
 	// are read at; absent when read at the most favourable.
 	Discordance *float64 `json:"discordance,omitempty"`
+	// Assumed says what the figures were read under: the most favourable
+	// discordance, the stated --p10 and --p01, or a previous run's
+	// per-case rates (FromRun, with their summary).
+	Assumed string              `json:"assumed"`
+	FromRun *inference.RunRates `json:"fromRun,omitempty"`
+	Method  string              `json:"method,omitempty"`
 }
 
 // PowerAssumptions are what the power of a plan is read under: the
@@ -44,6 +50,29 @@ type PowerAssumptions struct {
 	// comparison's discordance (as a previous run measured it:
 	// RunDiscordance).
 	ByRule map[string]float64
+	// FromRun, when it has the rule and Discordance is 0, are that
+	// comparison's per-case rates in the run named Run (RunCaseRates):
+	// the plan's power is read from its cases, ByRule aside.
+	FromRun map[string]inference.RunRates
+	Run     string
+}
+
+// RunCaseRates are, for each comparison of a run's policy, its per-case
+// rates in that run and their within-case correlation: what `skillgate
+// power --from RUN` reads the plan's power from. A comparison with no
+// paired trial is left out.
+func RunCaseRates(p *plan.Plan, r *Report) map[string]inference.RunRates {
+	out := map[string]inference.RunRates{}
+	for _, c := range Comparisons(p.Policy) {
+		keep := func(cs CaseReport) bool {
+			return (len(c.Kinds) == 0 || slices.Contains(c.Kinds, cs.Kind)) && (c.Split == "" || cs.Split == c.Split)
+		}
+		pairs := pairTrials(reportTrials(r, c.Baseline, keep), reportTrials(r, c.Candidate, keep))
+		if len(pairs) > 0 {
+			out[c.Rule] = inference.RatesOf(pairs)
+		}
+	}
+	return out
 }
 
 // RunDiscordance is, for each comparison of a run's policy, the share of
@@ -95,9 +124,18 @@ func PlanPower(p *plan.Plan, a PowerAssumptions) []ComparisonPower {
 			}
 		}
 		cp := ComparisonPower{Rule: c.Rule, Baseline: c.Baseline, Candidate: c.Candidate, Cases: n, Trials: p.Suite.Trials}
+		if rates, ok := a.FromRun[c.Rule]; ok && a.Discordance == 0 {
+			out = append(out, powerFromRun(cp, c, rates, a, seed))
+			continue
+		}
 		psi := a.Discordance
+		cp.Assumed = "the most favourable discordance: the baseline winning no pair"
+		if a.Discordance > 0 {
+			cp.Assumed = "the stated p10 + p01"
+		}
 		if d, ok := a.ByRule[c.Rule]; ok && psi == 0 {
 			psi = d
+			cp.Assumed = "the discordance of a previous run"
 		}
 		if psi > 0 {
 			cp.Discordance = &psi
@@ -115,6 +153,27 @@ func PlanPower(p *plan.Plan, a PowerAssumptions) []ComparisonPower {
 		out = append(out, cp)
 	}
 	return out
+}
+
+// powerFromRun reads a comparison's power from a previous run's cases.
+func powerFromRun(cp ComparisonPower, c Comparison, rates inference.RunRates, a PowerAssumptions, seed string) ComparisonPower {
+	cp.FromRun, cp.Method = &rates, inference.MethodCasePowerFrom
+	cp.Assumed = "the per-case rates of run " + a.Run + ": " + rates.String()
+	psi := rates.P10 + rates.P01
+	if psi > 0 {
+		cp.Discordance = &psi
+	}
+	if d, ok := rates.DetectableFrom(cp.Cases, cp.Trials, a.Alpha, a.Power, seed); ok {
+		cp.Detectable = &d
+	}
+	if c.HasThreshold {
+		th := c.Threshold
+		cp.Threshold = &th
+		if k, ok := rates.CasesForFrom(th, cp.Trials, a.Alpha, a.Power, seed, maxPlanCases); ok {
+			cp.CasesForThreshold = &k
+		}
+	}
+	return cp
 }
 
 // DetectableLine says in one line what each comparison of the plan can
@@ -162,9 +221,12 @@ func PlanPowerText(cps []ComparisonPower) string {
 			}
 		}
 		b.WriteString("\n")
+		if cp.Discordance != nil || cp.FromRun != nil {
+			fmt.Fprintf(&b, "  read at %s\n", cp.Assumed)
+		}
 	}
 	for _, cp := range cps {
-		if cp.Discordance == nil {
+		if cp.Discordance == nil && cp.FromRun == nil {
 			b.WriteString("(where no discordance is given, at the most favourable: the baseline winning no pair; give --p10 and --p01, or --from RUN)\n")
 			break
 		}

@@ -98,6 +98,9 @@ type Verdict struct {
 	// Adequacy is how a mutate run's suite told the skills from their
 	// mutants; absent in a run without mutants.
 	Adequacy *Adequacy `json:"adequacy,omitempty"`
+	// NoiseFloor is what the run's replicate arms measured; absent
+	// without one.
+	NoiseFloor *NoiseFloor `json:"noiseFloor,omitempty"`
 }
 
 // Report is everything a run's reports show: the run's identity, metrics
