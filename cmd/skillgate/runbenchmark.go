@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 	"github.com/skillgate/skillgate/runner"
 )
 
@@ -103,10 +104,9 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 			if rep == nil {
 				return exit(2, fmt.Errorf("run-benchmark: the run gave no report"))
 			}
-			// Each skill's Δ line is decided by the verdict's passAtK rule
-			// (report.RunBenchmarkGate); the source exits per skill.
+			// The source exits per skill: each skill's verdict decides its
+			// Δ line and its exit code, the worst of them the command's.
 			code := 0
-			r := t.Plan.Policy.PassAtK
 			for _, b := range report.RunBenchmarks(rep, opts) {
 				if !slices.Contains(skills, b.Skill) {
 					continue
@@ -124,11 +124,12 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 				if line != "" {
 					fmt.Println(line)
 				}
-				gate, blocked := report.RunBenchmarkGate(b, r)
-				fmt.Println(gate)
-				if blocked || outcome == report.RunBenchmarkRegression {
-					code = max(code, 1)
+				i := slices.IndexFunc(defs, func(d report.RunBenchmarkDefinition) bool { return d.Skill == b.Skill })
+				v := verdict.SkillVerdict(t.Plan, rep, defs[i].Cases, outcome)
+				if gate := report.RunBenchmarkGateLine(b, v); gate != "" {
+					fmt.Println(gate)
 				}
+				code = max(code, v.ExitCode)
 				var pending []string
 				for _, sc := range b.Scenarios {
 					if sc.Pending {
@@ -137,7 +138,6 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 				}
 				if len(pending) > 0 {
 					fmt.Fprintf(os.Stderr, "%s: no valid result in a mode for %s (left out of pass@k)\n", b.Skill, strings.Join(pending, ", "))
-					code = 2
 				}
 			}
 			if code != 0 {

@@ -54,12 +54,13 @@ func writeChrisbanes(dir string, r *verdict.Report, ev *Evidence) error {
 	if ev == nil || ev.Plan == nil {
 		return nil
 	}
-	return WriteChrisbanes(filepath.Join(dir, DirChrisbanes), ChrisbanesRecords(ev.Plan, r, ev), ev.Plan)
+	return WriteChrisbanes(filepath.Join(dir, DirChrisbanes), ChrisbanesRecords(ev.Plan, r, ev), ev.Plan, r.Verdict.Rules)
 }
 
 // WriteChrisbanes writes chrisbanes/skills' three output files for records
-// into dir.
-func WriteChrisbanes(dir string, records []map[string]any, p *plan.Plan) error {
+// into dir; the scorecard's gates are the outcomes of rules, the verdict
+// of the same results.
+func WriteChrisbanes(dir string, records []map[string]any, p *plan.Plan, rules []verdict.RuleOutcome) error {
 	list := make([]any, len(records))
 	for i, rec := range records {
 		list[i] = rec
@@ -69,7 +70,7 @@ func WriteChrisbanes(dir string, records []map[string]any, p *plan.Plan) error {
 		body []byte
 	}{
 		{FileChrisbanesResults, []byte(ChrisbanesJSON(list) + "\n")},
-		{FileChrisbanesScorecard, []byte(ChrisbanesScorecard(p, records))},
+		{FileChrisbanesScorecard, []byte(ChrisbanesScorecard(p, records, rules))},
 		{FileChrisbanesAuditQueue, []byte(ChrisbanesJSON(ChrisbanesAuditQueue(records, p.Suite.Seed, p.Suite.Audit.SamplePercent)) + "\n")},
 	}
 	for _, f := range files {
@@ -370,9 +371,10 @@ func cbOfKind(records []map[string]any, negative bool) []map[string]any {
 	return out
 }
 
-// chrisbanesScorecard computes their scorecard; the thresholds are the
-// plan's advisory policy's (a rule the policy lacks is not met).
-func chrisbanesScorecard(p *plan.Plan, records []map[string]any) chrisbanesScore {
+// chrisbanesScorecard computes their scorecard's figures from records; its
+// gates are the verdict's outcomes of the advisory rules (see
+// chrisbanesGates).
+func chrisbanesScorecard(records []map[string]any, rules []verdict.RuleOutcome) chrisbanesScore {
 	s := chrisbanesScore{outcome: map[string]*float64{}, negative: map[string]*float64{}}
 	positive, negative := cbOfKind(records, false), cbOfKind(records, true)
 	for _, a := range chrisbanesArms {
@@ -428,22 +430,41 @@ func chrisbanesScorecard(p *plan.Plan, records []map[string]any) chrisbanesScore
 			s.forbidden++
 		}
 	}
-	pol := p.Policy
-	atLeast := func(v *float64, min float64) bool { return v != nil && *v >= min }
-	negOK := true
-	for _, a := range chrisbanesArms {
-		negOK = negOK && s.negative[a] != nil
-	}
-	negOK = negOK && *s.negative["forced"] >= *s.negative["none"] && *s.negative["automatic"] >= *s.negative["none"]
-	s.gates = []chrisbanesGate{
-		{"forced_uplift", pol.Uplift != nil && atLeast(s.uplift, pol.Uplift.MinPoints/100)},
-		{"automatic_retention", pol.Retention != nil && atLeast(s.retention, pol.Retention.MinShare)},
-		{"routing_precision", pol.Routing != nil && atLeast(s.precision, pol.Routing.MinPrecision)},
-		{"routing_recall", pol.Routing != nil && atLeast(s.recall, pol.Routing.MinRecall)},
-		{"negative_controls", pol.Restraint != nil && negOK},
-		{"forbidden_actions", pol.Forbidden != nil && s.forbidden <= pol.Forbidden.Max},
-	}
+	s.gates = chrisbanesGates(rules)
 	return s
+}
+
+// chrisbanesGates are their scorecard's gates, each the verdict's outcome
+// of the advisory rule that decides it: a gate passes only when its rule
+// was evaluated and met (a rule the policy lacks, or could not measure, is
+// not met); routing's precision and recall are the one routing rule's two
+// reasons.
+func chrisbanesGates(rules []verdict.RuleOutcome) []chrisbanesGate {
+	met := func(rule, other string) bool {
+		for _, o := range rules {
+			if o.Rule != rule {
+				continue
+			}
+			if o.NotMeasured != "" {
+				return false
+			}
+			for _, why := range o.Reasons {
+				if other == "" || !strings.HasPrefix(why, other+" ") {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+	return []chrisbanesGate{
+		{"forced_uplift", met("uplift", "")},
+		{"automatic_retention", met("retention", "")},
+		{"routing_precision", met("routing", "ROUTING-RECALL")},
+		{"routing_recall", met("routing", "ROUTING-PRECISION")},
+		{"negative_controls", met("restraint", "")},
+		{"forbidden_actions", met("forbidden", "")},
+	}
 }
 
 func cbPercent(v *float64) string {
@@ -453,9 +474,10 @@ func cbPercent(v *float64) string {
 	return fmt.Sprintf("%.1f%%", *v*100)
 }
 
-// ChrisbanesScorecard renders their scorecard.md for records.
-func ChrisbanesScorecard(p *plan.Plan, records []map[string]any) string {
-	s := chrisbanesScorecard(p, records)
+// ChrisbanesScorecard renders their scorecard.md for records, with the
+// gates rules decided.
+func ChrisbanesScorecard(p *plan.Plan, records []map[string]any, rules []verdict.RuleOutcome) string {
+	s := chrisbanesScorecard(records, rules)
 	var in, out, retries, failures, tools int
 	var elapsed float64
 	for _, rec := range records {
