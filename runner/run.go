@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/runner/gateway"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/kube"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -224,7 +225,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	r.prepareImages(ctx, todo, opts.Jobs, prog)
 	var mu sync.Mutex
 	var fatal error
-	forEach(cellCtx, opts.Jobs, todo, func(c plan.Cell) {
+	bounded.ForEach(cellCtx, opts.Jobs, todo, func(c plan.Cell) {
 		ro, err := r.runAdmitted(cellCtx, c, store.SpendCell, prog.started)
 		mu.Lock()
 		switch {
