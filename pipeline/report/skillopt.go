@@ -57,9 +57,9 @@ func writeSkillOpt(dir string, r *verdict.Report, ev *Evidence) error {
 	if ev == nil {
 		return nil
 	}
-	p, err := plan.ReadPlan(filepath.Join(dir, "plan.json"))
-	if err != nil {
-		return fmt.Errorf("read plan: %w", err)
+	p := ev.Plan
+	if p == nil {
+		return fmt.Errorf("write SkillOpt reports: the evidence names no plan")
 	}
 	ws, partial, err := pinnedWorkspaces(dir, p)
 	if err != nil {
