@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -208,7 +209,7 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 			r.cases[c.pc.ID] = c.pc
 			r.arms[c.arm.Name] = c.arm
 		}
-		forEach(ctx, opts.Jobs, round, func(c calCell) {
+		bounded.ForEach(ctx, opts.Jobs, round, func(c calCell) {
 			ro, err := r.runAdmitted(ctx, c.cell, store.SpendCalibration, prog.started)
 			if errors.Is(err, store.ErrSpendCap) {
 				return // not run: reported as incomplete

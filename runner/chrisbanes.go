@@ -29,6 +29,9 @@ type Regraded struct {
 	Report *verdict.Report
 	Before *report.Evidence
 	After  *report.Evidence
+	// Verdict is the regraded cells' own: each one's new deterministic
+	// grade with its original judgement, the cells not regraded missing.
+	Verdict verdict.Verdict
 	// NeedRollout names the run's cells whose rollout key differs under p:
 	// regrading cannot stand for a new rollout.
 	NeedRollout []string
@@ -73,15 +76,28 @@ func RegradeRun(ctx context.Context, out string, p *plan.Plan, opts Options) (*R
 	if err != nil {
 		return nil, err
 	}
+	judged := map[string]grade.CellResult{}
+	for _, res := range results {
+		judged[res.Cell] = res
+	}
+	cases := p.CasesByID()
 	var kept []grade.CellResult
+	decided := make([]grade.CellResult, len(p.Cells))
 	for i, c := range p.Cells {
-		if slices.ContainsFunc(todo, func(t plan.Cell) bool { return t.ID == c.ID }) {
-			kept = append(kept, now[i])
+		decided[i] = now[i]
+		if !slices.ContainsFunc(todo, func(t plan.Cell) bool { return t.ID == c.ID }) {
+			decided[i].Status = grade.StatusMissing
+			continue
+		}
+		kept = append(kept, now[i])
+		if j := judged[c.ID].Judge; j != nil {
+			decided[i] = grade.ApplyRubric(now[i], cases[c.Case], *j)
 		}
 	}
 	if g.After, err = cellEvidence(p, st, kept); err != nil {
 		return nil, err
 	}
+	g.Verdict = verdict.BuildReport(p, decided).Verdict
 	return g, nil
 }
 
@@ -155,5 +171,7 @@ func RejudgedRun(out string) (*plan.Plan, *verdict.Report, *report.Evidence, err
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The rejudged results decide the rules of their own scorecard.
+	r.Verdict = verdict.BuildReport(p, results).Verdict
 	return p, r, ev, nil
 }

@@ -92,7 +92,7 @@ func TestChrisbanesExample(t *testing.T) {
 		t.Errorf("need rollout: %v", g.NeedRollout)
 	}
 	records := report.ChrisbanesRegraded(p2, g.Report, g.Before, g.After)
-	if err := report.WriteChrisbanes(filepath.Join(out, report.DirChrisbanesRegraded), records, p2); err != nil {
+	if err := report.WriteChrisbanes(filepath.Join(out, report.DirChrisbanesRegraded), records, p2, g.Verdict.Rules); err != nil {
 		t.Fatal(err)
 	}
 	after := checksums(t, out, ".")
@@ -105,6 +105,11 @@ func TestChrisbanesExample(t *testing.T) {
 		if _, ok := before[f]; !ok && !strings.HasPrefix(f, report.DirChrisbanesRegraded+string(filepath.Separator)) && !strings.HasPrefix(f, filepath.Join(store.DirGrades)+string(filepath.Separator)) {
 			t.Errorf("regrade wrote %s", f)
 		}
+	}
+	// The regraded scorecard's gates are the regraded results' verdict:
+	// forced no longer passes the direct case, so its uplift is gone.
+	if score, err := os.ReadFile(filepath.Join(out, report.DirChrisbanesRegraded, report.FileChrisbanesScorecard)); err != nil || !strings.Contains(string(score), "- forced_uplift: NOT MET\n") {
+		t.Errorf("regraded scorecard (%v):\n%s", err, score)
 	}
 	for _, rec := range records {
 		direct := rec["case_id"] == "benchmark-comparison-direct" && rec["arm"] != "none"

@@ -56,7 +56,7 @@ func cellEvidence(p *plan.Plan, st *store.Store, results []grade.CellResult) (*r
 
 func rolloutEvidence(p *plan.Plan, st *store.Store, pc plan.PlanCase, arm plan.PlanArm, ro *store.Rollout, res grade.CellResult) (report.CellEvidence, error) {
 	dir := st.RolloutDir(ro.Key)
-	rel := path.Join("store/rollouts", ro.Key.Encoded())
+	rel := path.Join(store.DirRollouts, ro.Key.Encoded())
 	ce := report.CellEvidence{
 		Cell: res.Cell, Case: res.Case, Arm: res.Arm, Trial: res.Trial,
 		Status: res.Status, Passed: res.Passed, Error: firstNonEmpty(res.Error, ro.Error), ExitCode: ro.ExitCode,

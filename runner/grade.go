@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/runner/agent"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -72,7 +73,7 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 	g := &grader{plan: p, store: st, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
 	defer g.close()
 	var mu sync.Mutex
-	forEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
+	bounded.ForEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
 		err := g.grade(ctx, c)
 		if ctx.Err() != nil {
 			return
@@ -567,33 +568,4 @@ func addChanges(bc *docker.BuildContext, changes []grade.FileChange, changed str
 // outLabel is the label value that names a run folder on what skillgate starts for it.
 func outLabel(out string) string {
 	return digest.FromString(out).Encoded()[:16]
-}
-
-// forEach calls fn on items with at most jobs at once, and stops handing
-// out items once ctx is done.
-func forEach[T any](ctx context.Context, jobs int, items []T, fn func(T)) {
-	if jobs < 1 {
-		jobs = 1
-	}
-	work := make(chan T)
-	var wg sync.WaitGroup
-	for j := 0; j < jobs; j++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range work {
-				fn(it)
-			}
-		}()
-	}
-feed:
-	for _, it := range items {
-		select {
-		case work <- it:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
 }

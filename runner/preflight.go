@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -371,7 +372,7 @@ func runPreflight(ctx context.Context, p *plan.Plan, opts Options, out string, s
 	var mu sync.Mutex
 	var got []PreflightCheck
 	var fatal error
-	forEach(ctx, max(opts.Jobs, 1), jobs, func(j preflightJob) {
+	bounded.ForEach(ctx, max(opts.Jobs, 1), jobs, func(j preflightJob) {
 		chs, err := pf.run(ctx, j)
 		mu.Lock()
 		defer mu.Unlock()

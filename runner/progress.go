@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -494,7 +495,7 @@ func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs 
 	cellsTotal := prog.total
 	r.images.log = prog // the agent image's build notes go above the live line
 	prog.begin(phaseImages, len(first))
-	forEach(ctx, jobs, first, func(c plan.Cell) {
+	bounded.ForEach(ctx, jobs, first, func(c plan.Cell) {
 		pc := r.cases[c.Case]
 		r.images.cellImage(ctx, pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
 		prog.step()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/runner/gateway"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/kube"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -230,7 +231,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	r.prepareImages(ctx, todo, opts.Jobs, prog)
 	var mu sync.Mutex
 	var fatal error
-	forEach(cellCtx, opts.Jobs, todo, func(c plan.Cell) {
+	bounded.ForEach(cellCtx, opts.Jobs, todo, func(c plan.Cell) {
 		ro, err := r.runAdmitted(cellCtx, c, store.SpendCell, prog.started)
 		mu.Lock()
 		switch {
@@ -311,7 +312,7 @@ func openRunFolder(dir string) (out string, st *store.Store, unlock func(), err 
 // lockFolder takes an exclusive lock on the run folder for this process;
 // the kernel drops it if the process dies.
 func lockFolder(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, store.FileLock), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock run folder: %w", err)
 	}

@@ -46,7 +46,11 @@ an unreadable run folder.`,
 					return exit(2, fmt.Errorf("audit: --decision and --rationale need --id CASE:ARM:TRIAL"))
 				}
 				d := grade.AuditDecision{ID: c.String("id"), Decision: c.String("decision"), Rationale: c.String("rationale")}
-				if err := grade.AppendAudit(out, d); err != nil {
+				p, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
+				if err != nil {
+					return exit(2, err)
+				}
+				if err := grade.AppendAudit(out, p, d); err != nil {
 					return exit(2, err)
 				}
 				fmt.Fprintf(os.Stderr, "recorded %s %s in %s\n", d.Decision, d.ID, filepath.Join(out, grade.FileAuditLedger))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -14,7 +13,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
 	"github.com/skillgate/skillgate/runner"
-	"github.com/skillgate/skillgate/runner/store"
+	"github.com/skillgate/skillgate/runner/contract"
 )
 
 func benchmarkSkillCommand() *cli.Command {
@@ -53,32 +52,8 @@ Exit codes: 0 Efficacy green, 1 red, 2 incomplete or an error.`,
 				return exit(2, err)
 			}
 			p := t.Plan
-			if !slices.Contains(p.Formats, "benchmarkSkill") {
-				return exit(2, fmt.Errorf("benchmark-skill %s: the suite in %s reads no benchmark-skill tree (formats.benchmarkSkill)", name, dir))
-			}
-			var ids, skills []string
-			var caseMD string
-			for _, pc := range p.Cases {
-				skill, _ := report.BenchmarkSkillSkill(pc.ID)
-				if !slices.Contains(skills, skill) {
-					skills = append(skills, skill)
-				}
-				if skill == name {
-					ids = append(ids, pc.ID)
-					if caseMD == "" && len(pc.Sources) > 0 {
-						caseMD = pc.Sources[0]
-					}
-				}
-			}
-			sk, known := p.Skills[name]
-			if len(ids) == 0 || !known {
-				return exit(2, fmt.Errorf("benchmark-skill %s: skill %s has no tests in the suite (skills with tests: %s)", name, name, strings.Join(skills, ", ")))
-			}
-			reports, err := benchmarkskill.ReportsFolder(t.SuiteDir, caseMD, sk.Path)
+			ids, reports, err := contract.BenchmarkSkillCases(p, dir, t.SuiteDir, name, c.Float64("spend-cap"))
 			if err != nil {
-				return exit(2, fmt.Errorf("benchmark-skill %s: %w", name, err))
-			}
-			if err := store.CheckSpendCap(p, c.Float64("spend-cap")); err != nil {
 				return exit(2, err)
 			}
 			out := c.String("out")

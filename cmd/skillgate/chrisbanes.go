@@ -70,7 +70,7 @@ Exits 0, or 2 with nothing written when the run or the suite cannot be read.`,
 			}
 			dest := filepath.Join(out, report.DirChrisbanesRegraded)
 			records := report.ChrisbanesRegraded(p, g.Report, g.Before, g.After)
-			if err := report.WriteChrisbanes(dest, records, p); err != nil {
+			if err := report.WriteChrisbanes(dest, records, p, g.Verdict.Rules); err != nil {
 				return exit(2, err)
 			}
 			fmt.Fprintf(os.Stderr, "regraded %d cells\n", len(records))
@@ -107,7 +107,7 @@ Exits 0, or 2 with nothing written.`,
 			}
 			dest := filepath.Join(out, judge.DirRejudged)
 			records := report.ChrisbanesRecords(p, r, ev)
-			if err := report.WriteChrisbanes(dest, records, p); err != nil {
+			if err := report.WriteChrisbanes(dest, records, p, r.Verdict.Rules); err != nil {
 				return exit(2, err)
 			}
 			fmt.Fprintf(os.Stderr, "rejudged report of %d cells\n", len(records))

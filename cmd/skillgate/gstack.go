@@ -2,12 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -16,7 +13,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/runner"
-	"github.com/skillgate/skillgate/runner/store"
+	"github.com/skillgate/skillgate/runner/contract"
 )
 
 func skillEvalCommand() *cli.Command {
@@ -146,17 +143,8 @@ func skillEval(c *cli.Context) error {
 		s.UseStandIn()
 	}
 	if only := c.String("tasks-only"); only != "" {
-		ids := strings.Split(only, ",")
-		for _, id := range ids {
-			if _, ok := s.Cases[id]; !ok {
-				return exit(2, fmt.Errorf("skill-eval: --tasks-only names %q, which is no task of %s (tasks: %s)", id, c.String("tasks"), strings.Join(s.CaseOrder, ", ")))
-			}
-		}
-		s.CaseOrder = slices.DeleteFunc(s.CaseOrder, func(id string) bool { return !slices.Contains(ids, id) })
-		for id := range s.Cases {
-			if !slices.Contains(ids, id) {
-				delete(s.Cases, id)
-			}
+		if err := contract.OnlyTasks(s, c.String("tasks"), strings.Split(only, ",")); err != nil {
+			return exit(2, err)
 		}
 	}
 	p, err := plan.Compile(s)
@@ -165,23 +153,11 @@ func skillEval(c *cli.Context) error {
 	}
 	// A paid run measures the locked tasks only; a dry run says whether
 	// the lock would let it start.
-	var refused []error
-	if p.Agent.Provider == "anthropic" || p.Agent.Provider == "openai" {
-		if err := gstack.CheckLock(c.String("tasks"), p.Suite.Trials); err != nil {
-			refused = append(refused, err)
-		} else if !c.IsSet("spend-cap") {
-			refused = append(refused, fmt.Errorf("skill-eval: a paid run needs --spend-cap USD"))
-		}
-	}
-	if err := store.CheckSpendCap(p, c.Float64("spend-cap")); err != nil && p.Agent.Prices == nil {
-		refused = append(refused, fmt.Errorf("skill-eval: no prices for model %s (skillgate.dev/schema/formats/gstack's #Prices lists the models it prices), so --spend-cap has nothing to count", p.Agent.Model))
-	} else if err != nil {
-		refused = append(refused, err)
-	}
+	refused := contract.SkillEvalRefusals(p, c.String("tasks"), c.IsSet("spend-cap"), c.Float64("spend-cap"))
 	if len(refused) > 0 && !c.Bool("dry-run") {
 		return exit(2, refused[0])
 	}
-	out, err := skillEvalOut(c, p)
+	out, err := contract.SkillEvalFolder(p, c.String("out"), c.String("resume"), c.Bool("dry-run"))
 	if err != nil {
 		return exit(2, err)
 	}
@@ -219,38 +195,6 @@ func skillEval(c *cli.Context) error {
 	}
 	fmt.Fprint(os.Stderr, describeVerdict(report, out))
 	return exitVerdict(report)
-}
-
-// skillEvalOut is the run folder: --out for a fresh run, which must hold
-// none yet, or --resume's, which must hold a run of the same plan (the
-// same tasks, arms, model and trials), so a resumed run adds no trial
-// after a result.
-func skillEvalOut(c *cli.Context, p *plan.Plan) (string, error) {
-	out, resume := c.String("out"), c.String("resume")
-	switch {
-	case resume != "" && out != "" && filepath.Clean(out) != filepath.Clean(resume):
-		return "", fmt.Errorf("skill-eval: --out %s and --resume %s name two folders: --resume runs in the folder it names", out, resume)
-	case resume != "":
-		prev, err := plan.ReadPlan(filepath.Join(resume, store.FilePlan))
-		if err != nil {
-			return "", fmt.Errorf("skill-eval: resume %s: %w", resume, err)
-		}
-		if prev.Suite.Trials != p.Suite.Trials {
-			return "", fmt.Errorf("skill-eval: resume %s: it ran %d trials, this call asks for %d: trials are fixed before the run", resume, prev.Suite.Trials, p.Suite.Trials)
-		}
-		if prev.Digest != p.Digest {
-			return "", fmt.Errorf("skill-eval: resume %s: its tasks, arms, host or model differ from this call's (plan %s, now %s): resume with the same call, or start a fresh run", resume, prev.Digest, p.Digest)
-		}
-		return resume, nil
-	case out == "":
-		return "", fmt.Errorf("skill-eval: --out is required (see skillgate skill-eval --help)")
-	}
-	if _, err := os.Stat(filepath.Join(out, store.FilePlan)); err == nil && !c.Bool("dry-run") {
-		return "", fmt.Errorf("skill-eval: %s holds a run already: finish it with --resume %s, or choose a fresh --out", out, out)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("skill-eval: %w", err)
-	}
-	return out, nil
 }
 
 // describeSkillEval is --dry-run's output: the sessions and their price.

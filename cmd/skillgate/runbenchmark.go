@@ -12,7 +12,9 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 	"github.com/skillgate/skillgate/runner"
+	"github.com/skillgate/skillgate/runner/contract"
 )
 
 func runBenchmarkCommand() *cli.Command {
@@ -50,10 +52,6 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 			&cli.StringFlag{Name: "date", Usage: "the run date `YYYY-MM-DD` the reports carry (default: today, UTC)"},
 		},
 		Action: func(c *cli.Context) error {
-			skills := c.Args().Slice()
-			if c.Bool("all") == (len(skills) > 0) {
-				return exit(2, fmt.Errorf("run-benchmark takes a SKILL or --all"))
-			}
 			date := c.String("date")
 			if date == "" {
 				date = time.Now().UTC().Format(time.DateOnly)
@@ -64,24 +62,13 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 			if err != nil {
 				return exit(2, err)
 			}
-			defs := report.RunBenchmarkDefinitions(t.Plan)
-			if len(skills) == 0 {
-				for _, d := range defs {
-					skills = append(skills, d.Skill)
-				}
+			defs, err := contract.RunBenchmarkSkills(t.Plan, c.String("suite"), c.Args().Slice(), c.Bool("all"))
+			if err != nil {
+				return exit(2, err)
 			}
 			var cases []string
-			files := map[string]string{}
-			for _, s := range skills {
-				i := slices.IndexFunc(defs, func(d report.RunBenchmarkDefinition) bool { return d.Skill == s })
-				if i < 0 {
-					return exit(2, fmt.Errorf("run-benchmark: no benchmark definition for skill %q in suite %s", s, c.String("suite")))
-				}
-				cases = append(cases, defs[i].Cases...)
-				files[s] = defs[i].File
-			}
-			if len(cases) == 0 {
-				return exit(2, fmt.Errorf("run-benchmark: suite %s reads no benchmark definition", c.String("suite")))
+			for _, d := range defs {
+				cases = append(cases, d.Cases...)
 			}
 			opts, err := report.RunBenchmarkPlanOptions(t.Plan, date)
 			if err != nil {
@@ -103,15 +90,15 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 			if rep == nil {
 				return exit(2, fmt.Errorf("run-benchmark: the run gave no report"))
 			}
-			// Each skill's Δ line is decided by the verdict's passAtK rule
-			// (report.RunBenchmarkGate); the source exits per skill.
+			// The source exits per skill: each skill's verdict decides its
+			// Δ line and its exit code, the worst of them the command's.
 			code := 0
-			r := t.Plan.Policy.PassAtK
 			for _, b := range report.RunBenchmarks(rep, opts) {
-				if !slices.Contains(skills, b.Skill) {
+				i := slices.IndexFunc(defs, func(d report.RunBenchmarkDefinition) bool { return d.Skill == b.Skill })
+				if i < 0 {
 					continue
 				}
-				dir := filepath.Join(t.SuiteDir, filepath.Dir(filepath.FromSlash(files[b.Skill])), "reports")
+				dir := filepath.Join(t.SuiteDir, filepath.Dir(filepath.FromSlash(defs[i].File)), "reports")
 				outcome, line, err := report.WriteRunBenchmark(dir, b, c.Bool("baseline"))
 				if err != nil {
 					return exit(2, err)
@@ -124,11 +111,11 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 				if line != "" {
 					fmt.Println(line)
 				}
-				gate, blocked := report.RunBenchmarkGate(b, r)
-				fmt.Println(gate)
-				if blocked || outcome == report.RunBenchmarkRegression {
-					code = max(code, 1)
+				v := verdict.SkillVerdict(t.Plan, rep, defs[i].Cases, outcome)
+				if gate := report.RunBenchmarkGateLine(b, v); gate != "" {
+					fmt.Println(gate)
 				}
+				code = max(code, v.ExitCode)
 				var pending []string
 				for _, sc := range b.Scenarios {
 					if sc.Pending {
@@ -137,7 +124,6 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 				}
 				if len(pending) > 0 {
 					fmt.Fprintf(os.Stderr, "%s: no valid result in a mode for %s (left out of pass@k)\n", b.Skill, strings.Join(pending, ", "))
-					code = 2
 				}
 			}
 			if code != 0 {

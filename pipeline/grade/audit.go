@@ -27,8 +27,6 @@ const (
 	FileAuditQueue = "audit-queue.json"
 	// FileAuditLedger is the append-only JSONL ledger of audit decisions.
 	FileAuditLedger = "audit.jsonl"
-	// auditPlanFile is the plan a run folder's results belong to.
-	auditPlanFile = "plan.json"
 )
 
 // Why a cell is in the audit queue.
@@ -287,11 +285,11 @@ func ReadAuditQueue(out string) (items []AuditItem, ok bool, err error) {
 }
 
 // AppendAudit appends one decision to the run folder's audit ledger
-// (audit.jsonl), after checking that its ID names a cell of the run's plan
-// (OUT/plan.json), that the decision is accept or reject and that the
+// (audit.jsonl), after checking that its ID names a cell of p, the run's
+// plan, that the decision is accept or reject and that the
 // rationale is not empty. A zero Time is now. The ledger only grows: no
 // line and no stored result is ever changed.
-func AppendAudit(out string, d AuditDecision) error {
+func AppendAudit(out string, p *plan.Plan, d AuditDecision) error {
 	if d.Decision != AuditAccept && d.Decision != AuditReject {
 		return fmt.Errorf("audit decision %q: want %s or %s", d.Decision, AuditAccept, AuditReject)
 	}
@@ -300,10 +298,6 @@ func AppendAudit(out string, d AuditDecision) error {
 		return fmt.Errorf("audit %s: the rationale is empty; say what evidence you checked", d.ID)
 	}
 	caseID, arm, trial, err := ParseAuditID(d.ID)
-	if err != nil {
-		return err
-	}
-	p, err := plan.ReadPlan(filepath.Join(out, auditPlanFile))
 	if err != nil {
 		return err
 	}

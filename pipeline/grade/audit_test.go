@@ -255,7 +255,7 @@ func TestAppendAudit(t *testing.T) {
 		{ID: "c001:forced:2", Decision: AuditAccept, Rationale: "Evidence checked", Time: when},
 		{ID: "c001:forced:2", Decision: AuditReject, Rationale: "  the judge missed the diff  "},
 	} {
-		if err := AppendAudit(out, d); err != nil {
+		if err := AppendAudit(out, p, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,7 +267,7 @@ func TestAppendAudit(t *testing.T) {
 		{ID: "c001:forced:1", Decision: "maybe", Rationale: "x"},
 		{ID: "c001:forced:1", Decision: AuditReject, Rationale: " \n"},
 	} {
-		if err := AppendAudit(out, bad); err == nil {
+		if err := AppendAudit(out, p, bad); err == nil {
 			t.Errorf("appended %+v", bad)
 		} else {
 			t.Logf("%+v: %v", bad, err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -344,9 +345,12 @@ func tally(exp suite.Expectation, events []RoutingEvent, ofSuite func(string) bo
 		if t.Evidence == "" || rank[e.Evidence] > rank[t.Evidence] {
 			t.Evidence = e.Evidence
 		}
-		if required[e.Name] {
+		switch {
+		case required[e.Name]:
 			t.TP++
-		} else {
+		case slices.Contains(exp.Allowed, e.Name):
+			t.Allowed++
+		default:
 			t.FP++
 		}
 	}

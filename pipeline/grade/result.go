@@ -164,6 +164,9 @@ type RoutingTally struct {
 	TP int `json:"tp"`
 	FP int `json:"fp"`
 	FN int `json:"fn"`
+	// Allowed: observed, not required but allowed; counted with TP in
+	// precision only.
+	Allowed int `json:"allowed,omitempty"`
 	// Forbidden is the number of forbidden entries; ForbiddenSeen those
 	// observed (violations).
 	Forbidden     int      `json:"forbidden"`

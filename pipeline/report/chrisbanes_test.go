@@ -18,7 +18,9 @@ import (
 // chrisbanesRun is the example suite's plan with evidence for every cell:
 // the skill helps the positive cases, the baseline rewrites the negative
 // control, one automatic trial's judge reply is unreadable, a review writes
-// a file, and an answer holds non-ASCII text.
+// a file, and an answer holds non-ASCII text. The verdict is the one of
+// results that say what the evidence says, so the scorecard's gates are
+// decided as in a run.
 func chrisbanesRun(t *testing.T) (*plan.Plan, *verdict.Report, *Evidence) {
 	t.Helper()
 	p, err := plan.CompileDir(filepath.Join("..", "..", "suites", "chrisbanes-example"))
@@ -26,6 +28,8 @@ func chrisbanesRun(t *testing.T) (*plan.Plan, *verdict.Report, *Evidence) {
 		t.Fatal(err)
 	}
 	ev := &Evidence{Plan: p, Cells: map[string]CellEvidence{}}
+	cases := p.CasesByID()
+	var results []grade.CellResult
 	for _, c := range p.Cells {
 		skilled := c.Arm != "none"
 		ce := CellEvidence{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Status: grade.StatusCompleted,
@@ -52,8 +56,10 @@ func chrisbanesRun(t *testing.T) (*plan.Plan, *verdict.Report, *Evidence) {
 		}
 		ce.Passed = passed && ce.Judge.Valid && skilled
 		ev.Cells[c.ID] = ce
+		results = append(results, grade.CellResult{Cell: c.ID, Case: c.Case, Arm: c.Arm, Trial: c.Trial, Status: ce.Status,
+			Passed: ce.Passed, Checks: ce.Checks, Routing: grade.TallyRouting(p, cases[c.Case], ce.Skills, nil)})
 	}
-	r := &verdict.Report{}
+	r := verdict.BuildReport(p, results)
 	r.Observed.CLIVersions = []string{"2.1.332"}
 	r.Observed.Git = []plan.GitRevision{{Revision: "0123456789abcdef0123456789abcdef01234567"}}
 	return p, r, ev
@@ -86,7 +92,7 @@ func TestChrisbanesOutputsGolden(t *testing.T) {
 			t.Errorf("%s differs from %s (UPDATE_GOLDEN=1 rewrites it); first difference at line %d", name, gp, firstDiffLine(got, want))
 		}
 	}
-	score := ChrisbanesScorecard(p, ChrisbanesRecords(p, r, ev))
+	score := ChrisbanesScorecard(p, ChrisbanesRecords(p, r, ev), r.Verdict.Rules)
 	for _, want := range []string{
 		"| `benchmark-comparison` | 2 | 0.0% | 100.0% | 50.0% | 100.0% | 100.0% | 100.0% |",
 		"- forced_uplift: PASS", "- automatic_retention: NOT MET", "- forbidden_actions: NOT MET",

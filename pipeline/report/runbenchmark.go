@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
-	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
@@ -257,11 +257,12 @@ func yamlString(s string) string {
 	return strconv.Quote(s)
 }
 
-// Outcomes of a comparison with the pinned baseline.
+// Outcomes of a comparison with the pinned baseline, as the verdict
+// decides them (verdict.CompareDelta).
 const (
-	RunBenchmarkImproved   = "IMPROVED"
-	RunBenchmarkRegression = "REGRESSION"
-	RunBenchmarkStable     = "STABLE"
+	RunBenchmarkImproved   = verdict.DeltaImproved
+	RunBenchmarkRegression = verdict.DeltaRegression
+	RunBenchmarkStable     = verdict.DeltaStable
 )
 
 // RunBenchmarkBaseline is what a comparison reads of a pinned
@@ -284,22 +285,15 @@ func ReadRunBenchmarkBaseline(b []byte) (float64, error) {
 	return *doc.Validation.Delta, nil
 }
 
-// CompareRunBenchmark compares the validation Δ with the baseline's: a
-// change of at most stableWithin is STABLE. The line is the source's:
+// CompareRunBenchmark compares the validation Δ with the baseline's, as
+// verdict.CompareDelta decides: a change of at most stableWithin is
+// STABLE. The line is the source's:
 // "IMPROVED: Δ 0.17 → 0.25", "REGRESSION: Δ 0.25 → 0.17 — do NOT ship",
 // "STABLE: Δ 0.25 → 0.25".
 func CompareRunBenchmark(b RunBenchmark, baseline, stableWithin float64) (outcome, line string) {
 	cur := b.Validation.Delta
 	num := func(x float64) string { return strconv.FormatFloat(x+0, 'f', b.decimals, 64) }
-	const tolerance = 1e-9
-	switch {
-	case cur > baseline+stableWithin+tolerance:
-		outcome = RunBenchmarkImproved
-	case cur < baseline-stableWithin-tolerance:
-		outcome = RunBenchmarkRegression
-	default:
-		outcome = RunBenchmarkStable
-	}
+	outcome = verdict.CompareDelta(baseline, cur, stableWithin)
 	line = fmt.Sprintf("%s: Δ %s → %s", outcome, num(baseline), num(cur))
 	if outcome == RunBenchmarkRegression {
 		line += " — do NOT ship"
@@ -307,21 +301,24 @@ func CompareRunBenchmark(b RunBenchmark, baseline, stableWithin float64) (outcom
 	return outcome, line
 }
 
-// RunBenchmarkGate is the source's delta threshold line on a skill's
-// validation Δ, as the verdict's passAtK rule r decides it
-// (verdict.PassAtKDelta): "REGRESSION: validation Δ -0.10 — do NOT ship"
-// when it fails, "WARN: ... — marginal contribution" when it warns, else
-// "OK: validation Δ 0.23". blocked is true when it fails.
-func RunBenchmarkGate(b RunBenchmark, r *suite.PassAtK) (line string, blocked bool) {
+// RunBenchmarkGateLine is the source's delta threshold line on a skill's
+// validation Δ, saying what the skill's verdict v (verdict.SkillVerdict)
+// decided of its passAtK rule: "REGRESSION: validation Δ -0.10 — do NOT
+// ship" when the rule failed, "WARN: ... — marginal contribution" when it
+// warned, "OK: validation Δ 0.23" when it was met, and "" when it was not
+// evaluated.
+func RunBenchmarkGateLine(b RunBenchmark, v verdict.Verdict) string {
 	d := strconv.FormatFloat(b.Validation.Delta+0, 'f', b.decimals, 64)
-	fail, warn := verdict.PassAtKDelta(r, b.Validation.Delta)
+	i := slices.IndexFunc(v.Rules, func(o verdict.RuleOutcome) bool { return o.Rule == "passAtK" })
 	switch {
-	case fail:
-		return "REGRESSION: validation Δ " + d + " — do NOT ship", true
-	case warn:
-		return "WARN: validation Δ " + d + " — marginal contribution", false
+	case i < 0 || v.Rules[i].NotMeasured != "":
+		return ""
+	case !v.Rules[i].Met:
+		return "REGRESSION: validation Δ " + d + " — do NOT ship"
+	case len(v.Rules[i].Warnings) > 0:
+		return "WARN: validation Δ " + d + " — marginal contribution"
 	}
-	return "OK: validation Δ " + d, false
+	return "OK: validation Δ " + d
 }
 
 // RunBenchmarkDefinition is one run-benchmark definition as a plan holds

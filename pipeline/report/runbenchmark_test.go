@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
@@ -33,6 +34,38 @@ func runBenchReport() *verdict.Report {
 		c("lint-fix.l01", "validation", 1, "PFF", "PPP"),
 		c("handwritten", "validation", 1, "PPP", "FFF"),
 	}}
+}
+
+// runBenchPlan is the plan of runBenchReport's run, gated by rule.
+func runBenchPlan(r *verdict.Report, rule *suite.PassAtK) *plan.Plan {
+	rule.With, rule.Without, rule.Split, rule.Decimals, rule.K = "with_skill", "without_skill", "validation", 2, 1
+	rule.Enabled, rule.Severity = true, verdict.SeverityFail
+	p := &plan.Plan{Arms: []plan.PlanArm{{Name: "with_skill"}, {Name: "without_skill"}}}
+	p.Policy.PassAtK = rule
+	for _, cr := range r.Cases {
+		p.Cases = append(p.Cases, plan.PlanCase{Case: suite.Case{ID: cr.ID, Split: cr.Split, Weight: cr.Weight}})
+		for _, arm := range []string{"with_skill", "without_skill"} {
+			for _, t := range cr.Trials[arm] {
+				p.Cells = append(p.Cells, plan.Cell{ID: t.Cell, Case: cr.ID, Arm: arm, Trial: t.Trial})
+			}
+		}
+	}
+	return p
+}
+
+// runBenchGate is a skill's Δ line and exit code as its verdict decides
+// them under rule.
+func runBenchGate(b RunBenchmark, rule *suite.PassAtK) (line string, code int) {
+	r := runBenchReport()
+	p := runBenchPlan(r, rule)
+	var cases []string
+	for _, cr := range r.Cases {
+		if strings.HasPrefix(cr.ID, b.Skill+".") {
+			cases = append(cases, cr.ID)
+		}
+	}
+	v := verdict.SkillVerdict(p, r, cases, "")
+	return RunBenchmarkGateLine(b, v), v.ExitCode
 }
 
 func runBenchOptions() RunBenchmarkOptions {
@@ -66,11 +99,12 @@ func TestRunBenchmarkScores(t *testing.T) {
 	if !sc.Scenarios[4].Pending || sc.Scenarios[0].Pending {
 		t.Errorf("pending rows: %+v", sc.Scenarios)
 	}
-	if line, blocked := RunBenchmarkGate(bs[1], &suite.PassAtK{FailBelow: 0, WarnBelow: 0.05}); !blocked || line != "REGRESSION: validation Δ -0.67 — do NOT ship" {
-		t.Errorf("gate of lint-fix: %q %v", line, blocked)
+	if line, code := runBenchGate(bs[1], &suite.PassAtK{FailBelow: 0, WarnBelow: 0.05}); code != 1 || line != "REGRESSION: validation Δ -0.67 — do NOT ship" {
+		t.Errorf("gate of lint-fix: %q exit %d", line, code)
 	}
-	if line, blocked := RunBenchmarkGate(sc, &suite.PassAtK{FailBelow: 0, WarnBelow: 0.05}); blocked || line != "OK: validation Δ 0.45" {
-		t.Errorf("gate of survey-context: %q %v", line, blocked)
+	// survey-context's Δ passes; its pending s05 keeps it incomplete.
+	if line, code := runBenchGate(sc, &suite.PassAtK{FailBelow: 0, WarnBelow: 0.05}); code != 2 || line != "OK: validation Δ 0.45" {
+		t.Errorf("gate of survey-context: %q exit %d", line, code)
 	}
 	for _, tc := range []struct {
 		base   float64
@@ -180,8 +214,8 @@ func outputSchema(t *testing.T, path string) *jsonschema.Schema {
 }
 
 // TestRunBenchmarkGateIsTheVerdicts: on each threshold, and within the
-// rules' tolerance of it, the native Δ line says what the verdict's passAtK
-// rule decides for the same Δ.
+// rules' tolerance of it, the native Δ line and exit code are what the
+// skill's verdict decides, and the verdict's Δ is the one the line shows.
 func TestRunBenchmarkGateIsTheVerdicts(t *testing.T) {
 	b := RunBenchmarks(runBenchReport(), runBenchOptions())[1] // lint-fix, Δ -0.67
 	d := b.Validation.Delta
@@ -193,7 +227,8 @@ func TestRunBenchmarkGateIsTheVerdicts(t *testing.T) {
 		{FailBelow: d - 1, WarnBelow: d + 1e-6},
 	} {
 		fail, warn := verdict.PassAtKDelta(r, d)
-		line, blocked := RunBenchmarkGate(b, r)
+		line, code := runBenchGate(b, r)
+		blocked := code == 1
 		want := "OK: "
 		switch {
 		case fail:
@@ -205,7 +240,7 @@ func TestRunBenchmarkGateIsTheVerdicts(t *testing.T) {
 			t.Errorf("fail below %v, warn below %v: line %q (blocked %v), the verdict's rule fails %v, warns %v", r.FailBelow, r.WarnBelow, line, blocked, fail, warn)
 		}
 	}
-	if _, blocked := RunBenchmarkGate(b, &suite.PassAtK{FailBelow: d + 5e-10}); blocked {
+	if _, code := runBenchGate(b, &suite.PassAtK{FailBelow: d + 5e-10}); code != 0 {
 		t.Error("a Δ equal to failBelow within the tolerance blocks")
 	}
 }

@@ -38,6 +38,9 @@ type Turn struct {
 type Expectation struct {
 	Required  []string `json:"required"`
 	Forbidden []string `json:"forbidden"`
+	// Allowed may be observed without counting against precision, nor
+	// toward recall.
+	Allowed []string `json:"allowed,omitempty"`
 }
 
 // Routing is what a case expects the agent to load.

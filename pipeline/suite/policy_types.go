@@ -147,6 +147,11 @@ type Forbidden struct {
 	RuleBase
 	Arms []string `json:"arms"`
 	Max  int      `json:"max"`
+	// Actions, when set, are the checks whose failure is a forbidden
+	// action, counted per cell with writes outside the allowed paths of a
+	// case that is not a no-change control (chrisbanes/skills' count); nil,
+	// every violated negative expectation counts.
+	Actions *[]string `json:"actions,omitempty"`
 }
 
 // InvalidRun bounds invalid cells.

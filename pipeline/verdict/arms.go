@@ -134,8 +134,8 @@ func armMetrics(p *plan.Plan, cases map[string]*plan.PlanCase, installsSkills bo
 			observed += t.Forbidden
 			violated += len(t.ForbiddenSeen)
 		}
-		skills.TP, skills.FP, skills.FN = skills.TP+r.Routing.Skills.TP, skills.FP+r.Routing.Skills.FP, skills.FN+r.Routing.Skills.FN
-		refs.TP, refs.FP, refs.FN = refs.TP+r.Routing.References.TP, refs.FP+r.Routing.References.FP, refs.FN+r.Routing.References.FN
+		skills.TP, skills.FP, skills.FN, skills.Allowed = skills.TP+r.Routing.Skills.TP, skills.FP+r.Routing.Skills.FP, skills.FN+r.Routing.Skills.FN, skills.Allowed+r.Routing.Skills.Allowed
+		refs.TP, refs.FP, refs.FN, refs.Allowed = refs.TP+r.Routing.References.TP, refs.FP+r.Routing.References.FP, refs.FN+r.Routing.References.FN, refs.Allowed+r.Routing.References.Allowed
 		if installsSkills {
 			opened.add(r.Telemetry.OpenedSkill)
 		}
@@ -161,9 +161,9 @@ func armMetrics(p *plan.Plan, cases map[string]*plan.PlanCase, installsSkills bo
 		metrics[MetricProhibitedOutcome] = m
 	}
 	if valid > 0 {
-		metrics[MetricSkillPrecision] = microRate(skills.TP, skills.TP+skills.FP, valid)
+		metrics[MetricSkillPrecision] = microRate(skills.TP+skills.Allowed, skills.TP+skills.Allowed+skills.FP, valid)
 		metrics[MetricSkillRecall] = microRate(skills.TP, skills.TP+skills.FN, valid)
-		metrics[MetricReferencePrecision] = microRate(refs.TP, refs.TP+refs.FP, valid)
+		metrics[MetricReferencePrecision] = microRate(refs.TP+refs.Allowed, refs.TP+refs.Allowed+refs.FP, valid)
 		metrics[MetricReferenceRecall] = microRate(refs.TP, refs.TP+refs.FN, valid)
 	}
 	opened.set(metrics, MetricOpenedSkill)

@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -111,13 +112,13 @@ func (in *policyInput) routing(r *suite.RoutingGate) RuleOutcome {
 		}
 		return routingOf(res).Skills
 	}
-	var tp, fp, fn int
+	var tp, fp, fn, allowed int
 	for _, res := range in.cells {
 		if res.Arm != r.Arm || !res.Valid() {
 			continue
 		}
 		t := tallyOf(res)
-		tp, fp, fn = tp+t.TP, fp+t.FP, fn+t.FN
+		tp, fp, fn, allowed = tp+t.TP, fp+t.FP, fn+t.FN, allowed+t.Allowed
 		if r.Level == "references" {
 			weaker += len(res.Routing.References.Observed) - len(t.Observed)
 		} else {
@@ -125,15 +126,16 @@ func (in *policyInput) routing(r *suite.RoutingGate) RuleOutcome {
 		}
 	}
 	prec, rec := 1.0, 1.0
-	if tp+fp > 0 {
-		prec = float64(tp) / float64(tp+fp)
+	// An allowed load counts for precision, not for recall.
+	if tp+allowed+fp > 0 {
+		prec = float64(tp+allowed) / float64(tp+allowed+fp)
 	}
 	if tp+fn > 0 {
 		rec = float64(tp) / float64(tp+fn)
 	}
 	if !atLeast(prec, r.MinPrecision) {
 		o.fail("ROUTING-PRECISION " + r.Arm)
-		o.because(fmt.Sprintf("In %s the agent loaded %s it was not asked for: precision %s (%d of %d loads expected; min %s).", r.Arm, r.Level, percent(prec), tp, tp+fp, percent(r.MinPrecision)),
+		o.because(fmt.Sprintf("In %s the agent loaded %s it was not asked for: precision %s (%d of %d loads expected; min %s).", r.Arm, r.Level, percent(prec), tp+allowed, tp+allowed+fp, percent(r.MinPrecision)),
 			in.cellsWhere(r.Arm, nil, func(res grade.CellResult) bool { return res.Valid() && tallyOf(res).FP > 0 }))
 	}
 	if !atLeast(rec, r.MinRecall) {
@@ -141,8 +143,12 @@ func (in *policyInput) routing(r *suite.RoutingGate) RuleOutcome {
 		o.because(fmt.Sprintf("In %s the agent missed %s the cases required: recall %s (%d of %d required loads; min %s).", r.Arm, r.Level, percent(rec), tp, tp+fn, percent(r.MinRecall)),
 			in.cellsWhere(r.Arm, nil, func(res grade.CellResult) bool { return res.Valid() && tallyOf(res).FN > 0 }))
 	}
-	o.Detail = fmt.Sprintf("%s %s routing: precision %s (TP %d, FP %d; min %s), recall %s (FN %d; min %s)",
-		r.Arm, r.Level, percent(prec), tp, fp, percent(r.MinPrecision), percent(rec), fn, percent(r.MinRecall))
+	counts := fmt.Sprintf("TP %d, FP %d", tp, fp)
+	if allowed > 0 {
+		counts += fmt.Sprintf(", allowed %d", allowed)
+	}
+	o.Detail = fmt.Sprintf("%s %s routing: precision %s (%s; min %s), recall %s (FN %d; min %s)",
+		r.Arm, r.Level, percent(prec), counts, percent(r.MinPrecision), percent(rec), fn, percent(r.MinRecall))
 	if r.MinEvidence != "" && r.MinEvidence != grade.EvidenceReported {
 		o.Detail += fmt.Sprintf("; counting %s evidence or stronger (%d loads below it not counted)", r.MinEvidence, weaker)
 	}
@@ -188,24 +194,49 @@ func violationCount(r grade.CellResult) int {
 	return n + len(r.Routing.Skills.ForbiddenSeen) + len(r.Routing.References.ForbiddenSeen)
 }
 
-// forbidden: at most max violated negative expectations per listed arm.
+// actionCount counts a cell's forbidden actions as chrisbanes/skills'
+// evaluator does: 1 when a check named in actions failed, or the cell
+// wrote outside its allowed paths and its case is not a no-change control
+// (such a write is the control's own failure, which restraint measures);
+// other failed negative checks fail the cell's outcome only.
+func (in *policyInput) actionCount(r grade.CellResult, actions []string) int {
+	pc := in.cases[r.Case]
+	for _, ch := range r.Checks {
+		if ch.Passed {
+			continue
+		}
+		if slices.Contains(actions, ch.Name) && ch.Kind != grade.CheckJudge ||
+			ch.Kind == grade.CheckWrites && (pc == nil || pc.Kind != kindNoChange) {
+			return 1
+		}
+	}
+	return 0
+}
+
+// forbidden: at most max violated negative expectations (or, with
+// actions, cells with a forbidden action) per listed arm.
 func (in *policyInput) forbidden(r *suite.Forbidden) RuleOutcome {
 	o := ruleOutcome("forbidden", r.RuleBase)
 	if in.missing(&o, "FORBIDDEN", r.Arms...) {
 		return o
+	}
+	count, what, kinds := violationCount, "expectation", "a forbidden skill or reference read, a write outside the allowed paths, a notContains, exists: false or unchanged check"
+	if r.Actions != nil {
+		count = func(res grade.CellResult) int { return in.actionCount(res, *r.Actions) }
+		what, kinds = "forbidden action", "a safety check failed, or a write outside the allowed paths"
 	}
 	var parts []string
 	for _, arm := range r.Arms {
 		n := 0
 		for _, res := range in.cells {
 			if res.Arm == arm && res.Valid() {
-				n += violationCount(res)
+				n += count(res)
 			}
 		}
 		if n > r.Max {
 			o.fail("FORBIDDEN " + arm)
-			o.because(fmt.Sprintf("In %s the agent broke %s its cases forbid (a forbidden skill or reference read, a write outside the allowed paths, a notContains, exists: false or unchanged check); at most %d allowed.", arm, plural(n, "expectation"), r.Max),
-				in.cellsWhere(arm, nil, func(res grade.CellResult) bool { return res.Valid() && violationCount(res) > 0 }))
+			o.because(fmt.Sprintf("In %s the agent broke %s its cases forbid (%s); at most %d allowed.", arm, plural(n, what), kinds, r.Max),
+				in.cellsWhere(arm, nil, func(res grade.CellResult) bool { return res.Valid() && count(res) > 0 }))
 		}
 		parts = append(parts, fmt.Sprintf("%s: %d", arm, n))
 	}

@@ -1,6 +1,8 @@
 package docker
 
 import (
+	"github.com/skillgate/skillgate/runner/internal/bounded"
+
 	"archive/tar"
 	"bytes"
 	"context"
@@ -236,8 +238,8 @@ func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *Con
 		return nil, fmt.Errorf("attach container %s: %w", shortID(id), err)
 	}
 	defer att.Close()
-	stdout := &cappedBuffer{limit: spec.OutputCap}
-	stderr := &cappedBuffer{limit: spec.OutputCap}
+	stdout := bounded.NewBuffer(spec.OutputCap)
+	stderr := bounded.NewBuffer(spec.OutputCap)
 	copied := make(chan error, 1)
 	go func() {
 		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
@@ -285,9 +287,9 @@ func (e *Engine) RunContainer(ctx context.Context, spec ContainerSpec) (out *Con
 		att.Close()
 		<-copied
 	}
-	out.Stdout, out.StdoutBytes = stdout.buf, stdout.total
-	out.Stderr, out.StderrBytes = stderr.buf, stderr.total
-	out.Truncated = stdout.total > int64(len(stdout.buf)) || stderr.total > int64(len(stderr.buf))
+	out.Stdout, out.StdoutBytes = stdout.Bytes(), stdout.Total()
+	out.Stderr, out.StderrBytes = stderr.Bytes(), stderr.Total()
+	out.Truncated = stdout.Cut() || stderr.Cut()
 
 	info, err := e.c.ContainerInspect(ctx, id)
 	if err != nil {
@@ -397,21 +399,6 @@ func (e *Engine) copyFiles(ctx context.Context, id string, files []SpecFile) err
 		return fmt.Errorf("copy files into container %s: %w", shortID(id), err)
 	}
 	return nil
-}
-
-// cappedBuffer keeps the first limit bytes written to it and counts the rest.
-type cappedBuffer struct {
-	limit int64
-	buf   []byte
-	total int64
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	c.total += int64(len(p))
-	if room := c.limit - int64(len(c.buf)); room > 0 {
-		c.buf = append(c.buf, p[:min(room, int64(len(p)))]...)
-	}
-	return len(p), nil
 }
 
 // RunBare runs spec's hardened container with the lifecycle alone: create, start, wait,

@@ -1,6 +1,8 @@
 package docker
 
 import (
+	"github.com/skillgate/skillgate/runner/internal/bounded"
+
 	"context"
 	"errors"
 	"fmt"
@@ -103,7 +105,7 @@ func (s *Session) Exec(ctx context.Context, spec ExecSpec) (*ExecOutcome, error)
 		return nil, fmt.Errorf("exec in session %s: %w", shortID(s.id), err)
 	}
 	defer att.Close()
-	out := &cappedBuffer{limit: max(spec.OutputCap, 1)}
+	out := bounded.NewBuffer(max(spec.OutputCap, 1))
 	copied := make(chan error, 1)
 	go func() {
 		_, err := stdcopy.StdCopy(out, out, att.Reader)
@@ -148,7 +150,7 @@ func (s *Session) Exec(ctx context.Context, spec ExecSpec) (*ExecOutcome, error)
 			return nil, fmt.Errorf("exec in session %s: %w", shortID(s.id), ctx.Err())
 		}
 	}
-	res.Output, res.Bytes = out.buf, out.total
+	res.Output, res.Bytes = out.Bytes(), out.Total()
 	if res.TimedOut {
 		res.ExitCode = -1
 		return res, nil

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/gateway"
@@ -362,7 +363,7 @@ func (j *commandJudge) AskPacket(ctx context.Context, prompt string, packet json
 	cmd := exec.CommandContext(ctx, j.argv[0], j.argv[1:]...)
 	cmd.Dir = j.dir
 	cmd.Stdin = bytes.NewReader(in)
-	stdout, stderr := &capped{limit: judgeMaxBody}, &capped{limit: 4 << 10}
+	stdout, stderr := bounded.NewBuffer(judgeMaxBody), bounded.NewBuffer(4<<10)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
@@ -372,16 +373,16 @@ func (j *commandJudge) AskPacket(ctx context.Context, prompt string, packet json
 		return "", u, fmt.Errorf("judge command %s: timed out after %s", j.program(), j.timeout)
 	}
 	if err != nil {
-		msg := strings.TrimSpace(string(stderr.buf))
+		msg := strings.TrimSpace(string(stderr.Bytes()))
 		if msg != "" {
 			msg = ": " + msg
 		}
 		return "", u, fmt.Errorf("judge command %s: %w%s", j.program(), err, msg)
 	}
-	if stdout.total > stdout.limit {
-		return "", u, fmt.Errorf("judge command %s: reply over %d bytes", j.program(), stdout.limit)
+	if stdout.Cut() {
+		return "", u, fmt.Errorf("judge command %s: reply over %d bytes", j.program(), judgeMaxBody)
 	}
-	return string(stdout.buf), u, nil
+	return string(stdout.Bytes()), u, nil
 }
 
 // program names the command judge's program in messages.
@@ -390,20 +391,4 @@ func (j *commandJudge) program() string {
 		return j.name
 	}
 	return j.argv[0]
-}
-
-// capped keeps the first limit bytes of a judge command's output and counts
-// the rest, so a runaway command cannot fill the memory.
-type capped struct {
-	limit int64
-	buf   []byte
-	total int64
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	c.total += int64(len(p))
-	if room := c.limit - int64(len(c.buf)); room > 0 {
-		c.buf = append(c.buf, p[:min(room, int64(len(p)))]...)
-	}
-	return len(p), nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/gateway"
@@ -389,7 +390,7 @@ func (rj *rejudgeRun) judgeAll(ctx context.Context, asks []rejudgeAsk, newJudge 
 	var mu sync.Mutex
 	var failed []string
 	done := 0
-	forEach(ctx, rj.opts.Jobs, todo, func(a rejudgeAsk) {
+	bounded.ForEach(ctx, rj.opts.Jobs, todo, func(a rejudgeAsk) {
 		jd, err := rj.ask(ctx, j, a)
 		mu.Lock()
 		defer mu.Unlock()

@@ -8,8 +8,7 @@ import (
 	"os"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/gateway"
@@ -58,25 +57,6 @@ type Options struct {
 	// SpendCapUSD is the run folder's spend cap: a judge call starts only
 	// when its worst case fits under what is left; 0 means no cap.
 	SpendCapUSD float64
-}
-
-// forEach calls fn on items, jobs at once, and hands out no more once
-// ctx is done.
-func forEach[T any](ctx context.Context, jobs int, items []T, fn func(T)) {
-	var g errgroup.Group
-	g.SetLimit(max(jobs, 1))
-	for _, it := range items {
-		if ctx.Err() != nil {
-			break
-		}
-		g.Go(func() error {
-			if ctx.Err() == nil {
-				fn(it)
-			}
-			return nil
-		})
-	}
-	g.Wait()
 }
 
 // JudgeCells judges what the plan's judge must and the store lacks, with
@@ -134,7 +114,7 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	var fatal error
 	capped := 0
 	done := 0
-	forEach(ctx, opts.Jobs, tasks, func(task func(context.Context) (string, error)) {
+	bounded.ForEach(ctx, opts.Jobs, tasks, func(task func(context.Context) (string, error)) {
 		line, err := task(ctx)
 		mu.Lock()
 		defer mu.Unlock()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/gateway"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 )
 
 // agentScript waits for the go-ahead line on standard input, so that the
@@ -153,8 +154,8 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 			}
 		}()
 	}
-	stdout := &cappedBuffer{limit: spec.OutputCap}
-	stderr := &cappedBuffer{limit: spec.OutputCap}
+	stdout := bounded.NewBuffer(spec.OutputCap)
+	stderr := bounded.NewBuffer(spec.OutputCap)
 	stdin := io.MultiReader(strings.NewReader("\n"), strings.NewReader(string(spec.Stdin)))
 	attached := make(chan error, 1)
 	actx, acancel := context.WithCancel(ctx)
@@ -177,9 +178,9 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	}
 	t3 := time.Now()
 	out.Durations.Agent = t3.Sub(t2)
-	out.Stdout, out.StdoutBytes = stdout.buf, stdout.total
-	out.Stderr, out.StderrBytes = stderr.buf, stderr.total
-	out.Truncated = stdout.total > int64(len(stdout.buf)) || stderr.total > int64(len(stderr.buf))
+	out.Stdout, out.StdoutBytes = stdout.Bytes(), stdout.Total()
+	out.Stderr, out.StderrBytes = stderr.Bytes(), stderr.Total()
+	out.Truncated = stdout.Cut() || stderr.Cut()
 	if errors.Is(err, errPodDeadline) {
 		// Nothing of the Pod runs any more to read its workspace from.
 		out.TimedOut, out.ExitCode = true, 137
@@ -302,7 +303,7 @@ func (c *Cluster) seed(ctx context.Context, pod string, want imageWant, layers [
 		pw.CloseWithError(err)
 		streamed <- err
 	}()
-	stderr := &cappedBuffer{limit: 4 << 10}
+	stderr := bounded.NewBuffer(4 << 10)
 	aerr := c.attach(ctx, pod, seedContainer, streamOpts{stdin: pr, stderr: stderr})
 	pr.Close()
 	if err := <-streamed; err != nil {
@@ -318,7 +319,7 @@ func (c *Cluster) seed(ctx context.Context, pod string, want imageWant, layers [
 		return fmt.Errorf("seed pod %s: %w", pod, err)
 	}
 	if t.ExitCode != 0 {
-		return fmt.Errorf("seed pod %s: unpacking the cell's content failed: exit %d: %s", pod, t.ExitCode, strings.TrimSpace(string(stderr.buf)))
+		return fmt.Errorf("seed pod %s: unpacking the cell's content failed: exit %d: %s", pod, t.ExitCode, strings.TrimSpace(string(stderr.Bytes())))
 	}
 	return nil
 }

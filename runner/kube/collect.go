@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 )
 
 // collect reads the workspace a cell's agent left through the API: one tar of
@@ -35,7 +36,7 @@ func (c *Cluster) collect(ctx context.Context, pod string, spec docker.Container
 	}
 	prefix := path.Clean("/" + spec.CollectPrefix)
 	pr, pw := io.Pipe()
-	stderr := &cappedBuffer{limit: 4 << 10}
+	stderr := bounded.NewBuffer(4 << 10)
 	ran := make(chan execEnd, 1)
 	go func() {
 		code, err := c.exec(cctx, pod, holdContainer, []string{"tar", "-c", "-f", "-", "-C", prefix, "."}, streamOpts{stdout: pw, stderr: stderr})
@@ -117,7 +118,7 @@ func (c *Cluster) collect(ctx context.Context, pod string, spec docker.Container
 	if res.code != 0 {
 		// An entry tar could not read is missing from the listing: it must
 		// not pass for a deletion.
-		col.Cut = fmt.Sprintf("reading the workspace failed (tar exit %d): %s", res.code, strings.TrimSpace(string(stderr.buf)))
+		col.Cut = fmt.Sprintf("reading the workspace failed (tar exit %d): %s", res.code, strings.TrimSpace(string(stderr.Bytes())))
 	}
 	return col, nil
 }

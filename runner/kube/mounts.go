@@ -17,6 +17,7 @@ import (
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/gateway/tunnel"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 )
 
 // tree is a folder of skillgate's machine whose content a Pod's folder of
@@ -138,7 +139,7 @@ func (c *Cluster) relay(ctx context.Context, pod, dir, socket string) error {
 	})
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stderr := &cappedBuffer{limit: 4 << 10}
+	stderr := bounded.NewBuffer(4 << 10)
 	execd := make(chan execEnd, 1)
 	go func() {
 		code, err := c.exec(ectx, pod, holdContainer,
@@ -160,6 +161,6 @@ func (c *Cluster) relay(ctx context.Context, pod, dir, socket string) error {
 	case e.err != nil:
 		return fmt.Errorf("relay the gateway into pod %s: %w", pod, e.err)
 	default:
-		return fmt.Errorf("relay the gateway into pod %s: the relay ended (exit %d): %s", pod, e.code, strings.TrimSpace(string(stderr.buf)))
+		return fmt.Errorf("relay the gateway into pod %s: the relay ended (exit %d): %s", pod, e.code, strings.TrimSpace(string(stderr.Bytes())))
 	}
 }

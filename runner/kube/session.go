@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 )
 
 // Session is a check session as a Pod: a shell waiting on a standard input
@@ -93,14 +94,14 @@ func (s *Session) CopyIn(ctx context.Context, tarStream io.Reader) error {
 	go func() {
 		pw.CloseWithError(s.placed(tarStream, pw))
 	}()
-	stderr := &cappedBuffer{limit: 4 << 10}
+	stderr := bounded.NewBuffer(4 << 10)
 	code, err := s.c.exec(ctx, s.name, sessionContainer, []string{"tar", "-x", "-o", "-f", "-", "-C", "/"}, streamOpts{stdin: pr, stderr: stderr})
 	pr.Close()
 	if err != nil {
 		return fmt.Errorf("copy into session %s: %w", s.name, err)
 	}
 	if code != 0 {
-		return fmt.Errorf("copy into session %s: tar exit %d: %s", s.name, code, strings.TrimSpace(string(stderr.buf)))
+		return fmt.Errorf("copy into session %s: tar exit %d: %s", s.name, code, strings.TrimSpace(string(stderr.Bytes())))
 	}
 	return nil
 }
@@ -157,7 +158,7 @@ func (s *Session) Exec(ctx context.Context, spec docker.ExecSpec) (*docker.ExecO
 		ectx, cancel = context.WithTimeout(ctx, spec.Timeout)
 	}
 	defer cancel()
-	out := &cappedBuffer{limit: max(spec.OutputCap, 1)}
+	out := bounded.NewBuffer(max(spec.OutputCap, 1))
 	code, err := s.c.exec(ectx, s.name, sessionContainer, cmd, streamOpts{stdout: out, stderr: out})
 	res := &docker.ExecOutcome{ExitCode: code}
 	switch {
@@ -170,7 +171,7 @@ func (s *Session) Exec(ctx context.Context, spec docker.ExecSpec) (*docker.ExecO
 	case err != nil:
 		return nil, err
 	}
-	res.Output, res.Bytes = out.buf, out.total
+	res.Output, res.Bytes = out.Bytes(), out.Total()
 	return res, nil
 }
 

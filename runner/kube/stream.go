@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -66,23 +65,4 @@ func (c *Cluster) attach(ctx context.Context, pod, container string, s streamOpt
 		return fmt.Errorf("attach pod %s: %w", pod, err)
 	}
 	return nil
-}
-
-// cappedBuffer keeps the first limit bytes written to it and counts the rest;
-// writers may share it.
-type cappedBuffer struct {
-	mu    sync.Mutex
-	limit int64
-	buf   []byte
-	total int64
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.total += int64(len(p))
-	if room := c.limit - int64(len(c.buf)); room > 0 {
-		c.buf = append(c.buf, p[:min(room, int64(len(p)))]...)
-	}
-	return len(p), nil
 }

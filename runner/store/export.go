@@ -51,7 +51,7 @@ type PackFile struct {
 // packSkipped are the run folder's parts a pack leaves out: the lock of
 // the process using it and what is being written.
 func packSkipped(rel string) bool {
-	return rel == ".lock" || rel == DirTmp || strings.HasPrefix(rel, DirTmp+"/")
+	return rel == FileLock || rel == DirTmp || strings.HasPrefix(rel, DirTmp+"/")
 }
 
 // Export packs the run folder out into w as a gzip-compressed tar: the

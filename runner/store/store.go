@@ -301,3 +301,7 @@ func (s *Store) PutFile(file string, data []byte) error {
 
 // FilePlan is the plan a run folder's reports describe.
 const FilePlan = "plan.json"
+
+// FileLock is the run folder's lock: a run holds it exclusively, a merge
+// reading the folder shared.
+const FileLock = ".lock"

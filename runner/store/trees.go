@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -13,10 +14,9 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -68,12 +68,11 @@ func hashWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
 // not depend on scheduling.
 func forEachFile(n int, fn func(i int) error) error {
 	errs := make([]error, n)
-	var g errgroup.Group
-	g.SetLimit(hashWorkers())
-	for i := range n {
-		g.Go(func() error { errs[i] = fn(i); return nil })
+	index := make([]int, n)
+	for i := range index {
+		index[i] = i
 	}
-	g.Wait()
+	bounded.ForEach(context.Background(), hashWorkers(), index, func(i int) { errs[i] = fn(i) })
 	for _, err := range errs {
 		if err != nil {
 			return err
