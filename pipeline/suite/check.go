@@ -472,20 +472,27 @@ func checkPromptSize(c *checker, s *Suite, cs Case, sel []cue.Selector) {
 // fields come with a file, and that regular expressions compile.
 func checkAssertion(c *checker, a Assertion) error {
 	subjects := 0
-	for _, set := range []bool{a.File != nil, a.Answer != nil, a.Code != nil, a.Run != nil, a.Commands != nil, a.Tool != nil, a.Sequence != nil} {
+	for _, set := range []bool{a.File != nil, a.Glob != nil, a.Answer != nil, a.Code != nil, a.Run != nil, a.Commands != nil, a.Tool != nil, a.Sequence != nil} {
 		if set {
 			subjects++
 		}
 	}
 	if subjects != 1 {
-		return fmt.Errorf("an assertion needs exactly one of file, answer, code, run, commands, tool or sequence (has %d)", subjects)
+		return fmt.Errorf("an assertion needs exactly one of file, glob, answer, code, run, commands, tool or sequence (has %d)", subjects)
 	}
 	if err := checkTrajectory(c, a); err != nil {
 		return err
 	}
-	fileOnly := a.Exists != nil || a.Unchanged != nil || a.Contains != nil || a.NotContains != nil || a.Matches != nil || a.NotMatches != nil
-	if fileOnly && a.File == nil {
-		return fmt.Errorf("exists, unchanged, contains, notContains, matches and notMatches need a file; use answer: {...} or code: {...} for the final answer")
+	content := a.Contains != nil || a.NotContains != nil || a.Matches != nil || a.NotMatches != nil || a.Bullets != nil || a.TaskGraph != nil
+	fileOnly := a.Exists != nil || a.Unchanged != nil || content
+	if fileOnly && a.File == nil && (a.Glob == nil || a.Exists != nil || a.Unchanged != nil) {
+		return fmt.Errorf("exists, unchanged, contains, notContains, matches, notMatches, bullets and taskGraph need a file (all but exists and unchanged: or a glob); use answer: {...} or code: {...} for the final answer")
+	}
+	if a.Count != nil && a.Glob == nil {
+		return fmt.Errorf("count applies to glob assertions only")
+	}
+	if a.Glob != nil && a.Count == nil && !content {
+		return fmt.Errorf("glob assertion %q checks nothing: add count, contains, notContains, matches, notMatches, bullets or taskGraph", *a.Glob)
 	}
 	if a.Timeout != "" && a.Run == nil {
 		return fmt.Errorf("timeout applies to run assertions only")
@@ -495,6 +502,13 @@ func checkAssertion(c *checker, a Assertion) error {
 	}
 	if a.File != nil && !fileOnly {
 		return fmt.Errorf("file assertion %q checks nothing: add exists, unchanged, contains, notContains, matches or notMatches", *a.File)
+	}
+	if a.Bullets != nil {
+		for _, re := range append(append([]string{}, a.Bullets.Matches...), a.Bullets.Links...) {
+			if err := c.compile(re); err != nil {
+				return fmt.Errorf("invalid regular expression %q: %v", re, err)
+			}
+		}
 	}
 	for _, tc := range []*TextCheck{&a.TextCheck, a.Answer, a.Code} {
 		if tc == nil {
