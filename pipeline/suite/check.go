@@ -488,11 +488,8 @@ func checkAssertion(c *checker, a Assertion) error {
 	if fileOnly && a.File == nil && (a.Glob == nil || a.Exists != nil || a.Unchanged != nil) {
 		return fmt.Errorf("exists, unchanged, contains, notContains, matches, notMatches, bullets and taskGraph need a file (all but exists and unchanged: or a glob); use answer: {...} or code: {...} for the final answer")
 	}
-	if a.Count != nil && a.Glob == nil {
-		return fmt.Errorf("count applies to glob assertions only")
-	}
-	if a.Glob != nil && a.Count == nil && !content {
-		return fmt.Errorf("glob assertion %q checks nothing: add count, contains, notContains, matches, notMatches, bullets or taskGraph", *a.Glob)
+	if err := checkGlobAssertion(c, a, content); err != nil {
+		return err
 	}
 	if a.Timeout != "" && a.Run == nil {
 		return fmt.Errorf("timeout applies to run assertions only")
@@ -502,13 +499,6 @@ func checkAssertion(c *checker, a Assertion) error {
 	}
 	if a.File != nil && !fileOnly {
 		return fmt.Errorf("file assertion %q checks nothing: add exists, unchanged, contains, notContains, matches or notMatches", *a.File)
-	}
-	if a.Bullets != nil {
-		for _, re := range append(append([]string{}, a.Bullets.Matches...), a.Bullets.Links...) {
-			if err := c.compile(re); err != nil {
-				return fmt.Errorf("invalid regular expression %q: %v", re, err)
-			}
-		}
 	}
 	for _, tc := range []*TextCheck{&a.TextCheck, a.Answer, a.Code} {
 		if tc == nil {
