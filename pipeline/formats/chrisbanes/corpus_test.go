@@ -14,6 +14,7 @@ import (
 // corpusCases are the case folders of testdata/corpus, each of which
 // must import and vet.
 var corpusCases = []string{
+	"android-benchmark-comparison-direct",
 	"compose-ui-testing-patterns-direct",
 	"gradle-completed-validation-negative",
 	"gradle-incidental-validation-direct",
