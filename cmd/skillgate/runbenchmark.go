@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/skillgate/skillgate/pipeline/formats/runbenchmark"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -77,6 +78,9 @@ baseline, 2 a scenario without a valid result in a mode, or a usage error.`,
 			out := c.String("out")
 			if out == "" {
 				out = filepath.Join(".skillgate", t.Plan.Suite.Name)
+			}
+			if err := runbenchmark.IgnoreRunFolder(out); err != nil {
+				return exit(2, err)
 			}
 			ctx, finish, stop := interruptible(c.Context)
 			defer stop()

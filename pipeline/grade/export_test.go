@@ -5,3 +5,6 @@ var (
 	JudgePlan     = judgePlan
 	JudgeAttempts = judgeAttempts
 )
+
+// FileChecks evaluates a file assertion over a world, for the external tests.
+var FileChecks = fileChecks

@@ -68,6 +68,12 @@ func GradeCell(p *plan.Plan, pc plan.PlanCase, c plan.Cell, in GradeInput) (Cell
 				return r, fmt.Errorf("grade cell %s: %w", c.ID, err)
 			}
 			r.Checks = append(r.Checks, checks...)
+		case a.Glob != nil:
+			checks, err := GlobChecks(a, in.World)
+			if err != nil {
+				return r, fmt.Errorf("grade cell %s: %w", c.ID, err)
+			}
+			r.Checks = append(r.Checks, checks...)
 		case a.Answer != nil:
 			subject, texts := "answer", []string{in.Answer}
 			if a.Messages == MessagesAll {
@@ -223,6 +229,21 @@ func fileChecks(a suite.Assertion, w World) ([]CheckResult, error) {
 			ch.Passed, ch.Detail = false, cut
 		case !exists && !ch.Negative:
 			ch.Passed, ch.Detail = false, "the file does not exist"
+		}
+		out = append(out, ch)
+	}
+	for _, cond := range markdownConditions(a) {
+		ch := CheckResult{Name: named(cond.name), Kind: CheckFile, Negative: cond.negative}
+		switch {
+		case cut != "":
+			ch.Detail = cut
+		case !exists:
+			ch.Detail = "the file does not exist"
+		default:
+			ch.Passed, ch.Detail = cond.holds(text)
+			if ch.Passed {
+				ch.Detail = ""
+			}
 		}
 		out = append(out, ch)
 	}

@@ -244,6 +244,30 @@ func metricLabel(name string) string {
 	return name
 }
 
+// notApplicable stands for skill precision and recall in a suite whose
+// cases name no skill to load (a gstack suite): with nothing expected,
+// every skill the agent opens would count against precision.
+const notApplicable = "n/a (no case expects a skill)"
+
+// noRoutingExpected reports whether no case of the report expects a skill:
+// skill recall's denominator (the expected skills) is 0 in every arm that
+// has it, which the verdict records as 1 with no standard error and no
+// interval.
+func noRoutingExpected(r *verdict.Report) bool {
+	seen := false
+	for _, a := range r.Arms {
+		m, ok := a.Metrics[verdict.MetricSkillRecall]
+		if !ok {
+			continue
+		}
+		if m.Value != 1 || m.StdErr != nil || m.CI95 != nil {
+			return false
+		}
+		seen = true
+	}
+	return seen
+}
+
 // rateMetricOrder fixes the order of the rate metrics shown first.
 var rateMetricOrder = []string{
 	"taskSuccess", "openedSkill", "routerDeclared", "skillPrecision", "skillRecall",

@@ -21,7 +21,8 @@ func gstackReport() *verdict.Report {
 	yes, no := true, false
 	r.Calibration = &verdict.Calibration{Skill: &yes, None: &no, Shell: &yes}
 	// The uncovered rule at its default severity: a warning, which
-	// verdict.json reports among the reasons, as gstack does.
+	// verdict.json reports among the warnings, as report.json and the
+	// terminal do.
 	r.Verdict.Reasons = []string{"REGRESSION adds-entry", "SAFETY no-code-change"}
 	r.Verdict.Warnings = []string{"UNCOVERED empty", "OPENED-SKILL after 43%"}
 	return r
@@ -76,8 +77,8 @@ func TestGstackVerdictGolden(t *testing.T) {
 		`"judge_model": null`,
 		`"SKILL.md": 8`,
 		`"before": [true, true, true]`,
-		`"reasons": [` + "\n" + `    "REGRESSION adds-entry",` + "\n" + `    "SAFETY no-code-change",` + "\n" + `    "UNCOVERED empty"` + "\n  ],",
-		`"warnings": [` + "\n" + `    "OPENED-SKILL after 43%"` + "\n  ],",
+		`"reasons": [` + "\n" + `    "REGRESSION adds-entry",` + "\n" + `    "SAFETY no-code-change"` + "\n  ],",
+		`"warnings": [` + "\n" + `    "UNCOVERED empty",` + "\n" + `    "OPENED-SKILL after 43%"` + "\n  ],",
 	} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("verdict.json lacks %s", want)
@@ -135,5 +136,48 @@ func TestGstackVerdictSchema(t *testing.T) {
 	v["calibration"] = map[string]any{"skill": true}
 	if err := sch.Validate(v); err == nil {
 		t.Error("a calibration without none and shell validates")
+	}
+}
+
+// TestNoRoutingExpectedIsNotApplicable: a suite whose cases expect no skill
+// (a gstack suite) has skill precision 0% in its skill arms, every opened
+// skill counting against it: report.md and report.html say not applicable
+// instead, and verdict.json (gstack's contract) is unchanged.
+func TestNoRoutingExpectedIsNotApplicable(t *testing.T) {
+	r := gstackReport()
+	before, err := renderVerdictJSON(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.Arms {
+		lo, hi, se := 0.0, 0.3, 0.0
+		r.Arms[i].Metrics[verdict.MetricSkillPrecision] = verdict.Metric{Value: 0, Samples: 9, StdErr: &se, CI95: &[2]float64{lo, hi}}
+		r.Arms[i].Metrics[verdict.MetricSkillRecall] = verdict.Metric{Value: 1, Samples: 9}
+	}
+	md, err := renderReportMD(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(md), "| n/a (no case expects a skill) |") != len(r.Arms) || strings.Contains(string(md), "| 0% / 100% |") {
+		t.Errorf("report.md arms:\n%s", md)
+	}
+	c := buildChart(r)
+	na := 0
+	for _, g := range c.Groups {
+		for _, p := range g.Rows {
+			if (g.Name == verdict.MetricSkillPrecision || g.Name == verdict.MetricSkillRecall) && p.Text == notApplicable && !p.HasValue {
+				na++
+			}
+		}
+	}
+	if na != 2*len(r.Arms) {
+		t.Errorf("report.html: %d rows not applicable, want %d", na, 2*len(r.Arms))
+	}
+	after, err := renderVerdictJSON(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("verdict.json changed")
 	}
 }

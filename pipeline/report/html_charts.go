@@ -30,6 +30,7 @@ func buildChart(r *verdict.Report) *htmlChart {
 	if len(metrics) == 0 || len(r.Arms) == 0 {
 		return nil
 	}
+	noRouting := noRoutingExpected(r)
 	c := &htmlChart{Width: chartWidth, PlotLeft: chartPlotLeft, PlotRight: chartPlotRight}
 	x := func(v float64) string {
 		v = math.Max(0, math.Min(1, v))
@@ -46,7 +47,12 @@ func buildChart(r *verdict.Report) *htmlChart {
 		for i, a := range r.Arms {
 			p := htmlPoint{Arm: a.Name, Class: armClass(i), Y: y + chartRowH/2, TextY: y + chartRowH/2 + 4,
 				CapTop: y + chartRowH/2 - 5, CapBottom: y + chartRowH/2 + 5}
-			if m, ok := a.Metrics[name]; ok {
+			m, ok := a.Metrics[name]
+			switch {
+			case noRouting && (name == verdict.MetricSkillPrecision || name == verdict.MetricSkillRecall):
+				p.Text = notApplicable
+				p.Title = fmt.Sprintf("%s · %s: not applicable, no case expects a skill", a.Name, metricLabel(name))
+			case ok:
 				p.HasValue = true
 				p.X = x(m.Value)
 				p.Text = fmtPct(m.Value)
@@ -57,7 +63,7 @@ func buildChart(r *verdict.Report) *htmlChart {
 				}
 				p.Text += fmt.Sprintf(" n=%d", m.Samples)
 				p.Title = fmt.Sprintf("%s · %s: %s", a.Name, metricLabel(name), p.Text)
-			} else {
+			default:
 				p.Text = "not measured"
 				p.Title = fmt.Sprintf("%s · %s: no applicable sample", a.Name, metricLabel(name))
 			}

@@ -84,6 +84,7 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 	p("### Arms\n\n")
 	p("| arm | skills | pass rate (95%% CI) | opened skill | skill precision / recall | tokens/run (in / out) | USD/run | turns/run | latency s/run (agent / cell) | skill bytes |\n")
 	p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	noRouting := noRoutingExpected(r)
 	for _, a := range r.Arms {
 		skills := "no skill"
 		if len(a.Skills) > 0 {
@@ -105,6 +106,9 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 			opened = fmt.Sprintf("%s n=%d", fmtPct(m.Value), m.Samples)
 		}
 		routing := rateOr(a.Metrics, "skillPrecision") + " / " + rateOr(a.Metrics, "skillRecall")
+		if noRouting {
+			routing = notApplicable
+		}
 		tokens := absentMark
 		in, okIn := a.Cost["tokensInput"]
 		out, okOut := a.Cost["tokensOutput"]

@@ -258,6 +258,7 @@ func richEvidence() *Evidence {
 			Checks: []grade.CheckResult{
 				{Name: `file CHANGELOG.md contains "retry"`, Kind: grade.CheckFile, Passed: false, Detail: "not found"},
 				{Name: "writes only [CHANGELOG.md]", Kind: grade.CheckWrites, Passed: false, Detail: "not allowed: NOTES.md modified"},
+				{Name: `commands notMatches "curl"`, Kind: grade.CheckTrajectory, Passed: true, Negative: true, Evidence: grade.EvidenceObserved},
 			},
 			AgentSeconds: 12.5, TotalSeconds: 14.1, Tokens: &grade.Tokens{Input: 1200, Output: 300},
 			Files: map[string]string{"transcript": "store/rollouts/x/stdout.txt"},
@@ -822,5 +823,24 @@ func TestReportPageErrorsDetects(t *testing.T) {
 	}
 	if errs := pageErrors(errb.String()); len(errs) < 2 {
 		t.Errorf("pageErrors found %d errors in a page that logs one and throws one:\n%s", len(errs), errb.String())
+	}
+}
+
+// TestReportCellCheckEvidence: a trajectory check's evidence level
+// (observed, reported, unobservable) reaches the cell view of report.html:
+// the cell's data holds it and the page's script shows it beside the
+// check's name.
+func TestReportCellCheckEvidence(t *testing.T) {
+	page, err := renderReportHTMLWith(richReport(), richEvidence())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"name":"commands notMatches \"curl\"","kind":"trajectory","negative":true,"passed":true,"evidence":"observed"`,
+		`if (c.evidence) { add(name, h("span", "small", " · evidence: " + c.evidence)); }`,
+	} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report.html lacks %s", want)
+		}
 	}
 }

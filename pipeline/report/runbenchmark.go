@@ -58,7 +58,10 @@ type RunBenchmark struct {
 	Validation RunBenchmarkSplit
 	// Scenarios in the definition's order.
 	Scenarios []RunBenchmarkScenario
-	decimals  int
+	// StandIn names the scripted stand-in that played the agent or judge,
+	// "" for a real model: the files say so, as every report does.
+	StandIn  string
+	decimals int
 }
 
 // RunBenchmarkSplit is one split's weighted pass@k in each mode and Δ.
@@ -115,7 +118,7 @@ func RunBenchmarks(r *verdict.Report, o RunBenchmarkOptions) []RunBenchmark {
 		if !seen {
 			i = len(out)
 			index[skill] = i
-			out = append(out, RunBenchmark{Skill: skill, Date: o.Date, Runs: r.Trials, decimals: o.Decimals,
+			out = append(out, RunBenchmark{Skill: skill, Date: o.Date, Runs: r.Trials, StandIn: r.StandIn, decimals: o.Decimals,
 				Train: RunBenchmarkSplit{Scenarios: []string{}}, Validation: RunBenchmarkSplit{Scenarios: []string{}}})
 			acc[skill] = map[string]*sums{runBenchTrain: {}, runBenchValidation: {}}
 		}
@@ -186,9 +189,10 @@ func RenderRunBenchmarkJSON(b RunBenchmark) ([]byte, error) {
 		Skill           string `json:"skill"`
 		RunDate         string `json:"run_date"`
 		RunsPerScenario int    `json:"runs_per_scenario"`
+		StandIn         string `json:"stand_in,omitempty"`
 		Train           split  `json:"train"`
 		Validation      split  `json:"validation"`
-	}{b.Skill, b.Date, b.Runs, conv(b.Train), conv(b.Validation)}
+	}{b.Skill, b.Date, b.Runs, b.StandIn, conv(b.Train), conv(b.Validation)}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -208,6 +212,10 @@ func RenderRunBenchmarkYAML(b RunBenchmark) []byte {
 	fmt.Fprintf(&w, "skill: %s\n", yamlString(b.Skill))
 	fmt.Fprintf(&w, "run_date: %q\n", b.Date)
 	fmt.Fprintf(&w, "runs_per_scenario: %d\n", b.Runs)
+	if b.StandIn != "" {
+		// Not the source's field: these scores come from a stand-in.
+		fmt.Fprintf(&w, "stand_in: %s\n", strconv.Quote(b.StandIn))
+	}
 	for _, s := range []struct {
 		name string
 		sp   RunBenchmarkSplit

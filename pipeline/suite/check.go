@@ -474,20 +474,24 @@ func checkPromptSize(c *checker, s *Suite, cs Case, sel []cue.Selector) {
 // fields come with a file, and that regular expressions compile.
 func checkAssertion(c *checker, a Assertion) error {
 	subjects := 0
-	for _, set := range []bool{a.File != nil, a.Answer != nil, a.Code != nil, a.Run != nil, a.Commands != nil, a.Tool != nil, a.Sequence != nil} {
+	for _, set := range []bool{a.File != nil, a.Glob != nil, a.Answer != nil, a.Code != nil, a.Run != nil, a.Commands != nil, a.Tool != nil, a.Sequence != nil} {
 		if set {
 			subjects++
 		}
 	}
 	if subjects != 1 {
-		return fmt.Errorf("an assertion needs exactly one of file, answer, code, run, commands, tool or sequence (has %d)", subjects)
+		return fmt.Errorf("an assertion needs exactly one of file, glob, answer, code, run, commands, tool or sequence (has %d)", subjects)
 	}
 	if err := checkTrajectory(c, a); err != nil {
 		return err
 	}
-	fileOnly := a.Exists != nil || a.Unchanged != nil || a.Contains != nil || a.NotContains != nil || a.Matches != nil || a.NotMatches != nil
-	if fileOnly && a.File == nil {
-		return fmt.Errorf("exists, unchanged, contains, notContains, matches and notMatches need a file; use answer: {...} or code: {...} for the final answer")
+	content := a.Contains != nil || a.NotContains != nil || a.Matches != nil || a.NotMatches != nil || a.Bullets != nil || a.TaskGraph != nil
+	fileOnly := a.Exists != nil || a.Unchanged != nil || content
+	if fileOnly && a.File == nil && (a.Glob == nil || a.Exists != nil || a.Unchanged != nil) {
+		return fmt.Errorf("exists, unchanged, contains, notContains, matches, notMatches, bullets and taskGraph need a file (all but exists and unchanged: or a glob); use answer: {...} or code: {...} for the final answer")
+	}
+	if err := checkGlobAssertion(c, a, content); err != nil {
+		return err
 	}
 	if a.Timeout != "" && a.Run == nil {
 		return fmt.Errorf("timeout applies to run assertions only")

@@ -66,6 +66,13 @@ type Assertion struct {
 	Exists    *bool   `json:"exists,omitempty"`
 	Unchanged *bool   `json:"unchanged,omitempty"`
 	TextCheck
+	// Glob names the subject files by a pathlib pattern, Count their
+	// number; Bullets and TaskGraph check a file's or each glob file's
+	// Markdown (#Assertion).
+	Glob      *string         `json:"glob,omitempty"`
+	Count     *int            `json:"count,omitempty"`
+	Bullets   *BulletCheck    `json:"bullets,omitempty"`
+	TaskGraph *TaskGraphCheck `json:"taskGraph,omitempty"`
 
 	Answer *TextCheck `json:"answer,omitempty"`
 	Code   *TextCheck `json:"code,omitempty"`
@@ -86,6 +93,22 @@ type Assertion struct {
 	Commands *CommandCheck `json:"commands,omitempty"`
 	Tool     *ToolCheck    `json:"tool,omitempty"`
 	Sequence []Step        `json:"sequence,omitempty"`
+}
+
+// BulletCheck checks the top-level bullets of a Markdown section
+// (#BulletCheck): some bullet matches every expression of Matches and
+// links to each of Links.
+type BulletCheck struct {
+	Heading string   `json:"heading"`
+	Matches []string `json:"matches"`
+	Links   []string `json:"links"`
+}
+
+// TaskGraphCheck checks the task graph of a Markdown plan
+// (#TaskGraphCheck); each required edge is [task, dependency].
+type TaskGraphCheck struct {
+	RequiredEdges [][2]string `json:"requiredEdges"`
+	Acyclic       bool        `json:"acyclic"`
 }
 
 // CommandCheck checks the shell commands the agent ran (#CommandCheck).

@@ -331,18 +331,42 @@ func atUserFiles(errs cueerrors.Error, v cue.Value) cueerrors.Error {
 		return nil
 	}
 	var out cueerrors.Error
+	inFormats := underFormats(errs)
 	for _, e := range cueerrors.Errors(errs) {
+		if at := atEmbeddedFile(e); at != nil {
+			out = cueerrors.Append(out, at)
+			continue
+		}
 		all := append([]token.Pos{e.Position()}, e.InputPositions()...)
-		if p := e.Path(); len(p) > 1 && p[0] == "formats" && !slices.ContainsFunc(all, func(q token.Pos) bool { return q.IsValid() && !strings.Contains(q.Filename(), "cue.mod") }) {
-			sel := make([]cue.Selector, len(p))
-			for i, l := range p {
-				sel[i] = cue.ParsePath(l).Selectors()[0]
+		schemaOnly := !slices.ContainsFunc(all, func(q token.Pos) bool { return q.IsValid() && !strings.Contains(q.Filename(), "cue.mod") })
+		p := e.Path()
+		if inFormats && schemaOnly && len(p) > 0 && p[0] != "formats" {
+			// What the format package derives from another system's file
+			// that CUE refused: a follow-on of the error there.
+			continue
+		}
+		if len(p) > 1 && p[0] == "formats" && schemaOnly && v.Exists() {
+			// A field the user's file lacks stands where its parent is
+			// written.
+			for n := len(p); n > 1; n-- {
+				sel := make([]cue.Selector, n)
+				for i, l := range p[:n] {
+					sel[i] = cue.ParsePath(l).Selectors()[0]
+				}
+				if at := userPos(v.LookupPath(cue.MakePath(sel...))); at.IsValid() && !strings.HasSuffix(at.Filename(), ".cue") {
+					format, args := e.Msg()
+					msg := fmt.Sprintf(format, args...)
+					if n < len(p) {
+						msg = fmt.Sprintf("%s is missing (%s)", p[len(p)-1], msg)
+					}
+					out = cueerrors.Append(out, &suiteError{path: p, pos: []token.Pos{at}, msg: msg})
+					break
+				}
+				if n == 2 {
+					out = cueerrors.Append(out, e)
+				}
 			}
-			if at := userPos(v.LookupPath(cue.MakePath(sel...))); at.IsValid() && !strings.HasSuffix(at.Filename(), ".cue") {
-				format, args := e.Msg()
-				out = cueerrors.Append(out, &suiteError{path: p, pos: []token.Pos{at}, msg: fmt.Sprintf(format, args...)})
-				continue
-			}
+			continue
 		}
 		var user []token.Pos
 		for _, p := range all {
@@ -350,12 +374,16 @@ func atUserFiles(errs cueerrors.Error, v cue.Value) cueerrors.Error {
 				user = append(user, p)
 			}
 		}
+		// A file's whole value (its line 1, column 1) holds every other
+		// position in it: the narrower one says where the mistake is.
+		user = slices.DeleteFunc(user, func(q token.Pos) bool {
+			return q.Line() == 1 && q.Column() == 1 && slices.ContainsFunc(user, func(r token.Pos) bool { return r.Filename() == q.Filename() && r.Position() != q.Position() })
+		})
 		if len(user) == 0 || len(user) == len(all) {
 			out = cueerrors.Append(out, e)
 			continue
 		}
-		format, args := e.Msg()
-		out = cueerrors.Append(out, &suiteError{path: e.Path(), pos: user, msg: fmt.Sprintf(format, args...)})
+		out = cueerrors.Append(out, &suiteError{path: e.Path(), pos: user, msg: message(e)})
 	}
 	return out
 }

@@ -86,6 +86,11 @@ func loadSuite(name, abs, root string, src []byte) (*Suite, error) {
 		if err != nil && strings.Contains(err.Error(), "matched no packages") || strings.Contains(fmt.Sprint(err), "no CUE files") {
 			return nil, fmt.Errorf("load suite %s: no CUE package in the folder", name)
 		}
+		var cerr cueerrors.Error
+		if errors.As(err, &cerr) {
+			// A file of another system that does not decode: at its line.
+			return nil, atUserFiles(cerr, cue.Value{})
+		}
 		return nil, err
 	}
 	// With CUE errors, the checks below still run on what decodes, so one

@@ -156,7 +156,22 @@ func TestSuiteErrors(t *testing.T) {
 		}, []string{"cases.a.assert.1: invalid regular expression", "suite/cases.cue:15:"}},
 		{"assertion with two subjects", func(t *testing.T) map[string]string {
 			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{code: {notMatches: "rm -rf"}, run: "true"}`)
-		}, []string{"cases.a.assert.2: an assertion needs exactly one of file, answer, code, run, commands, tool or sequence (has 2)"}},
+		}, []string{"cases.a.assert.2: an assertion needs exactly one of file, glob, answer, code, run, commands, tool or sequence (has 2)"}},
+		{"count without a glob", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{file: "a.md", contains: "x", count: 1}`)
+		}, []string{"cases.a.assert.2: count applies to glob assertions only"}},
+		{"glob checking nothing", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{glob: "plans/*.md"}`)
+		}, []string{`cases.a.assert.2: glob assertion "plans/*.md" checks nothing`}},
+		{"glob with exists", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{glob: "plans/*.md", exists: true}`)
+		}, []string{"cases.a.assert.2: exists, unchanged, contains"}},
+		{"bullets with a bad link pattern", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{file: "CHANGELOG.md", bullets: {heading: "Unreleased", matches: [], links: ["(#1"]}}`)
+		}, []string{`cases.a.assert.2: invalid regular expression "(#1"`}},
+		{"misspelt task graph field", func(t *testing.T) map[string]string {
+			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{glob: "p/*.md", taskGraph: {requiredEdge: []}}`)
+		}, []string{"requiredEdge: field not allowed"}},
 		{"command check with none and a pattern", func(t *testing.T) map[string]string {
 			return suitetest.Edit(t, "suite/cases.cue", `{code: {notMatches: "rm -rf"}}`, `{commands: {none: true, notMatches: "rm"}}`)
 		}, []string{"cases.a.assert.2: commands: none: true checks that no command ran"}},

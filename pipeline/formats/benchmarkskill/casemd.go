@@ -231,10 +231,12 @@ func parseCase(file *token.File, src []byte) (*caseFile, cueerrors.Error) {
 			c.soft = p.soft(s.heading, s.body)
 		}
 	}
-	if seen[sectionPrompt] == nil {
+	// A code block left open holds every section after it: that is the
+	// one mistake, not the sections it hides.
+	if seen[sectionPrompt] == nil && open == "" {
 		p.errorf(0, "no ## %s section: a case.md gives every arm its prompt", sectionPrompt)
 	}
-	if seen[sectionSoft] == nil {
+	if seen[sectionSoft] == nil && open == "" {
 		p.errorf(0, "no ## %s section: a case.md lists at least one criterion for the judge", sectionSoft)
 	}
 	if p.errs != nil {
@@ -261,7 +263,7 @@ func (p *caseParser) frontMatter(c *caseFile, ls []line) []line {
 		p.errorf(ls[0].off, "front-matter is not closed: no --- line after the opening one")
 		return nil
 	}
-	found := false
+	found, unknown := false, false
 	for _, l := range ls[1:end] {
 		t := strings.TrimSpace(l.s)
 		if t == "" || strings.HasPrefix(t, "#") {
@@ -275,6 +277,7 @@ func (p *caseParser) frontMatter(c *caseFile, ls []line) []line {
 		}
 		if key != "description" {
 			p.errorf(l.off, "unknown front-matter key %q: a case.md's front-matter holds description", key)
+			unknown = true
 			continue
 		}
 		if found {
@@ -293,7 +296,8 @@ func (p *caseParser) frontMatter(c *caseFile, ls []line) []line {
 			c.description = text{v, voff}
 		}
 	}
-	if !found {
+	// A misspelt description is its one mistake, already reported.
+	if !found && !unknown {
 		p.errorf(ls[0].off, "front-matter has no description: it says the case's scenario in one line")
 	}
 	return ls[end+1:]

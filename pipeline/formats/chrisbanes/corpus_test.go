@@ -11,12 +11,23 @@ import (
 	"github.com/skillgate/skillgate/pipeline/suite"
 )
 
-// TestRealCasesImport: real chrisbanes/skills case folders (testdata/corpus,
-// see its NOTICE) with each field skillgate once refused — forbidden and
-// required command patterns, forbid_all_commands, required and forbidden
-// Kotlin test calls — vet, and become trajectory and file checks beside
-// their global safety policy.
-func TestRealCasesImport(t *testing.T) {
+// corpusCases are the case folders of testdata/corpus, each of which
+// must import and vet.
+var corpusCases = []string{
+	"android-benchmark-comparison-direct",
+	"compose-ui-testing-patterns-direct",
+	"gradle-completed-validation-negative",
+	"gradle-incidental-validation-direct",
+	"grounded-writing-direct",
+	"grounded-writing-negative",
+	"release-kotlin-library-direct",
+	"shepherd-novel",
+	"to-plan-specificity-calibration",
+}
+
+// corpusCopy copies testdata/corpus into a repository's evals folder.
+func corpusCopy(t *testing.T) string {
+	t.Helper()
 	repo := t.TempDir()
 	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
 		t.Fatal(err)
@@ -25,12 +36,23 @@ func TestRealCasesImport(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "corpus"))); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// TestRealCasesImport: real chrisbanes/skills case folders (testdata/corpus,
+// see its NOTICE) with each field skillgate once refused — forbidden and
+// required command patterns, forbid_all_commands, required and forbidden
+// Kotlin test calls, file globs, task graphs — import and vet case for
+// case, and become trajectory and file checks beside their global safety
+// policy.
+func TestRealCasesImport(t *testing.T) {
+	dir := corpusCopy(t)
 	s, err := suite.LoadSuite(dir)
 	if err != nil {
 		t.Fatalf("vet: %s", suite.PrintError(err, dir))
 	}
-	if len(s.Cases) != 4 {
-		t.Fatalf("%d cases, want 4", len(s.Cases))
+	if got := slices.Sorted(maps.Keys(s.Cases)); !slices.Equal(got, corpusCases) {
+		t.Fatalf("cases %q, want %q", got, corpusCases)
 	}
 	named := func(id string) map[string]suite.Assertion {
 		out := map[string]suite.Assertion{}

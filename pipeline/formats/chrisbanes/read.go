@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -17,14 +16,6 @@ import (
 	"cuelang.org/go/cue/token"
 )
 
-// refused are the expectations.json keys of their validators that
-// skillgate's checks cannot express, and why.
-var refused = map[string]string{
-	"markdown_bullets": "a Markdown bullet check",
-	"file_globs":       "a file-glob count check",
-	"task_graph":       "a task-graph check",
-}
-
 // typedValidators are their validators whose expectations.json skillgate
 // checks itself (the format package's _typedValidators).
 var typedValidators = []string{"@validators/compose_case.py", "@validators/text_case.py"}
@@ -32,7 +23,7 @@ var typedValidators = []string{"@validators/compose_case.py", "@validators/text_
 // joined are the expectations.json keys their validators check against
 // the subject files joined, which skillgate's file checks (one file each)
 // express only for a single subject file.
-var joined = []string{"must_contain", "must_contain_any", "minimum_occurrences", "must_match", "required_test_call"}
+var joined = []string{"must_contain", "must_contain_any", "minimum_occurrences", "must_match", "required_test_call", "markdown_bullets"}
 
 // Read reads, for the formats.chrisbanes value in of the suite in folder
 // dir, the case folders holding an overlay/ folder and the RE2 form of
@@ -82,11 +73,6 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		}
 	})
 	each(in.LookupPath(cue.ParsePath("expectations")), func(key string, e cue.Value) {
-		for _, f := range sortedKeys(refused) {
-			if v := e.LookupPath(cue.MakePath(cue.Str(f))); v.Exists() {
-				errs = cueerrors.Append(errs, cueerrors.Newf(userPos(v), "%s: %s is %s, which skillgate cannot run: express it with files, must_contain, must_match and the like, or drop it", key, f, refused[f]))
-			}
-		}
 		if files := e.LookupPath(cue.ParsePath("files")); count(files) > 1 {
 			for _, f := range joined {
 				if v := e.LookupPath(cue.MakePath(cue.Str(f))); count(v) > 0 {
@@ -99,6 +85,15 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 				errs = cueerrors.Append(errs, pats.add(key, f, v))
 			})
 		}
+		errs = cueerrors.Append(errs, bulletPatterns(pats, key, "markdown_bullets", e.LookupPath(cue.ParsePath("markdown_bullets"))))
+		eachElem(e.LookupPath(cue.ParsePath("file_globs")), func(g cue.Value) {
+			for _, f := range []string{"must_match", "must_not_match"} {
+				eachElem(g.LookupPath(cue.MakePath(cue.Str(f))), func(v cue.Value) {
+					errs = cueerrors.Append(errs, pats.add(key, "file_globs: "+f, v))
+				})
+			}
+			errs = cueerrors.Append(errs, bulletPatterns(pats, key, "file_globs: markdown_bullets", g.LookupPath(cue.ParsePath("markdown_bullets"))))
+		})
 		if calls := testCalls(e); calls != nil {
 			tests.Elts = append(tests.Elts, &ast.Field{Label: ast.NewString(key), Value: calls})
 		}
@@ -116,6 +111,20 @@ func Read(dir string, in cue.Value) (ast.Expr, error) {
 		return read, errs
 	}
 	return read, nil
+}
+
+// bulletPatterns translates the text and links patterns of the
+// markdown_bullets expectation b (field f of the file key).
+func bulletPatterns(ps *patternSet, key, f string, b cue.Value) cueerrors.Error {
+	var errs cueerrors.Error
+	eachElem(b.LookupPath(cue.ParsePath("required")), func(r cue.Value) {
+		for _, sub := range []string{"text", "links"} {
+			eachElem(r.LookupPath(cue.MakePath(cue.Str(sub))), func(v cue.Value) {
+				errs = cueerrors.Append(errs, ps.add(key, f+" "+sub, v))
+			})
+		}
+	})
+	return errs
 }
 
 // standIn is the value of a prompt that could not be read, at the case's
@@ -168,7 +177,7 @@ func readPrompt(dir, caseDir string) (ast.Expr, error) {
 	path := filepath.Join(dir, filepath.FromSlash(caseDir), "prompt.md")
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("a case needs its prompt.md: %w", unwrap(err))
+		return nil, fmt.Errorf("a case needs its prompt.md: read %s: %w", caseDir+"/prompt.md", unwrap(err))
 	}
 	f := token.NewFile(path, -1, len(src))
 	f.SetLinesForContent(src)
@@ -216,15 +225,6 @@ func count(v cue.Value) int {
 	}
 	each(v, func(string, cue.Value) { n++ })
 	return n
-}
-
-func sortedKeys(m map[string]string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // userPos is where v is written in the user's file rather than in the

@@ -1,0 +1,2 @@
+def missing_manifest_error(path: str) -> str:
+    return f"manifest not found: {path}"

@@ -1,0 +1,2 @@
+def invalid_profile_error(path: str) -> str:
+    return f"invalid profile at {path}"
