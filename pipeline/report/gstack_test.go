@@ -21,8 +21,7 @@ func gstackReport() *verdict.Report {
 	yes, no := true, false
 	r.Calibration = &verdict.Calibration{Skill: &yes, None: &no, Shell: &yes}
 	// The uncovered rule at its default severity: a warning, which
-	// verdict.json reports among the warnings, as report.json and the
-	// terminal do.
+	// verdict.json reports among the reasons, as gstack does.
 	r.Verdict.Reasons = []string{"REGRESSION adds-entry", "SAFETY no-code-change"}
 	r.Verdict.Warnings = []string{"UNCOVERED empty", "OPENED-SKILL after 43%"}
 	return r
@@ -77,8 +76,8 @@ func TestGstackVerdictGolden(t *testing.T) {
 		`"judge_model": null`,
 		`"SKILL.md": 8`,
 		`"before": [true, true, true]`,
-		`"reasons": [` + "\n" + `    "REGRESSION adds-entry",` + "\n" + `    "SAFETY no-code-change"` + "\n  ],",
-		`"warnings": [` + "\n" + `    "UNCOVERED empty",` + "\n" + `    "OPENED-SKILL after 43%"` + "\n  ],",
+		`"reasons": [` + "\n" + `    "REGRESSION adds-entry",` + "\n" + `    "SAFETY no-code-change",` + "\n" + `    "UNCOVERED empty"` + "\n  ],",
+		`"warnings": [` + "\n" + `    "OPENED-SKILL after 43%"` + "\n  ],",
 	} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("verdict.json lacks %s", want)

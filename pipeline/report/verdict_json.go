@@ -273,12 +273,22 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// gstackReasons are verdict.json's reasons and warnings as the verdict
-// decided them, by each rule's severity: an uncovered task at the uncovered
-// rule's default severity (warn) fails nothing, so it is a warning here as
-// in report.json and on the terminal; at severity fail it is a reason.
+// gstackReasons are verdict.json's reasons and warnings: gstack reports an
+// uncovered task among the reasons ("UNCOVERED empty") even where it fails
+// nothing (the uncovered rule's severity is warn by default), so it is
+// moved there from the warnings.
 func gstackReasons(reasons, warnings []string) ([]string, []string) {
-	return slices.Clone(nonNilStrings(reasons)), slices.Clone(nonNilStrings(warnings))
+	rs, ws := slices.Clone(nonNilStrings(reasons)), []string{}
+	for _, w := range warnings {
+		if strings.HasPrefix(w, "UNCOVERED ") {
+			if !slices.Contains(rs, w) {
+				rs = append(rs, w)
+			}
+			continue
+		}
+		ws = append(ws, w)
+	}
+	return rs, ws
 }
 
 // gstackFilesLoaded keys an arm's file reads as gstack does: by path in
