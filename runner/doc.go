@@ -9,6 +9,11 @@
 //	judge    judging a run's stored rollouts, and rejudging them with another judge
 //	debian   skillgate's Debian userland: a root bootstrapped from the host's mirror
 //	redact   the run's secrets out of everything stored
+//	contract a source system's call rules that need a run folder: gstack
+//	         skill-eval's refusals, resume and --tasks-only; run-benchmark's
+//	         and benchmark-skill's selection of a skill's cases
+//	internal/bounded  the one bounded parallel loop and the one capped
+//	         output buffer every part of the runner uses
 //
 // Its own files follow a run: run.go selects the cells and runs them
 // (Run), rollout.go runs one cell and stores its rollout, cell.go builds
@@ -16,7 +21,9 @@
 // environments (and the agent's CLI layered on them), setup.go runs a case's setup and
 // makes the image its agent starts from, workspace.go turns what a cell left
 // into changes, inputs.go pins the trees a run reads and checks them
-// again after, model.go starts the gateway and checks the provider,
+// again after, userskills.go hides every skill folder an agent scans outside
+// the workspace, rounds.go runs a sequential policy's cells in rounds,
+// model.go starts the gateway and checks the provider,
 // grade.go grades stored rollouts (run: checks in a session), calibrate.go
 // runs the calibration checks, integrity.go keeps the policy's fixed
 // trials and reruns red panels, evaluate.go runs all of it and writes the
