@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -183,7 +184,7 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 	if err := in.pin(); err != nil {
 		return err
 	}
-	budget, err := store.OpenSpend(out, p, opts.SpendCapUSD)
+	budget, err := spend.Open(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 		}
 		forEach(ctx, opts.Jobs, round, func(c calCell) {
 			ro, err := r.runAdmitted(ctx, c.cell, store.SpendCalibration, prog.started)
-			if errors.Is(err, store.ErrSpendCap) {
+			if errors.Is(err, spend.ErrCap) {
 				return // not run: reported as incomplete
 			}
 			mu.Lock()

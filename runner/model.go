@@ -35,7 +35,7 @@ func usesGateway(p *plan.Plan) bool { return p.Agent.Provider != "none" }
 func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, secrets []redact.Secret, err error) {
 	a := p.Agent.Agent
 	cfg := gateway.GatewayConfig{Provider: a.Provider, Script: a.Script, Prices: a.Prices,
-		Record: &gateway.Recorder{Out: out}, Sampling: cellSampling(p), Conns: opts.Jobs, OnExchange: opts.onExchange}
+		Record: &gateway.Recorder{Out: out}, Sampling: cellSampling(p), Conns: opts.Jobs, OnExchange: opts.onExchange, Spend: opts.spendGate}
 	replay := opts.Replay
 	if a.Provider == "replay" && replay == "" {
 		if a.Replay == "" {

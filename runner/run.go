@@ -15,6 +15,7 @@ import (
 
 	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/kube"
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -67,6 +68,8 @@ type Options struct {
 	// onExchange hears of the run's exchanges with a real provider (the
 	// providerWatch).
 	onExchange func(cell string, fault *gateway.ProviderFault)
+	// spendGate admits the cells' model calls under the spend cap (runner/spend).
+	spendGate gateway.SpendGate
 }
 
 // Summary is what a run did with the selected cells.
@@ -155,7 +158,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	defer unlock()
-	budget, err := store.OpenSpend(out, p, opts.SpendCapUSD)
+	budget, err := spend.Open(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +231,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		ro, err := r.runAdmitted(cellCtx, c, store.SpendCell, prog.started)
 		mu.Lock()
 		switch {
-		case errors.Is(err, store.ErrSpendCap):
+		case errors.Is(err, spend.ErrCap):
 			sum.SpendCapReached = true
 		case cellCtx.Err() != nil:
 			// Interrupted: nothing stored for this cell.
@@ -239,6 +242,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		default:
 			sum.Ran++
 			sum.Statuses[ro.Status]++
+			sum.SpendCapReached = sum.SpendCapReached || ro.Gateway != nil && ro.Gateway.SpendCut
 			done = append(done, ranCell{c, cases[c.Case], plan.CaseArm(p, cases[c.Case], arms[c.Arm]), ro.Status})
 		}
 		mu.Unlock()
@@ -347,7 +351,7 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 		msg += fmt.Sprintf("\nmodel spend: $%.4f (the run folder's, over all runs: $%.4f)", s.SpentUSD, s.SpentFolderUSD)
 	}
 	if s.SpendCapReached {
-		msg += "\nspend cap reached: cells or judge calls were left unstarted; run again with a higher --spend-cap to finish"
+		msg += "\nspend cap reached: cells or judge calls were not started, or a session was cut at a model call that would pass it; run again with a higher --spend-cap to finish"
 	}
 	if s.ProviderStopped != "" {
 		msg += "\nstopped: " + s.ProviderStopped

@@ -14,7 +14,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
 	"github.com/skillgate/skillgate/runner"
-	"github.com/skillgate/skillgate/runner/store"
+	"github.com/skillgate/skillgate/runner/spend"
 )
 
 func benchmarkSkillCommand() *cli.Command {
@@ -78,7 +78,7 @@ Exit codes: 0 Efficacy green, 1 red, 2 incomplete or an error.`,
 			if err != nil {
 				return exit(2, fmt.Errorf("benchmark-skill %s: %w", name, err))
 			}
-			if err := store.CheckSpendCap(p, c.Float64("spend-cap")); err != nil {
+			if err := spend.CheckCap(p, c.Float64("spend-cap")); err != nil {
 				return exit(2, err)
 			}
 			out := c.String("out")

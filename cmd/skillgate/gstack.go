@@ -16,6 +16,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/runner"
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 )
 
@@ -173,7 +174,7 @@ func skillEval(c *cli.Context) error {
 			refused = append(refused, fmt.Errorf("skill-eval: a paid run needs --spend-cap USD"))
 		}
 	}
-	if err := store.CheckSpendCap(p, c.Float64("spend-cap")); err != nil && p.Agent.Prices == nil {
+	if err := spend.CheckCap(p, c.Float64("spend-cap")); err != nil && p.Agent.Prices == nil {
 		refused = append(refused, fmt.Errorf("skill-eval: no prices for model %s (skillgate.dev/schema/formats/gstack's #Prices lists the models it prices), so --spend-cap has nothing to count", p.Agent.Model))
 	} else if err != nil {
 		refused = append(refused, err)
