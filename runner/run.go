@@ -309,7 +309,7 @@ func openRunFolder(dir string) (out string, st *store.Store, unlock func(), err 
 // lockFolder takes an exclusive lock on the run folder for this process;
 // the kernel drops it if the process dies.
 func lockFolder(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := store.OpenLock(dir, true) // a link at its path refused, not followed
 	if err != nil {
 		return nil, fmt.Errorf("lock run folder: %w", err)
 	}
