@@ -2,11 +2,9 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -16,10 +14,6 @@ import (
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
-
-	"github.com/opencontainers/go-digest"
-
-	"github.com/skillgate/skillgate/pipeline"
 )
 
 // calibrationVersion names the calibration prompts and checks; it enters
@@ -142,15 +136,8 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 	if len(incomplete) > 0 {
 		return cal, fmt.Errorf("%w: %s; run again to retry", ErrCalibrationIncomplete, strings.Join(incomplete, "; "))
 	}
-	b, err := json.MarshalIndent(struct {
-		Plan digest.Digest `json:"plan"`
-		*verdict.Calibration
-	}{p.Digest, cal}, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("write calibration: %w", err)
-	}
-	if err := pipeline.WriteFile(filepath.Join(out, store.FileCalibration), append(b, '\n')); err != nil {
-		return nil, fmt.Errorf("write calibration: %w", err)
+	if err := store.WriteCalibration(out, p, cal); err != nil {
+		return nil, err
 	}
 	return cal, nil
 }
