@@ -197,7 +197,13 @@ func gatewayBounds(l *suite.GatewayLimits) (gateway.Bounds, error) {
 	if err != nil {
 		return gateway.Bounds{}, fmt.Errorf("read limits.gateway.bytes: %w", err)
 	}
-	return gateway.Bounds{Requests: l.Requests, Body: body, Bytes: bytes}, nil
+	var run int64 // unset in a plan of an older skillgate: no bound across cells
+	if l.RunBytes != "" {
+		if run, err = suite.ParseBytes(l.RunBytes); err != nil {
+			return gateway.Bounds{}, fmt.Errorf("read limits.gateway.runBytes: %w", err)
+		}
+	}
+	return gateway.Bounds{Requests: l.Requests, Body: body, Bytes: bytes, RunBytes: run}, nil
 }
 
 // preflight checks the real provider's key and reachability before any cell, and

@@ -352,6 +352,7 @@ type GatewayLimits struct {
 	Requests int    `json:"requests"`
 	Body     string `json:"body"`
 	Bytes    string `json:"bytes"`
+	RunBytes string `json:"runBytes"`
 }
 
 // CollectLimits bound what is read back of a cell's workspace (#Limits.collect).

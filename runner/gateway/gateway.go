@@ -131,6 +131,8 @@ type Gateway struct {
 	tokens map[string]*gatewayCell // dummy key → cell
 	cells  map[string]*gatewayCell // cell name → cell
 	closed bool
+	// held is the bytes of request bodies every cell holds (Bounds.RunBytes).
+	held int64
 }
 
 // gatewayCell is the record of one cell.

@@ -175,6 +175,7 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 			recorded, err := g.record(rec, resp, ex, asked, model, tokens, raw, fault, latency)
 			g.mu.Lock()
 			c.held -= held
+			g.held -= held
 			if recorded != nil {
 				c.exchanges = append(c.exchanges, *recorded)
 			}
