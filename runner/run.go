@@ -45,7 +45,7 @@ type Options struct {
 	Calibrate bool
 	// SpendCapUSD is the run folder's spend cap, over every run into it: a
 	// cell or judge call starts only when its worst case fits under what is
-	// left (see runner/store, spend.go); 0 means no cap.
+	// left (see runner/spend); 0 means no cap.
 	SpendCapUSD float64
 	// Replay is a recorded run folder whose exchanges answer the cells'
 	// model requests, matched by their content, instead of the plan's
