@@ -2,24 +2,19 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/skillgate/skillgate/runner/internal/bounded"
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
-
-	"github.com/opencontainers/go-digest"
-
-	"github.com/skillgate/skillgate/pipeline"
 )
 
 // calibrationVersion names the calibration prompts and checks; it enters
@@ -142,15 +137,8 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 	if len(incomplete) > 0 {
 		return cal, fmt.Errorf("%w: %s; run again to retry", ErrCalibrationIncomplete, strings.Join(incomplete, "; "))
 	}
-	b, err := json.MarshalIndent(struct {
-		Plan digest.Digest `json:"plan"`
-		*verdict.Calibration
-	}{p.Digest, cal}, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("write calibration: %w", err)
-	}
-	if err := pipeline.WriteFile(filepath.Join(out, store.FileCalibration), append(b, '\n')); err != nil {
-		return nil, fmt.Errorf("write calibration: %w", err)
+	if err := store.WriteCalibration(out, p, cal); err != nil {
+		return nil, err
 	}
 	return cal, nil
 }
@@ -184,7 +172,7 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 	if err := in.pin(); err != nil {
 		return err
 	}
-	budget, err := store.OpenSpend(out, p, opts.SpendCapUSD)
+	budget, err := spend.Open(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return err
 	}
@@ -211,7 +199,7 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 		}
 		bounded.ForEach(ctx, opts.Jobs, round, func(c calCell) {
 			ro, err := r.runAdmitted(ctx, c.cell, store.SpendCalibration, prog.started)
-			if errors.Is(err, store.ErrSpendCap) {
+			if errors.Is(err, spend.ErrCap) {
 				return // not run: reported as incomplete
 			}
 			mu.Lock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skillgate/skillgate/runner/judge"
 
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -152,7 +153,7 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 			sum.SpentUSD += folder - sum.SpentFolderUSD // the judge calls'
 			sum.SpentFolderUSD = folder
 		}
-		if errors.Is(err, store.ErrSpendCap) {
+		if errors.Is(err, spend.ErrCap) {
 			// What the cap left unjudged is missing: the report says INCOMPLETE.
 			sum.SpendCapReached = true
 		} else if err != nil && ctx.Err() == nil {
@@ -241,6 +242,9 @@ func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 	verdict.ApplyReruns(r, p, results, pairwise, rcells, reruns)
 	r.Adjudication = grade.BuildAdjudicationReport(p, results)
 	verdict.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
+	if err := markSpendCapped(out, r, results); err != nil {
+		return nil, nil, nil, err
+	}
 	r.StandIn, r.Root, r.Sequential = p.Agent.StandIn, root, seq
 	recs, err := rolloutRecords(p, st)
 	if err != nil {

@@ -35,7 +35,7 @@ func usesGateway(p *plan.Plan) bool { return p.Agent.Provider != "none" }
 func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, secrets []redact.Secret, err error) {
 	a := p.Agent.Agent
 	cfg := gateway.GatewayConfig{Provider: a.Provider, Script: a.Script, Prices: a.Prices,
-		Record: &gateway.Recorder{Out: out}, Sampling: cellSampling(p), Conns: opts.Jobs, OnExchange: opts.onExchange}
+		Record: &gateway.Recorder{Out: out}, Sampling: cellSampling(p), Conns: opts.Jobs, OnExchange: opts.onExchange, Spend: opts.spendGate}
 	replay := opts.Replay
 	if a.Provider == "replay" && replay == "" {
 		if a.Replay == "" {
@@ -197,7 +197,13 @@ func gatewayBounds(l *suite.GatewayLimits) (gateway.Bounds, error) {
 	if err != nil {
 		return gateway.Bounds{}, fmt.Errorf("read limits.gateway.bytes: %w", err)
 	}
-	return gateway.Bounds{Requests: l.Requests, Body: body, Bytes: bytes}, nil
+	var run int64 // unset in a plan of an older skillgate: no bound across cells
+	if l.RunBytes != "" {
+		if run, err = suite.ParseBytes(l.RunBytes); err != nil {
+			return gateway.Bounds{}, fmt.Errorf("read limits.gateway.runBytes: %w", err)
+		}
+	}
+	return gateway.Bounds{Requests: l.Requests, Body: body, Bytes: bytes, RunBytes: run}, nil
 }
 
 // preflight checks the real provider's key and reachability before any cell, and

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/agent"
@@ -34,7 +35,7 @@ import (
 // records its cost in the ledger, whatever became of it. A cell the cap leaves no
 // room for is not started: the error wraps ErrSpendCap.
 func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, started func(string)) (*store.Rollout, error) {
-	res, err := r.budget.Admit(ctx, kind)
+	res, err := r.budget.AdmitSession(ctx, kind, c.ID, c.Rollout)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, 
 	if r.gateway != nil {
 		u = r.gateway.Usage(c.ID)
 	}
-	usd, estimated, priced := store.SpendCost(r.plan.Agent.Prices, u.Tokens, u.Requests > 0)
+	usd, estimated, priced := spend.Cost(r.plan.Agent.Prices, u.Tokens, u.Requests > 0)
 	if serr := r.budget.Settle(res, store.SpendEntry{Kind: kind, ID: c.ID, Rollout: c.Rollout, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
 		err = serr
 	}
@@ -56,10 +57,13 @@ func (r *cellRunner) runAdmitted(ctx context.Context, c plan.Cell, kind string, 
 // the run within seconds), connects to the engine and removes what a dead
 // run into the same folder left. The caller fills in the cases and arms it
 // will run; stop releases everything.
-func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string, st *store.Store, budget *store.SpendBudget) (r *cellRunner, stop func(), err error) {
+func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string, st *store.Store, budget *spend.Budget) (r *cellRunner, stop func(), err error) {
 	var gateway *gateway.Gateway
 	var secrets []redact.Secret
 	if usesGateway(p) {
+		if budget.Capped() && gatewayPriced(p) {
+			opts.spendGate = budget // every model call admitted under the cap
+		}
 		if gateway, secrets, err = startGateway(p, opts, out); err != nil {
 			return nil, nil, err
 		}
@@ -121,7 +125,7 @@ type cellRunner struct {
 	outLabel string
 	runID    string
 	gateway  *gateway.Gateway
-	budget   *store.SpendBudget
+	budget   *spend.Budget
 	redact   *redact.Redactor
 	cases    map[string]plan.PlanCase
 	arms     map[string]plan.PlanArm

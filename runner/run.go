@@ -16,6 +16,7 @@ import (
 	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/kube"
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -45,7 +46,7 @@ type Options struct {
 	Calibrate bool
 	// SpendCapUSD is the run folder's spend cap, over every run into it: a
 	// cell or judge call starts only when its worst case fits under what is
-	// left (see runner/store, spend.go); 0 means no cap.
+	// left (see runner/spend); 0 means no cap.
 	SpendCapUSD float64
 	// Replay is a recorded run folder whose exchanges answer the cells'
 	// model requests, matched by their content, instead of the plan's
@@ -71,6 +72,8 @@ type Options struct {
 	// only, when set, narrows the selection to these cells: one round of
 	// sequential stopping (rounds.go).
 	only map[string]bool
+	// spendGate admits the cells' model calls under the spend cap (runner/spend).
+	spendGate gateway.SpendGate
 }
 
 // Summary is what a run did with the selected cells.
@@ -162,7 +165,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	defer unlock()
-	budget, err := store.OpenSpend(out, p, opts.SpendCapUSD)
+	budget, err := spend.Open(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +238,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		ro, err := r.runAdmitted(cellCtx, c, store.SpendCell, prog.started)
 		mu.Lock()
 		switch {
-		case errors.Is(err, store.ErrSpendCap):
+		case errors.Is(err, spend.ErrCap):
 			sum.SpendCapReached = true
 		case cellCtx.Err() != nil:
 			// Interrupted: nothing stored for this cell.
@@ -246,6 +249,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		default:
 			sum.Ran++
 			sum.Statuses[ro.Status]++
+			sum.SpendCapReached = sum.SpendCapReached || ro.Gateway != nil && ro.Gateway.SpendCut
 			done = append(done, ranCell{c, cases[c.Case], plan.CaseArm(p, cases[c.Case], arms[c.Arm]), ro.Status})
 		}
 		mu.Unlock()
@@ -312,7 +316,7 @@ func openRunFolder(dir string) (out string, st *store.Store, unlock func(), err 
 // lockFolder takes an exclusive lock on the run folder for this process;
 // the kernel drops it if the process dies.
 func lockFolder(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, store.FileLock), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := store.OpenLock(dir, true) // a link at its path refused, not followed
 	if err != nil {
 		return nil, fmt.Errorf("lock run folder: %w", err)
 	}
@@ -354,7 +358,7 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 		msg += fmt.Sprintf("\nmodel spend: $%.4f (the run folder's, over all runs: $%.4f)", s.SpentUSD, s.SpentFolderUSD)
 	}
 	if s.SpendCapReached {
-		msg += "\nspend cap reached: cells or judge calls were left unstarted; run again with a higher --spend-cap to finish"
+		msg += "\nspend cap reached: cells or judge calls were not started, or a session was cut at a model call that would pass it; run again with a higher --spend-cap to finish"
 	}
 	if s.ProviderStopped != "" {
 		msg += "\nstopped: " + s.ProviderStopped

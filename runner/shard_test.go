@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -268,11 +267,9 @@ func TestShardRecordAndReport(t *testing.T) {
 	}
 
 	// A failed calibration stops every shard alike: its verdict stands.
-	raw, _ := json.Marshal(struct {
-		Plan digest.Digest `json:"plan"`
-		verdict.Calibration
-	}{p.Digest, verdict.Calibration{Shell: new(bool), Checks: []verdict.CalibrationCheck{{Arm: "none", Check: verdict.CalibrationShell}}}})
-	os.WriteFile(filepath.Join(out, store.FileCalibration), raw, 0o644)
+	if err := store.WriteCalibration(out, p, &verdict.Calibration{Shell: new(bool), Checks: []verdict.CalibrationCheck{{Arm: "none", Check: verdict.CalibrationShell}}}); err != nil {
+		t.Fatal(err)
+	}
 	if r, err := Report(out); err != nil || r.Verdict.Verdict != verdict.VerdictCalibration || !strings.HasPrefix(r.Verdict.Reasons[0], "SHARD 1 of 2") {
 		t.Errorf("shard with a failed calibration: %v %v (%v)", r.Verdict.Verdict, r.Verdict.Reasons, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/kube"
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -140,7 +141,7 @@ failed), 3 calibration failed.`,
 			}
 			// Before any engine or provider is asked: a cap that cannot be
 			// kept refuses the run at once.
-			if err := store.CheckSpendCap(t.Plan, c.Float64("spend-cap")); err != nil {
+			if err := spend.CheckCap(t.Plan, c.Float64("spend-cap")); err != nil {
 				return exit(2, err)
 			}
 			kube, err := kubernetesConfig(c)

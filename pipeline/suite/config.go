@@ -191,6 +191,9 @@ type Prices struct {
 	OutputPerMTok     *float64 `json:"outputPerMTok,omitempty"`
 	CacheReadPerMTok  *float64 `json:"cacheReadPerMTok,omitempty"`
 	CacheWritePerMTok *float64 `json:"cacheWritePerMTok,omitempty"`
+	// MaxOutputTokens is the model's output limit: under a spend cap it bounds
+	// a model call whose request names no max_tokens.
+	MaxOutputTokens *int64 `json:"maxOutputTokens,omitempty"`
 }
 
 // Agent is the coding agent run in every cell.
@@ -378,6 +381,7 @@ type GatewayLimits struct {
 	Requests int    `json:"requests"`
 	Body     string `json:"body"`
 	Bytes    string `json:"bytes"`
+	RunBytes string `json:"runBytes"`
 }
 
 // CollectLimits bound what is read back of a cell's workspace (#Limits.collect).

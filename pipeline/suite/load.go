@@ -190,19 +190,26 @@ func buildSuite(dir, root string, src []byte) (v cue.Value, insts []*build.Insta
 }
 
 // closedForm reports whether a file's only expression is `X.#Suite & {...}`
-// with X the schema's import.
+// with X the schema's import, or such a conjunction with other imported
+// definitions, as `schema.#Suite & gstack.#Suite & {...}`: a conjunction with
+// a definition is closed, so a second unification with #Suite (a second
+// evaluation of every case) would find nothing more.
 func closedForm(f *ast.File) bool {
 	local := ""
+	imported := map[string]bool{}
 	var exprs []ast.Expr
 	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.ImportDecl:
 			for _, spec := range d.Specs {
-				if strings.Trim(spec.Path.Value, `"`) == schema.ImportPath {
-					local = "schema"
-					if spec.Name != nil {
-						local = spec.Name.Name
-					}
+				path := strings.Trim(spec.Path.Value, `"`)
+				name := path[strings.LastIndex(path, "/")+1:]
+				if spec.Name != nil {
+					name = spec.Name.Name
+				}
+				imported[name] = true
+				if path == schema.ImportPath {
+					local = name
 				}
 			}
 		case *ast.EmbedDecl:
@@ -215,28 +222,31 @@ func closedForm(f *ast.File) bool {
 	if local == "" || len(exprs) != 1 {
 		return false
 	}
-	bin, ok := exprs[0].(*ast.BinaryExpr)
-	if !ok || bin.Op != token.AND {
-		return false
-	}
-	for _, x := range []ast.Expr{bin.X, bin.Y} {
-		if sel, ok := x.(*ast.SelectorExpr); ok {
-			if id, ok := sel.X.(*ast.Ident); ok && id.Name == local {
-				if name, _, _ := ast.LabelName(sel.Sel); name == "#Suite" {
-					_, isStruct := other(bin, x).(*ast.StructLit)
-					return isStruct
-				}
+	suite, structs := false, 0
+	for _, x := range conjuncts(exprs[0]) {
+		switch x := x.(type) {
+		case *ast.StructLit:
+			structs++
+		case *ast.SelectorExpr:
+			id, ok := x.X.(*ast.Ident)
+			name, _, _ := ast.LabelName(x.Sel)
+			if !ok || !imported[id.Name] || !strings.HasPrefix(name, "#") {
+				return false // not an imported definition
 			}
+			suite = suite || id.Name == local && name == "#Suite"
+		default:
+			return false
 		}
 	}
-	return false
+	return suite && structs == 1
 }
 
-func other(b *ast.BinaryExpr, x ast.Expr) ast.Expr {
-	if b.X == x {
-		return b.Y
+// conjuncts are the terms of a chain of &, in order.
+func conjuncts(x ast.Expr) []ast.Expr {
+	if bin, ok := x.(*ast.BinaryExpr); ok && bin.Op == token.AND {
+		return append(conjuncts(bin.X), conjuncts(bin.Y)...)
 	}
-	return b.X
+	return []ast.Expr{x}
 }
 
 // moduleRoot is the nearest folder from dir up to root holding a cue.mod,

@@ -8,7 +8,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/formats/benchmarkskill"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
-	"github.com/skillgate/skillgate/runner/store"
+	"github.com/skillgate/skillgate/runner/spend"
 )
 
 // BenchmarkSkillCases are the cases /benchmark-skill NAME runs of plan p
@@ -41,7 +41,7 @@ func BenchmarkSkillCases(p *plan.Plan, dir, suiteDir, name string, capUSD float6
 	if reports, err = benchmarkskill.ReportsFolder(suiteDir, caseMD, sk.Path); err != nil {
 		return nil, "", fmt.Errorf("benchmark-skill %s: %w", name, err)
 	}
-	if err := store.CheckSpendCap(p, capUSD); err != nil {
+	if err := spend.CheckCap(p, capUSD); err != nil {
 		return nil, "", err
 	}
 	return ids, reports, nil

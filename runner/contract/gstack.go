@@ -12,6 +12,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/formats/gstack"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 )
 
@@ -29,7 +30,7 @@ func SkillEvalRefusals(p *plan.Plan, tasksFile string, capSet bool, capUSD float
 			refused = append(refused, fmt.Errorf("skill-eval: a paid run needs --spend-cap USD"))
 		}
 	}
-	if err := store.CheckSpendCap(p, capUSD); err != nil && p.Agent.Prices == nil {
+	if err := spend.CheckCap(p, capUSD); err != nil && p.Agent.Prices == nil {
 		refused = append(refused, fmt.Errorf("skill-eval: no prices for model %s (skillgate.dev/schema/formats/gstack's #Prices lists the models it prices), so --spend-cap has nothing to count", p.Agent.Model))
 	} else if err != nil {
 		refused = append(refused, err)

@@ -19,6 +19,9 @@ type Bounds struct {
 	// read, in bytes: a body is held from its first byte until its exchange is
 	// answered and recorded.
 	Bytes int64
+	// RunBytes bounds the request bodies held at once by every cell together,
+	// in bytes: the host's memory stays flat however many cells send.
+	RunBytes int64
 }
 
 // bodyChunk is how much of a body of unknown length is reserved and read at
@@ -52,7 +55,12 @@ func (g *Gateway) hold(c *gatewayCell, n int64) *boundRefusal {
 		return &boundRefusal{http.StatusTooManyRequests, "rate_limit_error",
 			fmt.Sprintf("the cell's request bodies in flight would pass limits.gateway.bytes (%d bytes held, %d more asked, at most %d)", c.held, n, limit)}
 	}
+	if limit := g.cfg.Bounds.RunBytes; limit > 0 && g.held+n > limit {
+		return &boundRefusal{http.StatusTooManyRequests, "rate_limit_error",
+			fmt.Sprintf("the run's request bodies in flight, over every cell, would pass limits.gateway.runBytes (%d bytes held, %d more asked, at most %d)", g.held, n, limit)}
+	}
 	c.held += n
+	g.held += n
 	return nil
 }
 
@@ -63,6 +71,7 @@ func (g *Gateway) release(c *gatewayCell, n int64) {
 	}
 	g.mu.Lock()
 	c.held -= n
+	g.held -= n
 	g.mu.Unlock()
 }
 

@@ -101,6 +101,9 @@ type GatewayConfig struct {
 	// ended in a fault (after retries) or a success (fault nil), as it ends:
 	// the run stops on a refused key or a run of faults from it.
 	OnExchange func(cell string, fault *ProviderFault)
+	// Spend, when set, admits every model call under the spend cap before it
+	// is forwarded (see SpendGate).
+	Spend SpendGate
 }
 
 // Gateway is the host side of the cells' only way out: an HTTP server on a unix socket
@@ -128,6 +131,8 @@ type Gateway struct {
 	tokens map[string]*gatewayCell // dummy key → cell
 	cells  map[string]*gatewayCell // cell name → cell
 	closed bool
+	// held is the bytes of request bodies every cell holds (Bounds.RunBytes).
+	held int64
 }
 
 // gatewayCell is the record of one cell.
@@ -168,6 +173,8 @@ type gatewayCell struct {
 	// bytes of its request bodies in flight, against the cell's Bounds.
 	serving int
 	held    int64
+	// spendCut is why the spend cap refused a call of the cell: it is cut.
+	spendCut string
 }
 
 // StartGateway listens on Dir/gateway.sock and serves until Close.
@@ -464,6 +471,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	ow := &observingWriter{ResponseWriter: w, obs: newUsageObserver(family)}
 	if g.cfg.Record != nil {
 		ow.capture = &capture{}
+	}
+	if counted && g.cfg.Spend != nil {
+		bound, ok := g.admitSpend(w, r, c, family, body)
+		if !ok {
+			return
+		}
+		defer g.settleSpend(c, ow, bound) // after account: the exchange's tokens are read
 	}
 	switch {
 	case g.scripted != nil:

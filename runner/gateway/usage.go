@@ -39,6 +39,9 @@ type CellUsage struct {
 	// Unrecovered is the last fault, as text, when no exchange of the cell succeeded
 	// after it: the cell's outcome is the provider's doing, and the cell is invalid.
 	Unrecovered string `json:"unrecovered,omitempty"`
+	// SpendCut: the spend cap refused a model call of the cell, so its session
+	// was cut (Unrecovered says so) and the cell is invalid.
+	SpendCut bool `json:"spendCut,omitempty"`
 	// Refused are requests that were not model endpoints, answered 403 by the gateway
 	// and never forwarded (the first maxRecorded; RefusedDropped counts the rest).
 	Refused        []RefusedRequest `json:"refused,omitempty"`
@@ -97,6 +100,9 @@ func (g *Gateway) Usage(cell string) CellUsage {
 	}
 	if c.replayMiss != nil {
 		u.Unrecovered = c.replayMiss.String()
+	}
+	if why := spendCutReason(c); why != "" {
+		u.Unrecovered, u.SpendCut = why, true
 	}
 	if c.provider != nil {
 		p := *c.provider
@@ -169,6 +175,7 @@ func (g *Gateway) account(c *gatewayCell, r *http.Request, ow *observingWriter, 
 			recorded, err := g.record(rec, resp, ex, asked, model, tokens, raw, fault, latency)
 			g.mu.Lock()
 			c.held -= held
+			g.held -= held
 			if recorded != nil {
 				c.exchanges = append(c.exchanges, *recorded)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/redact"
+	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/opencontainers/go-digest"
@@ -46,7 +47,7 @@ type conversation struct {
 	// judge is the identity every judgement records.
 	judge digest.Digest
 	// budget meters the calls; nil asks them unmetered.
-	budget *store.SpendBudget
+	budget *spend.Budget
 	redact *redact.Redactor
 	// record, when set, stores each call's exchanges in the run folder
 	// (the judgement names them in usage.exchanges); provider labels them.
@@ -58,12 +59,12 @@ type conversation struct {
 
 // ask puts q to j and stores the judgement it read from the reply, an
 // unreadable reply included (its Error says why). A call the spend cap
-// leaves no room for returns store.ErrSpendCap; a call that fails, a
+// leaves no room for returns spend.ErrCap; a call that fails, a
 // *callError; any other error is the store's.
 func (c *conversation) ask(ctx context.Context, j Judge, q question) (*store.Judgement, error) {
 	reply, usage, err := c.call(ctx, j, q)
-	if errors.Is(err, store.ErrSpendCap) {
-		return nil, err
+	if errors.Is(err, spend.ErrCap) {
+		return nil, &capError{key: q.key, role: q.role, name: q.name, cells: q.cells, err: err}
 	}
 	if err != nil {
 		return nil, &callError{key: q.key, role: q.role, name: q.name, cells: q.cells, err: err}
@@ -95,13 +96,13 @@ func (c *conversation) call(ctx context.Context, j Judge, q question) (string, s
 		reply, usage, err := askJudge(ctx, j, prompt, q.packet)
 		return reply, usage, c.recordCall(q, &usage, err)
 	}
-	res, err := c.budget.Admit(ctx, store.SpendJudge)
+	res, err := c.budget.AdmitJudge(ctx, q.key, callBound(q.prices, prompt))
 	if err != nil {
 		return "", store.JudgeUsage{}, err
 	}
 	reply, usage, err := askJudge(ctx, j, prompt, q.packet)
 	err = c.recordCall(q, &usage, err)
-	usd, estimated, priced := store.SpendCost(q.prices, usage.Tokens, err == nil || usage.Tokens != nil)
+	usd, estimated, priced := spend.Cost(q.prices, usage.Tokens, err == nil || usage.Tokens != nil)
 	if serr := c.budget.Settle(res, store.SpendEntry{Kind: store.SpendJudge, ID: q.key, USD: usd, Estimated: estimated}, priced); serr != nil && err == nil {
 		err = serr
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/redact"
+	"github.com/skillgate/skillgate/runner/spend"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -84,7 +85,7 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	if err != nil {
 		return 0, 0, err
 	}
-	budget, err := store.OpenSpend(opts.Out, p, opts.SpendCapUSD)
+	budget, err := spend.Open(opts.Out, p, opts.SpendCapUSD)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -128,9 +129,16 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 			calls++
 			fmt.Fprintf(opts.Log, "[judge %d/%d] %s\n", done, len(tasks), line)
 		case ctx.Err() != nil: // interrupted: nothing to record
-		case errors.Is(err, store.ErrSpendCap):
-			// Not asked: the judgement is missing, not failed, and the verdict INCOMPLETE.
+		case errors.Is(err, spend.ErrCap):
+			// Not asked: the judgement is missing, not failed, and the verdict
+			// INCOMPLETE; the failure record says the cap left it out.
 			capped++
+			if ce := (*capError)(nil); errors.As(err, &ce) {
+				f := &store.JudgeFailure{Key: ce.key, Mode: p.Judge.Mode, Role: ce.role, Judge: p.Judge.Digest, Name: ce.name, Cells: ce.cells, Error: ce.Error()}
+				if err := st.PutJudgeFailure(f); err != nil && fatal == nil {
+					fatal = err
+				}
+			}
 		case errors.As(err, &ce):
 			failed++
 			msg := jr.redact.String(ce.err.Error())
@@ -151,7 +159,7 @@ func JudgeCells(ctx context.Context, p *plan.Plan, j, adjudicator Judge, opts Op
 	}
 	if fatal == nil && capped > 0 {
 		fmt.Fprintf(opts.Log, "%d judgements not asked: the spend cap is reached\n", capped)
-		fatal = store.ErrSpendCap
+		fatal = spend.ErrCap
 	}
 	return calls, failed, fatal
 }

@@ -48,7 +48,8 @@
 //	store/exchanges/bodies/HEX     a request or response body as stored (redacted; a stream
 //	                               byte for byte as it came), by digest, shared by every log
 //	                               that holds it
-//	store/spend.jsonl              the spend ledger: one line per priced cell or judge call,
+//	store/spend.jsonl              the spend ledger: one line per priced cell or judge call, or
+//	                               one the spend cap refused (runner/spend admits them),
 //	                               appended, never rewritten
 //	store/tmp/                     what is being written; cleared by OpenStore
 //	verdict.json, report.json, report.md, report.html, junit.xml

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/skillgate/skillgate/pipeline"
 
@@ -140,4 +141,31 @@ func Root(out string) (digest.Digest, error) {
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
 	b, _ := json.Marshal(entries)
 	return digest.FromBytes(b), nil
+}
+
+// OpenLock opens the run folder's lock file without following a link: a link
+// at its path (which would have skillgate create or open a file anywhere) or
+// anything but a regular file is refused, before anything else of the folder
+// is read. With create, a missing lock is made; without, it is fs.ErrNotExist.
+func OpenLock(out string, create bool) (*os.File, error) {
+	flag := os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+	if create {
+		flag = os.O_CREATE | os.O_RDWR | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+	}
+	path := filepath.Join(out, FileLock)
+	f, err := os.OpenFile(path, flag, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("open %s: a link, refused: a run folder's files are never followed out of it", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("open %s: not a regular file (%s), refused", path, fi.Mode().Type())
+		}
+		return nil, err
+	}
+	return f, nil
 }

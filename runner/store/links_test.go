@@ -1,6 +1,8 @@
 package store
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,5 +72,41 @@ func TestStoreFollowsNoLink(t *testing.T) {
 	}
 	if err := CheckLinks(out); err == nil {
 		t.Errorf("a linked grade passes CheckLinks")
+	}
+}
+
+// TestLockLinkRefused: a link at a run folder's lock path is refused before it
+// is opened, so no run creates or locks a file outside the folder through it;
+// a folder whose lock is a folder is refused too, and a plain one opens.
+func TestLockLinkRefused(t *testing.T) {
+	out, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "made-by-skillgate")
+	if err := os.Symlink(target, filepath.Join(out, FileLock)); err != nil {
+		t.Fatal(err)
+	}
+	for _, create := range []bool{true, false} {
+		if f, err := OpenLock(out, create); err == nil || !strings.Contains(err.Error(), "a link, refused") {
+			t.Errorf("create %v: %v, want the link refused", create, err)
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the link's target was made: %v", err)
+	}
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, FileLock), 0o755)
+	if _, err := OpenLock(dir, true); err == nil {
+		t.Error("a folder at the lock path was opened")
+	}
+	plain := t.TempDir()
+	f, err := OpenLock(plain, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := OpenLock(t.TempDir(), false); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no lock, not creating: %v", err)
 	}
 }

@@ -112,7 +112,7 @@ func (m *merger) mergeShards() error {
 // readLock takes a shared lock on a run folder's lock, when it has one: a
 // skillgate process running into it holds it exclusively.
 func readLock(dir, name string) (func(), error) {
-	f, err := os.Open(filepath.Join(dir, FileLock))
+	f, err := OpenLock(dir, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return func() {}, nil
 	}

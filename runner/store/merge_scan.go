@@ -21,7 +21,6 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
-	"github.com/skillgate/skillgate/pipeline/verdict"
 	"github.com/skillgate/skillgate/runner/gateway"
 
 	"github.com/opencontainers/go-digest"
@@ -204,19 +203,17 @@ func (m *merger) add(kind, key string, input int, v *mergeVersion) {
 // check must name a rollout the input holds.
 func (m *merger) scanCalibration(i int) error {
 	in := m.inputs[i]
-	b, err := os.ReadFile(filepath.Join(in.abs, FileCalibration))
+	file := filepath.Join(in.abs, FileCalibration)
+	b, err := readRegular(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", in.dir, err)
 	}
-	var rec struct {
-		Plan digest.Digest `json:"plan"`
-		verdict.Calibration
-	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return fmt.Errorf("verify %s: %s: %w", in.dir, FileCalibration, err)
+	rec, err := unsealCalibration(file, b)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", in.dir, err)
 	}
 	if rec.Plan != m.plan.Digest {
 		m.rec.NotMerged = append(m.rec.NotMerged, in.dir+"/"+FileCalibration+": of another plan")

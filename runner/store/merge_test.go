@@ -433,12 +433,20 @@ func TestMergeRefuses(t *testing.T) {
 		{"record name", func(d string) { os.WriteFile(filepath.Join(d, DirGrades, "x.json"), []byte("{}"), 0o644) },
 			"store/grades/x.json: not named by a key"},
 		{"calibration", func(d string) {
+			WriteCalibration(d, p, &verdict.Calibration{Checks: []verdict.CalibrationCheck{{Arm: "none", Check: "shell", Rollout: digest.FromString("c")}}})
+		}, "calibration.json: check shell in arm none names rollout " + short(digest.FromString("c").Encoded()) + ", which the folder does not hold"},
+		{"calibration edited", func(d string) {
+			WriteCalibration(d, p, &verdict.Calibration{Checks: []verdict.CalibrationCheck{{Arm: "none", Check: "shell", Passed: false}}})
+			b, _ := os.ReadFile(filepath.Join(d, FileCalibration))
+			os.WriteFile(filepath.Join(d, FileCalibration), bytes.Replace(b, []byte(`"passed": false`), []byte(`"passed": true`), 1), 0o644)
+		}, "calibration.json: its content (digest "},
+		{"calibration unsealed", func(d string) {
 			raw, _ := json.Marshal(struct {
 				Plan digest.Digest `json:"plan"`
 				verdict.Calibration
-			}{p.Digest, verdict.Calibration{Checks: []verdict.CalibrationCheck{{Arm: "none", Check: "shell", Rollout: digest.FromString("c")}}}})
+			}{p.Digest, verdict.Calibration{}})
 			os.WriteFile(filepath.Join(d, FileCalibration), raw, 0o644)
-		}, "calibration.json: check shell in arm none names rollout " + short(digest.FromString("c").Encoded()) + ", which the folder does not hold"},
+		}, "calibration.json: it records no seal"},
 		{"plan", func(d string) { os.WriteFile(filepath.Join(d, FilePlan), []byte("{}"), 0o644) }, "read plan"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
