@@ -68,7 +68,16 @@ func lost(m verdict.MutantOutcome) string {
 	if inf == nil || inf.N == 0 {
 		return "no valid pair of cells"
 	}
-	return fmt.Sprintf("lost %+.2f [%+.2f, %+.2f] p=%.3g, %d cases", inf.Estimate, inf.CI95[0], inf.CI95[1], inf.P, inf.N)
+	return fmt.Sprintf("lost %+.2f [%+.2f, %+.2f] p=%.3g, %d cases", unsigned(inf.Estimate), unsigned(inf.CI95[0]), unsigned(inf.CI95[1]), inf.P, inf.N)
+}
+
+// unsigned is x with a rounding's negative zero made zero, so a bound a
+// hair below 0 reads +0.00, not -0.00.
+func unsigned(x float64) float64 {
+	if x > -0.005 && x < 0.005 {
+		return 0
+	}
+	return x
 }
 
 // method names the comparisons' method when they share one.
