@@ -31,19 +31,8 @@ var opposite = map[string]string{
 // heading or the end) and hold exactly one imperative.
 func rules(body []string) []rule {
 	var out []rule
-	fence := ""
-	for i, raw := range body {
-		t := strings.TrimSpace(raw)
-		if fence != "" {
-			if strings.HasPrefix(t, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fence = t[:3]
-			continue
-		}
+	for _, i := range outsideFences(body) {
+		raw := body[i]
 		if !listItem.MatchString(raw) || !endsItem(body, i) {
 			continue
 		}

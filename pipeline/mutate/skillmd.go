@@ -139,24 +139,32 @@ type heading struct {
 // headingLine is an ATX heading: one to six '#', a space, a title.
 var headingLine = regexp.MustCompile(`^(#{1,6})[ \t]+(.*?)[ \t#]*$`)
 
-// headings lists the body's headings, skipping fenced code.
-func headings(body []string) []heading {
-	var out []heading
+// outsideFences lists the indexes of the body's lines that are not in
+// fenced code (``` or ~~~, fences included).
+func outsideFences(body []string) []int {
+	var out []int
 	fence := ""
 	for i, raw := range body {
-		l := strings.TrimRight(raw, "\r\n")
-		t := strings.TrimLeft(l, " ")
-		if fence != "" {
+		t := strings.TrimSpace(raw)
+		switch {
+		case fence != "":
 			if strings.HasPrefix(t, fence) {
 				fence = ""
 			}
-			continue
-		}
-		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+		case strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
 			fence = t[:3]
-			continue
+		default:
+			out = append(out, i)
 		}
-		if m := headingLine.FindStringSubmatch(l); m != nil {
+	}
+	return out
+}
+
+// headings lists the body's headings, skipping fenced code.
+func headings(body []string) []heading {
+	var out []heading
+	for _, i := range outsideFences(body) {
+		if m := headingLine.FindStringSubmatch(strings.TrimRight(body[i], "\r\n")); m != nil {
 			out = append(out, heading{line: i, level: len(m[1]), title: m[2]})
 		}
 	}
