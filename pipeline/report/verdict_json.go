@@ -48,6 +48,19 @@ type gstackVerdict struct {
 	// NoiseFloor is what the run's replicate arms measured (an
 	// extension), absent without one.
 	NoiseFloor *verdict.NoiseFloor `json:"noise_floor,omitempty"`
+	// Comparisons (an extension) are the policy's rules that compare two
+	// arms, each with its outcome and its paired, case-clustered inference.
+	Comparisons []gstackComparison `json:"comparisons,omitempty"`
+}
+
+// gstackComparison is one rule that compares two arms: its outcome and the
+// inference it carries.
+type gstackComparison struct {
+	Rule        string             `json:"rule"`
+	Severity    string             `json:"severity"`
+	Met         bool               `json:"met"`
+	NotMeasured string             `json:"not_measured,omitempty"`
+	Inference   *verdict.Inference `json:"inference"`
 }
 
 // gstackCalibration is the contract's calibration: the skill, none and
@@ -204,6 +217,11 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		Adequacy:       r.Verdict.Adequacy,
 		Sequential:     r.Sequential,
 		NoiseFloor:     r.Verdict.NoiseFloor,
+	}
+	for _, ro := range r.Verdict.Rules {
+		if ro.Inference != nil {
+			v.Comparisons = append(v.Comparisons, gstackComparison{Rule: ro.Rule, Severity: ro.Severity, Met: ro.Met, NotMeasured: ro.NotMeasured, Inference: ro.Inference})
+		}
 	}
 	if c := r.Calibration; c != nil {
 		v.Calibration = gstackCalibration{Skill: c.Skill, None: c.None, Shell: c.Shell}
