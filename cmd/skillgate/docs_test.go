@@ -375,7 +375,7 @@ func pageAnchors(page string) []string {
 // offline, and every test. .ci/run runs the second on CI.
 var readmeCommands = []string{
 	".ci/docker-up && go run ./cmd/skillgate run suites/demo",
-	".ci/docker-up && go test -timeout 30m ./...",
+	".ci/docker-up && go test -timeout 45m ./...",
 }
 
 // TestReadmeOpens holds the README to opening with its two commands, the
