@@ -242,7 +242,13 @@ func Detectable(cases, trials int, psi, alpha, power float64, seed string) (delt
 // trials per case with the wanted power; ok is false beyond maxCases.
 func CasesFor(delta float64, trials int, psi, alpha, power float64, seed string, maxCases int) (n int, ok bool) {
 	d := atDifference(delta, psi, alpha, power)
-	reaches := func(n int) bool { return CasePower(n, trials, d, seed) >= power }
+	return fewestCases(func(n int) bool { return CasePower(n, trials, d, seed) >= power }, maxCases)
+}
+
+// fewestCases is the fewest cases, from 2 to maxCases, for which reaches
+// holds (it must hold for every count above one it holds for): doubling
+// until it holds, then bisecting; ok is false when maxCases does not.
+func fewestCases(reaches func(n int) bool, maxCases int) (n int, ok bool) {
 	hi := 2
 	for !reaches(hi) {
 		if hi >= maxCases {

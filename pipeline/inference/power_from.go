@@ -190,22 +190,5 @@ func (r RunRates) DetectableFrom(cases, trials int, alpha, power float64, seed s
 
 // CasesForFrom is CasesFor read from a run's cases (PowerFrom).
 func (r RunRates) CasesForFrom(delta float64, trials int, alpha, power float64, seed string, maxCases int) (int, bool) {
-	reaches := func(n int) bool { return r.PowerFrom(n, trials, delta, alpha, seed) >= power }
-	hi := 2
-	for !reaches(hi) {
-		if hi >= maxCases {
-			return 0, false
-		}
-		hi = min(2*hi, maxCases)
-	}
-	lo := hi / 2
-	for lo+1 < hi {
-		mid := (lo + hi) / 2
-		if reaches(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi, true
+	return fewestCases(func(n int) bool { return r.PowerFrom(n, trials, delta, alpha, seed) >= power }, maxCases)
 }
