@@ -52,12 +52,18 @@ func DiffPlans(a, b *Plan) *PlanDiff {
 	for _, c := range a.Cells {
 		old[c.ID] = c
 	}
-	r := newReasoner(a, b)
+	reasoners := map[string]*reasoner{}
 	seen := map[string]bool{}
 	for _, c := range b.Cells {
 		seen[c.ID] = true
 		o, ok := old[c.ID]
 		cd := CellDiff{ID: c.ID}
+		r := reasoners[c.Agent]
+		if r == nil {
+			// A plan on several agents explains a cell from its own agent.
+			r = newReasoner(a.ForAgent(c.Agent), b.ForAgent(c.Agent))
+			reasoners[c.Agent] = r
+		}
 		switch {
 		case !ok:
 			cd.Class = DiffAdded

@@ -81,6 +81,10 @@ func appendCell(b []byte, c *Cell) []byte {
 	b = appendString(b, c.Arm)
 	b = append(b, ",\n      \"trial\": "...)
 	b = strconv.AppendInt(b, int64(c.Trial), 10)
+	if c.Agent != "" {
+		b = append(b, ",\n      \"agent\": "...)
+		b = appendString(b, c.Agent)
+	}
 	b = append(b, ",\n      \"rollout\": "...)
 	b = appendString(b, string(c.Rollout))
 	b = append(b, ",\n      \"grade\": "...)

@@ -26,9 +26,12 @@ type Plan struct {
 	Digest digest.Digest `json:"digest"`
 	Suite  PlanSuite     `json:"suite"`
 	Agent  PlanAgent     `json:"agent"`
-	Judge  *PlanJudge    `json:"judge,omitempty"`
-	Limits PlanLimits    `json:"limits"`
-	Policy suite.Policy  `json:"policy"`
+	// Agents are the agents of a suite on several, in the suite's order;
+	// Agent is then the first. Absent for a suite on one agent.
+	Agents []PlanAgent  `json:"agents,omitempty"`
+	Judge  *PlanJudge   `json:"judge,omitempty"`
+	Limits PlanLimits   `json:"limits"`
+	Policy suite.Policy `json:"policy"`
 	// Skills by suite key, with their trees.
 	Skills map[string]PlanSkill `json:"skills"`
 	// Fixtures by suite-relative path.
@@ -73,6 +76,8 @@ type PlanSuite struct {
 type PlanAgent struct {
 	suite.Agent
 	Digest digest.Digest `json:"digest"`
+	// Name is the agent's name in a suite on several agents.
+	Name string `json:"name,omitempty"`
 }
 
 // PlanJudge is the judge and its identity digest.
@@ -128,6 +133,8 @@ type Cell struct {
 	Case  string `json:"case"`
 	Arm   string `json:"arm"`
 	Trial int    `json:"trial"`
+	// Agent names the cell's agent in a plan on several agents.
+	Agent string `json:"agent,omitempty"`
 	// Rollout digests all that decides what the agent does.
 	Rollout digest.Digest `json:"rollout"`
 	// Grade digests the rollout plus all that decides the grade.
@@ -158,6 +165,9 @@ func Compile(s *suite.Suite) (*Plan, error) { return CompileCases(s, nil) }
 // CompileCases is Compile that also plans the calibration-only cases whose
 // IDs selected names; other IDs in it change nothing.
 func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
+	if len(s.AgentOrder) > 1 {
+		return compileAgents(s, selected)
+	}
 	rel, err := filepath.Rel(s.Root, s.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("compile plan: %w", err)
@@ -239,27 +249,7 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 		if _, err := p.CaseTree(pc); err != nil {
 			return nil, fmt.Errorf("compile plan: case %s: %w", id, err)
 		}
-		// Fields a case gained after results were stored enter its keys
-		// only when set, so the keys of a case without them stand.
-		var resume, session []string
-		if len(c.Replies) > 0 {
-			resume, session = s.Agent.Resume, s.Agent.SessionArgs
-		}
-		pc.RolloutDigest = DigestJSON(struct {
-			Prompt      string        `json:"prompt"`
-			Seed        []suite.Turn  `json:"seed"`
-			Fixture     digest.Digest `json:"fixture"`
-			Overlay     digest.Digest `json:"overlay,omitempty"`
-			Replies     []string      `json:"replies,omitempty"`
-			Resume      []string      `json:"resume,omitempty"`
-			Session     []string      `json:"session,omitempty"`
-			Environment digest.Digest `json:"environment,omitempty"`
-			Setup       *setupKey     `json:"setup,omitempty"`
-			// Sampling overrides enter the key only when set, so keys
-			// of cases without them stay as they were.
-			Temperature *float64 `json:"temperature,omitempty"`
-			Effort      string   `json:"effort,omitempty"`
-		}{c.Prompt, c.Seed, pc.FixtureDigest, pc.OverlayDigest, c.Replies, resume, session, pc.EnvironmentDigest, setupOf(pc, s.Limits), c.Temperature, c.Effort})
+		pc.RolloutDigest = caseRolloutDigest(pc, s.Agent, s.Limits)
 		var rubricPass *float64
 		if c.RubricPass != 1 {
 			rubricPass = &c.RubricPass

@@ -406,15 +406,18 @@ type Suite struct {
 	Description string           `json:"description,omitempty"`
 	Skills      map[string]Skill `json:"skills"`
 	Agent       Agent            `json:"agent"`
-	Router      string           `json:"router,omitempty"`
-	Judge       *Judge           `json:"judge,omitempty"`
-	Trials      int              `json:"trials"`
-	Arms        map[string]Arm   `json:"arms"`
-	Cases       map[string]Case  `json:"cases"`
-	Limits      Limits           `json:"limits"`
-	Policy      Policy           `json:"policy"`
-	Seed        int64            `json:"seed"`
-	Audit       Audit            `json:"audit"`
+	// Agents are the agents of a suite on several (schema agents), by
+	// name; AgentOrder lists them as written. Agent is then the first.
+	Agents map[string]Agent `json:"agents,omitempty"`
+	Router string           `json:"router,omitempty"`
+	Judge  *Judge           `json:"judge,omitempty"`
+	Trials int              `json:"trials"`
+	Arms   map[string]Arm   `json:"arms"`
+	Cases  map[string]Case  `json:"cases"`
+	Limits Limits           `json:"limits"`
+	Policy Policy           `json:"policy"`
+	Seed   int64            `json:"seed"`
+	Audit  Audit            `json:"audit"`
 	// Mutants is what `skillgate mutate` derives and runs (schema
 	// #Mutants); it never enters a plan of `run`.
 	Mutants   Mutants  `json:"mutants"`
@@ -435,8 +438,9 @@ type Suite struct {
 	// folder above Dir with a .git, else Dir.
 	Root string `json:"-"`
 	// CaseOrder and ArmOrder list IDs in authored order.
-	CaseOrder []string `json:"-"`
-	ArmOrder  []string `json:"-"`
+	CaseOrder  []string `json:"-"`
+	ArmOrder   []string `json:"-"`
+	AgentOrder []string `json:"-"`
 }
 
 // Environment is where cells, their setup and their run: checks run

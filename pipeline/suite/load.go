@@ -29,6 +29,7 @@ var (
 	pathSuite  = cue.ParsePath("#Suite")
 	pathCases  = cue.ParsePath("cases")
 	pathArms   = cue.ParsePath("arms")
+	pathAgents = cue.ParsePath("agents")
 	pathSkills = cue.ParsePath("skills")
 )
 
@@ -394,6 +395,7 @@ func decodeSuite(v cue.Value, s *Suite, lenient bool, files []*ast.File) error {
 		s.CaseOrder = append(s.CaseOrder, id)
 	}
 	s.ArmOrder = fieldOrder(v.LookupPath(pathArms))
+	s.AgentOrder = fieldOrder(v.LookupPath(pathAgents))
 	return nil
 }
 

@@ -22,6 +22,7 @@ type Policy struct {
 	Worse          *Worse          `json:"worse,omitempty"`
 	OpenedSkill    *OpenedSkill    `json:"openedSkill,omitempty"`
 	Uplift         *Uplift         `json:"uplift,omitempty"`
+	Portability    *Portability    `json:"portability,omitempty"`
 	Retention      *Retention      `json:"retention,omitempty"`
 	Routing        *RoutingGate    `json:"routing,omitempty"`
 	Restraint      *Restraint      `json:"restraint,omitempty"`
@@ -111,6 +112,14 @@ type Uplift struct {
 	Baseline  string   `json:"baseline"`
 	MinPoints float64  `json:"minPoints"`
 	Kinds     []string `json:"kinds"`
+}
+
+// Portability gates the uplift on every agent of a suite on several
+// agents (schema #Portability).
+type Portability struct {
+	RuleBase
+	RequireUpliftOnEvery bool    `json:"requireUpliftOnEvery"`
+	MinPoints            float64 `json:"minPoints"`
 }
 
 // Retention is the advisory automatic-keeps-uplift gate.
