@@ -15,6 +15,12 @@ import (
 // seed turn) or a calibration check's. Such a rule would fall through
 // without a word at run time.
 func checkScriptReach(c *checker, s *Suite) {
+	// The first of several agents is s.Agent, checked as the one agent is.
+	for i, name := range s.AgentOrder {
+		if i > 0 {
+			checkScript(c, s.Agents[name].Script, str("agents"), str(name))
+		}
+	}
 	sc := s.Agent.Script
 	if sc == nil {
 		return
