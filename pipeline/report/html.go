@@ -46,7 +46,9 @@ type htmlView struct {
 	RulesFailed int
 	// NoiseFloor says what the replicate arms measured, a line each.
 	NoiseFloor []string
-	Glossary   []htmlTerm
+	// Portability is the table of a suite on several agents.
+	Portability *htmlPortability
+	Glossary    []htmlTerm
 	// Evidence holds one JSON block per case (its cells' evidence), which the page's
 	// script parses only when one of its cells, or its comparison, is opened.
 	Evidence []htmlEvidence
@@ -314,6 +316,7 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 	if nf := r.Verdict.NoiseFloor; nf != nil {
 		v.NoiseFloor = verdict.NoiseFloorLines(nf)
 	}
+	v.Portability = portabilityHTML(r.Portability)
 	for _, ro := range r.Verdict.Rules {
 		v.Rules = append(v.Rules, htmlRule{
 			Rule: ro.Rule, Severity: ro.Severity, Detail: ro.Detail, Met: ro.Met, NotMeasured: ro.NotMeasured != "",

@@ -292,6 +292,7 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		p("\n")
 	}
 	b.WriteString(adequacyMarkdown(r.Verdict.Adequacy))
+	b.WriteString(portabilityMarkdown(r.Portability))
 	if nf := r.Verdict.NoiseFloor; nf != nil {
 		p("### Noise floor\n\n")
 		for _, line := range verdict.NoiseFloorLines(nf) {

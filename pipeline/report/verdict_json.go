@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skillgate/skillgate/pipeline/inference"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
@@ -48,6 +49,11 @@ type gstackVerdict struct {
 	// NoiseFloor is what the run's replicate arms measured (an
 	// extension), absent without one.
 	NoiseFloor *verdict.NoiseFloor `json:"noise_floor,omitempty"`
+	// Portability (an extension) is each agent's figures and own verdict
+	// in a suite on several agents, and PortabilityHeterogeneity the test
+	// of whether the uplift differs between them.
+	Portability              []verdict.PortabilityAgent `json:"portability,omitempty"`
+	PortabilityHeterogeneity *inference.Heterogeneity   `json:"portability_heterogeneity,omitempty"`
 	// Comparisons (an extension) are the policy's rules that compare two
 	// arms, each with its outcome and its paired, case-clustered inference.
 	Comparisons []gstackComparison `json:"comparisons,omitempty"`
@@ -217,6 +223,9 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		Adequacy:       r.Verdict.Adequacy,
 		Sequential:     r.Sequential,
 		NoiseFloor:     r.Verdict.NoiseFloor,
+	}
+	if pt := r.Portability; pt != nil {
+		v.Portability, v.PortabilityHeterogeneity = pt.Agents, pt.Heterogeneity
 	}
 	for _, ro := range r.Verdict.Rules {
 		if ro.Inference != nil {

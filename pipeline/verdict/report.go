@@ -151,6 +151,8 @@ type Report struct {
 	// Sequential is what sequential stopping decided, when the policy
 	// asks for it: why each comparison stopped and the cells not needed.
 	Sequential *Sequential `json:"sequential,omitempty"`
+	// Portability is the verdict on each agent of a suite on several.
+	Portability *Portability `json:"portability,omitempty"`
 }
 
 // AgentIdentity names the agent of a run as configured.

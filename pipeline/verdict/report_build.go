@@ -27,7 +27,18 @@ func BuildReport(p *plan.Plan, results []grade.CellResult) *Report {
 // BuildJudgedReport is BuildReport with the judge's pairwise judgements,
 // which the efficacy and judgeAgreement rules read.
 func BuildJudgedReport(p *plan.Plan, results []grade.CellResult, pairwise []grade.PairwiseResult) *Report {
+	if len(p.Agents) > 1 {
+		return buildAgentsReport(p, results, pairwise)
+	}
 	cells := alignResults(p, results)
+	rep := reportHead(p, cells, pairwise)
+	rep.Verdict = EvaluatePolicy(p, cells, rep.Arms, pairwise)
+	return rep
+}
+
+// reportHead is a report of the plan's cells, one result each, but for
+// its verdict.
+func reportHead(p *plan.Plan, cells []grade.CellResult, pairwise []grade.PairwiseResult) *Report {
 	rep := &Report{
 		Suite:   p.Suite.Name,
 		Plan:    p.Digest,
@@ -71,6 +82,5 @@ func BuildJudgedReport(p *plan.Plan, results []grade.CellResult, pairwise []grad
 			Safety: pc.Safety, Weight: pc.Weight, Trials: trials,
 		})
 	}
-	rep.Verdict = EvaluatePolicy(p, cells, rep.Arms, pairwise)
 	return rep
 }
