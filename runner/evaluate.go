@@ -40,6 +40,9 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	if len(p.Agents) > 1 {
+		return evaluateAgents(ctx, p, opts)
+	}
 	out, err := filepath.Abs(opts.Out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("resolve run folder: %w", err)
@@ -49,10 +52,10 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		return nil, nil, err
 	}
 	if !opts.DryRun {
-		if err := writePlan(out, p); err != nil {
+		if err := writePlan(out, opts.folderPlan(p)); err != nil {
 			return nil, nil, err
 		}
-		if err := recordShard(out, p, opts.Shard); err != nil {
+		if err := recordShard(out, opts.folderPlan(p), opts.Shard); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -162,7 +165,7 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 	}
 	r, err := Report(opts.Out)
 	if err == nil && sum.Shard != nil {
-		sum.ShareComplete, err = shareComplete(opts.Out, p, opts.Shard)
+		sum.ShareComplete, err = shareComplete(opts.Out, opts.folderPlan(p), opts.Shard)
 		sum.ShareComplete = sum.ShareComplete && sum.Complete()
 	}
 	return sum, r, err

@@ -32,6 +32,7 @@ const evidenceDiffBytes = 1 << 20
 func cellEvidence(p *plan.Plan, st *store.Store, results []grade.CellResult) (*report.Evidence, error) {
 	cases, arms := p.CasesByID(), p.ArmsByName()
 	ev := &report.Evidence{Cells: map[string]report.CellEvidence{}, Plan: p}
+	agentPlan := agentPlans(p)
 	for _, res := range results {
 		if res.Status == grade.StatusMissing || res.Rollout == "" {
 			continue
@@ -45,7 +46,7 @@ func cellEvidence(p *plan.Plan, st *store.Store, results []grade.CellResult) (*r
 		if !ok || !okc || !oka {
 			continue
 		}
-		ce, err := rolloutEvidence(p, st, pc, arm, ro, res)
+		ce, err := rolloutEvidence(agentPlan(res.Cell), st, pc, arm, ro, res)
 		if err != nil {
 			return nil, fmt.Errorf("read evidence of %s: %w", res.Cell, err)
 		}

@@ -72,6 +72,9 @@ type Options struct {
 	// only, when set, narrows the selection to these cells: one round of
 	// sequential stopping (rounds.go).
 	only map[string]bool
+	// whole is the plan on several agents an agent's share of it runs in
+	// (evaluateAgents): the run folder's plan.
+	whole *plan.Plan
 	// spendGate admits the cells' model calls under the spend cap (runner/spend).
 	spendGate gateway.SpendGate
 }
