@@ -9,7 +9,7 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
-// A suite on several agents (its `agents`) plans every case × arm × trial
+// A suite on several agents (its `agentSet`) plans every case × arm × trial
 // on each agent: the agent is a dimension of the plan. Each agent's cells
 // are the cells the suite would plan on that agent alone, with the same
 // rollout and grade keys, so changing one agent reruns only its cells,

@@ -18,7 +18,7 @@ func checkScriptReach(c *checker, s *Suite) {
 	// The first of several agents is s.Agent, checked as the one agent is.
 	for i, name := range s.AgentOrder {
 		if i > 0 {
-			checkScript(c, s.Agents[name].Script, str("agents"), str(name))
+			checkScript(c, s.Agents[name].Script, str("agentSet"), str(name))
 		}
 	}
 	sc := s.Agent.Script

@@ -406,9 +406,9 @@ type Suite struct {
 	Description string           `json:"description,omitempty"`
 	Skills      map[string]Skill `json:"skills"`
 	Agent       Agent            `json:"agent"`
-	// Agents are the agents of a suite on several (schema agents), by
+	// Agents are the agents of a suite on several (schema agentSet), by
 	// name; AgentOrder lists them as written. Agent is then the first.
-	Agents map[string]Agent `json:"agents,omitempty"`
+	Agents map[string]Agent `json:"agentSet,omitempty"`
 	Router string           `json:"router,omitempty"`
 	Judge  *Judge           `json:"judge,omitempty"`
 	Trials int              `json:"trials"`

@@ -29,7 +29,7 @@ var (
 	pathSuite  = cue.ParsePath("#Suite")
 	pathCases  = cue.ParsePath("cases")
 	pathArms   = cue.ParsePath("arms")
-	pathAgents = cue.ParsePath("agents")
+	pathAgents = cue.ParsePath("agentSet")
 	pathSkills = cue.ParsePath("skills")
 )
 
