@@ -18,6 +18,8 @@ type PlanSummary struct {
 	// Replicates say each replicate arm and the arm it repeats, as
 	// "REPLICATE of ARM": what the run measures its noise floor on.
 	Replicates []string `json:"replicates,omitempty"`
+	// Agents counts the agents of a plan on several.
+	Agents int `json:"agents,omitempty"`
 }
 
 // Summary counts the plan's cells and model calls and, when the suite gives
@@ -44,6 +46,10 @@ func (p *Plan) Summary() PlanSummary {
 			}
 		}
 	}
+	if len(p.Agents) > 1 {
+		s.Agents = len(p.Agents)
+		s.JudgeCalls *= s.Agents
+	}
 	var cost float64
 	priced := false
 	if pr := p.Agent.Prices; pr != nil && pr.PerCall != nil {
@@ -63,7 +69,11 @@ func (p *Plan) Summary() PlanSummary {
 // String renders the summary for people.
 func (s PlanSummary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s × %s × %s = %s\n", Plural(s.Cases, "case"), Plural(s.Arms, "arm"), Plural(s.Trials, "trial"), Plural(s.Cells, "cell"))
+	agents := ""
+	if s.Agents > 1 {
+		agents = " × " + Plural(s.Agents, "agent")
+	}
+	fmt.Fprintf(&b, "%s × %s × %s%s = %s\n", Plural(s.Cases, "case"), Plural(s.Arms, "arm"), Plural(s.Trials, "trial"), agents, Plural(s.Cells, "cell"))
 	if len(s.Replicates) > 0 {
 		fmt.Fprintf(&b, "replicate arms (own cells and keys, for the noise floor): %s\n", strings.Join(s.Replicates, ", "))
 	}
