@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/inference"
@@ -87,8 +88,11 @@ func buildAgentsReport(p *plan.Plan, results []grade.CellResult, pairwise []grad
 		groups = append(groups, pairs)
 		resumable = resumable || sub.Verdict.Resumable
 		if sub.Verdict.Verdict == VerdictIncomplete {
+			// What made it incomplete; its rules' reasons come with them.
 			for _, r := range sub.Verdict.Reasons {
-				incomplete = append(incomplete, name+": "+r)
+				if !slices.ContainsFunc(sub.Verdict.Rules, func(o RuleOutcome) bool { return slices.Contains(o.Reasons, r) }) {
+					incomplete = append(incomplete, name+": "+r)
+				}
 			}
 		}
 		for _, o := range sub.Verdict.Rules {
@@ -105,6 +109,10 @@ func buildAgentsReport(p *plan.Plan, results []grade.CellResult, pairwise []grad
 		rules = append(rules, upliftOnEvery(r.RuleBase, r.MinPoints, port.Agents))
 	}
 	rep.Verdict = decideVerdict(incomplete, rules)
+	// An agent's rule not measured is among its reasons, named.
+	rep.Verdict.Reasons = slices.DeleteFunc(rep.Verdict.Reasons, func(r string) bool {
+		return strings.HasPrefix(r, "NOT-MEASURED ") && r != "NOT-MEASURED portability"
+	})
 	rep.Verdict.Resumable = resumable && rep.Verdict.Verdict == VerdictIncomplete
 	rep.Portability = port
 	return rep
