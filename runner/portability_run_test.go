@@ -3,9 +3,13 @@ package runner
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 	"github.com/skillgate/skillgate/runner/store"
@@ -55,6 +59,29 @@ func TestPortabilityEndToEnd(t *testing.T) {
 	}
 	if rep.Verdict.Verdict != verdict.VerdictFail || !slices.ContainsFunc(rep.Verdict.Reasons, func(r string) bool { return strings.HasPrefix(r, "NO-UPLIFT-ON codex:") }) {
 		t.Errorf("verdict %s, reasons %q; want FAIL naming codex", rep.Verdict.Verdict, rep.Verdict.Reasons)
+	}
+	// verdict.json carries the table under its schema; report.html and
+	// report.md show it.
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "schema", "outputs", "gstack", "verdict.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "verdict.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(v); err != nil || !bytes.Contains(b, []byte(`"portability": [`)) {
+		t.Errorf("verdict.json: %v\n%s", err, b)
+	}
+	for _, f := range []string{"report.html", "report.md"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil || !bytes.Contains(b, []byte("Portability: does the uplift hold on every agent?")) || !bytes.Contains(b, []byte("+100.0 points (forced − none, 1 case × 1 trial)")) {
+			t.Errorf("%s: no portability table (%v)", f, err)
+		}
 	}
 	again, _, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 2, Log: &log})
 	if err != nil || again.Ran != 0 || again.Reused != 4 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/plan"
 )
 
 // PortabilityHeader is the header of the portability table every report
@@ -24,7 +25,7 @@ func PortabilityRows(pt *Portability) (rows [][]string, note string) {
 		}
 		up, ci, p := "n/a", "", ""
 		if u := a.Uplift; u != nil {
-			up = fmt.Sprintf("%+.1f points (%s − %s, %d cases × %d)", 100*u.Estimate, a.Treatment, a.Baseline, u.N, u.TrialsPerCase)
+			up = fmt.Sprintf("%+.1f points (%s − %s, %s × %s)", 100*u.Estimate, a.Treatment, a.Baseline, plan.Plural(u.N, "case"), plan.Plural(u.TrialsPerCase, "trial"))
 			ci = fmt.Sprintf("[%+.1f, %+.1f]", 100*u.CI95[0], 100*u.CI95[1])
 			p = fmt.Sprintf("%.3g", u.P)
 		}

@@ -86,7 +86,7 @@ func TestPortabilityKnownAnswers(t *testing.T) {
 		t.Errorf("reasons %q: want printf's own uplift rule's, named", v.Reasons)
 	}
 	rows, note := PortabilityRows(pt)
-	if len(rows) != 2 || rows[0][3] != "+100.0 points (forced − none, 3 cases × 3)" || !strings.Contains(note, "p = 0.25 over 3 cases") {
+	if len(rows) != 2 || rows[0][3] != "+100.0 points (forced − none, 3 cases × 3 trials)" || !strings.Contains(note, "p = 0.25 over 3 cases") {
 		t.Errorf("rows %q, note %q", rows, note)
 	}
 }
