@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -95,4 +96,15 @@ func agentPlans(p *plan.Plan) func(cell string) *plan.Plan {
 		shares[name] = q
 		return q
 	}
+}
+
+// agentShards shares out a plan on several agents as each agent's share of
+// it is shared out when it runs (Evaluate runs one agent at a time), so a
+// shard runs, grades and completes the same cells whichever plan it reads.
+func agentShards(p *plan.Plan, n int) map[string]int {
+	out := make(map[string]int, len(p.Cells))
+	for _, name := range p.AgentNames() {
+		maps.Copy(out, ShardsOf(p.ForAgent(name), n))
+	}
+	return out
 }

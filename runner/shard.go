@@ -63,6 +63,9 @@ func (s Shard) Whole() bool { return s.Count <= 1 }
 // ShardsOf gives each of the plan's cells, by ID, the shard (from 1) of n
 // that runs it, by the rule Shard describes.
 func ShardsOf(p *plan.Plan, n int) map[string]int {
+	if len(p.Agents) > 1 {
+		return agentShards(p, n)
+	}
 	out := make(map[string]int, len(p.Cells))
 	if n <= 1 {
 		for _, c := range p.Cells {
