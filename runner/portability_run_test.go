@@ -88,3 +88,26 @@ func TestPortabilityEndToEnd(t *testing.T) {
 		t.Fatalf("second run: ran %d, reused %d, err %v", again.Ran, again.Reused, err)
 	}
 }
+
+// A plan on several agents is sharded as each agent's share of it runs:
+// the whole plan's shards and an agent's share's agree cell by cell, and
+// each agent's cells are spread over the shards.
+func TestAgentSetShards(t *testing.T) {
+	s := copyAgentSuite(t, nil, "portability")
+	whole := ShardsOf(s.Plan, 2)
+	if len(whole) != len(s.Plan.Cells) {
+		t.Fatalf("%d of %d cells sharded", len(whole), len(s.Plan.Cells))
+	}
+	for _, name := range s.Plan.AgentNames() {
+		used := map[int]bool{}
+		for id, shard := range ShardsOf(s.Plan.ForAgent(name), 2) {
+			if whole[id] != shard {
+				t.Errorf("cell %s: shard %d in the whole plan, %d in %s's share", id, whole[id], shard, name)
+			}
+			used[shard] = true
+		}
+		if len(used) != 2 {
+			t.Errorf("%s's cells in shards %v, want both", name, used)
+		}
+	}
+}
