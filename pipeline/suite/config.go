@@ -392,14 +392,6 @@ type CollectLimits struct {
 	Timeout    string `json:"timeout"`
 }
 
-// Retry is how the gateway retries a provider's transient errors (schema
-// #Limits.retry); durations as written in CUE.
-type Retry struct {
-	Attempts int    `json:"attempts"`
-	Delay    string `json:"delay"`
-	MaxDelay string `json:"maxDelay"`
-}
-
 // Suite is a loaded, validated suite.
 type Suite struct {
 	Name        string           `json:"name"`
