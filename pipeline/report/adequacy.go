@@ -24,12 +24,18 @@ func AdequacyText(a *verdict.Adequacy) string {
 	if m := method(a); m != "" {
 		fmt.Fprintf(&b, "  each mutant against its skill's arm, cases as the unit: %s\n", m)
 	}
+	if sequential(a) {
+		b.WriteString("  sequential stopping decides each mutant: killed when its e-value reaches 1/α (anytime-valid); the interval describes the cells read\n")
+	}
 	width := 0
 	for _, m := range a.Mutants {
 		width = max(width, len(m.Arm))
 	}
 	for _, m := range a.Mutants {
 		fmt.Fprintf(&b, "  %-12s %-*s  %s\n", m.Outcome, width, m.Arm, lost(m))
+		if m.Stopped != "" {
+			fmt.Fprintf(&b, "  %-12s %-*s  sequential: %s\n", "", width, "", m.Stopped)
+		}
 		if m.KilledBy == "routing" {
 			fmt.Fprintf(&b, "  %-12s %-*s  killed by routing: the skill's arm opened the skill more often, %+.2f [%+.2f, %+.2f]\n", "", width, "", m.Routing.Estimate, m.Routing.CI95[0], m.Routing.CI95[1])
 		}
@@ -93,6 +99,16 @@ func method(a *verdict.Adequacy) string {
 		m = o.Inference.Method
 	}
 	return m
+}
+
+// sequential says the mutants were decided by sequential stopping.
+func sequential(a *verdict.Adequacy) bool {
+	for _, o := range a.Mutants {
+		if o.Stopped != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // rate writes a rate as a whole percentage.
