@@ -13,6 +13,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
 	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 
 	"github.com/urfave/cli/v2"
 
@@ -93,6 +94,7 @@ minKillRate), 2 INCOMPLETE or bad input.`,
 				}
 				describeMutants(os.Stdout, s, skills, ms)
 				fmt.Fprintf(os.Stdout, "\nplan %s: %s", p.Digest, p.Summary())
+				fmt.Fprint(os.Stdout, verdict.SequentialPlanLine(p))
 				return nil
 			}
 			out := c.String("out")

@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/inference"
@@ -269,7 +270,9 @@ func SequentialPlanLine(p *plan.Plan) string {
 	s := DecideSequential(p, nil)
 	var rules []string
 	for _, c := range s.Comparisons {
-		rules = append(rules, c.Rule)
+		if !slices.Contains(rules, c.Rule) { // a mutate plan tests each mutant under one rule
+			rules = append(rules, c.Rule)
+		}
 	}
 	return fmt.Sprintf("sequential stopping: at most %d rounds of %d trial(s) per case and arm, α %g; after each round each comparison (%s) may stop for effect or futility, and cells no comparison needs are not run\n",
 		s.Rounds, s.Round, s.Alpha, orNoneList(rules))
