@@ -80,15 +80,18 @@ minKillRate), 2 INCOMPLETE or bad input.`,
 			if err != nil {
 				return exit(2, err)
 			}
+			out := c.String("out")
+			if out == "" {
+				out = defaultMutantsFolder(s)
+			}
+			if out, err = filepath.Abs(out); err != nil {
+				return exit(2, fmt.Errorf("resolve run folder: %w", err))
+			}
+			if !suite.Within(s.Root, out) {
+				return exit(2, fmt.Errorf("mutate: run folder %s is outside the repository %s: the mutants are skill folders the plan reads from the repository; give --out inside it", out, s.Root))
+			}
 			if c.Bool("dry-run") {
-				// The plan is compiled from the mutants' folders, written
-				// where nothing keeps them.
-				tmp, err := os.MkdirTemp(s.Root, ".skillgate-mutants-")
-				if err != nil {
-					return exit(2, fmt.Errorf("mutate: %w", err))
-				}
-				defer os.RemoveAll(tmp)
-				p, err := mutantPlan(s, ms, tmp)
+				p, err := plannedMutants(s, ms, out)
 				if err != nil {
 					return exit(2, err)
 				}
@@ -96,16 +99,6 @@ minKillRate), 2 INCOMPLETE or bad input.`,
 				fmt.Fprintf(os.Stdout, "\nplan %s: %s", p.Digest, p.Summary())
 				fmt.Fprint(os.Stdout, verdict.SequentialPlanLine(p))
 				return nil
-			}
-			out := c.String("out")
-			if out == "" {
-				out = filepath.Join(".skillgate", s.Name+"-mutants")
-			}
-			if out, err = filepath.Abs(out); err != nil {
-				return exit(2, fmt.Errorf("resolve run folder: %w", err))
-			}
-			if !suite.Within(s.Root, out) {
-				return exit(2, fmt.Errorf("mutate: run folder %s is outside the repository %s: the mutants are skill folders the plan reads from the repository; give --out inside it", out, s.Root))
 			}
 			p, err := mutantPlan(s, ms, out)
 			if err != nil {
