@@ -94,7 +94,7 @@ func (o *MutantOutcome) decideSequentially(s *Sequential) {
 		o.Killed, o.Outcome, o.KilledBy = true, MutantKilled, "pass rate"
 	case route != nil && route.Decision == inference.SequentialEffect:
 		o.Killed, o.Outcome, o.KilledBy = true, MutantKilled, "routing"
-		o.Stopped = stoppedLine(route)
+		o.Stopped = "routing " + stoppedLine(route)
 	case pass.Decision == SequentialPending || (route != nil && route.Decision == SequentialPending):
 		o.Outcome = MutantNotMeasured
 	case o.Inference.Estimate <= 0:
