@@ -81,7 +81,7 @@ func planMutants(c *cli.Context, dir string) error {
 	if err := writeOutput(c.String("output"), p.Encode()); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "plan %s for the mutants of suite %s\n%s%s%s", p.Digest, p.Suite.Name, mutate.PlanLine(p), p.Summary(), verdict.SequentialPlanLine(p))
+	fmt.Fprintf(os.Stderr, "plan %s for the mutants of suite %s\n%s%s%s", p.Digest, p.Suite.Name, mutate.PlanLine(p), p.Summary(), verdict.SequentialPlanLine(p)+mutate.SequentialLine(p))
 	return nil
 }
 

@@ -119,3 +119,25 @@ func PlanLine(p *plan.Plan) string {
 	return fmt.Sprintf("%s in %s beside %s of the skill's (the baseline is not rerun): %s of the mutants\n",
 		plan.Plural(len(mutants), "mutant"), plan.Plural(len(p.Mutants), "mutant arm"), plan.Plural(len(against), "arm"), plan.Plural(cells, "cell"))
 }
+
+// SequentialLine says, for `skillgate plan --mutants` under
+// policy.sequential, the fewest cells the run can cost: every mutant
+// decided after round 1 (no test decides before a round is whole); the
+// plan's cells are the most. "" without sequential stopping.
+func SequentialLine(p *plan.Plan) string {
+	cfg := p.Policy.Sequential
+	if cfg == nil || cfg.Round < 1 || len(p.Mutants) == 0 {
+		return ""
+	}
+	first := 0
+	for _, c := range p.Cells {
+		if c.Rerun == 0 && c.Trial <= cfg.Round {
+			first++
+		}
+	}
+	line := fmt.Sprintf("with sequential stopping: between %s (every mutant decided after round 1) and %s", plan.Plural(first, "cell"), plan.Plural(len(p.Cells), "cell"))
+	if s := p.Summary(); s.CostUSD != nil && len(p.Cells) > 0 {
+		line += fmt.Sprintf(", $%.2f to $%.2f", *s.CostUSD*float64(first)/float64(len(p.Cells)), *s.CostUSD)
+	}
+	return line + "\n"
+}
