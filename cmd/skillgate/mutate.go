@@ -43,6 +43,11 @@ not measure: "dead weight" when its arm did as well as the skill's, else
 "survived" (some loss, within the noise). The ablation table gives, per
 section of SKILL.md, the pass rate lost without it.
 
+With the suite's policy.sequential the cells run in rounds and each mutant
+stops once its anytime-valid test kills it (the skill's arm better, its
+e-value at 1/α) or can no longer: its outcome is then that test's, and
+the cells no mutant needs are never run (see docs/mutants.md).
+
 The run folder (default .skillgate/SUITE-mutants, inside the repository)
 holds the mutants' folders and an ordinary run: a second mutate resumes it,
 and cells whose inputs did not change are never run again. With --dry-run
