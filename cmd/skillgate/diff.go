@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/skillgate/skillgate/pipeline/mutate"
 	"github.com/skillgate/skillgate/pipeline/plan"
 
 	"github.com/urfave/cli/v2"
@@ -26,10 +27,20 @@ flags give A's and B's revisions.
 Cells are listed as needing a new rollout (what the agent does changed),
 needing only a regrade (assertions, rubric or judge changed), added, removed
 or unchanged, each with the input that changed. Exit 0 when the plans are
-equal, 1 when they differ, 2 on error.`,
+equal, 1 when they differ, 2 on error.
+
+With --mutants it compares the plans of the suite's mutate runs (as
+"skillgate plan --mutants" compiles them; a plan file is read as it is),
+and ends with one line per mutant arm: its cells to rerun, to regrade,
+added, removed or unchanged, and why. An edit reruns a mutant only where
+the mutant's own tree changed: the mutant that deletes the edited section
+keeps its cells.
+
+  skillgate diff --mutants --rev HEAD suites/demo`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "rev", Usage: "read suite folders at git revision `REV` (once for A, twice for A and B)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the diff as JSON"},
+			&cli.BoolFlag{Name: "mutants", Usage: "compare the plans of the suites' mutate runs (each mutant arm's cells, and why they rerun)"},
 		},
 		Before: shortLived,
 		Action: func(c *cli.Context) error {
@@ -51,11 +62,15 @@ equal, 1 when they differ, 2 on error.`,
 			if len(revs) > 1 {
 				revB = revs[1]
 			}
-			a, err := plan.PlanOf(args[0], revA)
+			planOf := plan.PlanOf
+			if c.Bool("mutants") {
+				planOf = mutantPlanOf
+			}
+			a, err := planOf(args[0], revA)
 			if err != nil {
 				return exit(2, err)
 			}
-			b, err := plan.PlanOf(args[1], revB)
+			b, err := planOf(args[1], revB)
 			if err != nil {
 				return exit(2, err)
 			}
@@ -65,6 +80,7 @@ equal, 1 when they differ, 2 on error.`,
 				fmt.Fprintln(c.App.Writer, string(out))
 			} else {
 				fmt.Fprint(c.App.Writer, d)
+				fmt.Fprint(c.App.Writer, mutate.DiffText(a, b, d))
 			}
 			if !d.Same() {
 				return exit(1, nil)

@@ -38,7 +38,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "../../testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_GOLDEN") != "",
-		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"standin": standIn, "registry": imageRegistry, "sametimes": sameTimes, "tamper": tamper, "reseal": reseal},
+		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"standin": standIn, "registry": imageRegistry, "sametimes": sameTimes, "skilltrees": skillTrees, "tamper": tamper, "reseal": reseal},
 		Condition:     condition,
 		Setup: func(e *testscript.Env) error {
 			work := e.Getenv("WORK")

@@ -13,6 +13,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/report"
 	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/pipeline/verdict"
 
 	"github.com/urfave/cli/v2"
 
@@ -41,6 +42,11 @@ the share killed. A surviving mutant is a part of the skill the cases do
 not measure: "dead weight" when its arm did as well as the skill's, else
 "survived" (some loss, within the noise). The ablation table gives, per
 section of SKILL.md, the pass rate lost without it.
+
+With the suite's policy.sequential the cells run in rounds and each mutant
+stops once its anytime-valid test kills it (the skill's arm better, its
+e-value at 1/α) or can no longer: its outcome is then that test's, and
+the cells no mutant needs are never run (see docs/mutants.md).
 
 The run folder (default .skillgate/SUITE-mutants, inside the repository)
 holds the mutants' folders and an ordinary run: a second mutate resumes it,
@@ -79,31 +85,25 @@ minKillRate), 2 INCOMPLETE or bad input.`,
 			if err != nil {
 				return exit(2, err)
 			}
-			if c.Bool("dry-run") {
-				// The plan is compiled from the mutants' folders, written
-				// where nothing keeps them.
-				tmp, err := os.MkdirTemp(s.Root, ".skillgate-mutants-")
-				if err != nil {
-					return exit(2, fmt.Errorf("mutate: %w", err))
-				}
-				defer os.RemoveAll(tmp)
-				p, err := mutantPlan(s, ms, tmp)
-				if err != nil {
-					return exit(2, err)
-				}
-				describeMutants(os.Stdout, s, skills, ms)
-				fmt.Fprintf(os.Stdout, "\nplan %s: %s", p.Digest, p.Summary())
-				return nil
-			}
 			out := c.String("out")
 			if out == "" {
-				out = filepath.Join(".skillgate", s.Name+"-mutants")
+				out = defaultMutantsFolder(s)
 			}
 			if out, err = filepath.Abs(out); err != nil {
 				return exit(2, fmt.Errorf("resolve run folder: %w", err))
 			}
 			if !suite.Within(s.Root, out) {
 				return exit(2, fmt.Errorf("mutate: run folder %s is outside the repository %s: the mutants are skill folders the plan reads from the repository; give --out inside it", out, s.Root))
+			}
+			if c.Bool("dry-run") {
+				p, err := plannedMutants(s, ms, out)
+				if err != nil {
+					return exit(2, err)
+				}
+				describeMutants(os.Stdout, s, skills, ms)
+				fmt.Fprintf(os.Stdout, "\nplan %s: %s", p.Digest, p.Summary())
+				fmt.Fprint(os.Stdout, verdict.SequentialPlanLine(p))
+				return nil
 			}
 			p, err := mutantPlan(s, ms, out)
 			if err != nil {

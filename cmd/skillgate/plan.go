@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/skillgate/skillgate/pipeline/mutate"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
@@ -24,10 +25,20 @@ Calibration-only cases (calibration: true) are vetted but planned only when
 named with --case.
 
 The plan goes to stdout, or to the file given with -o; a summary of cells,
-model calls and estimated cost goes to stderr.`,
+model calls and estimated cost goes to stderr.
+
+With --mutants it plans what "skillgate mutate" would run instead: the
+suite's mutants (by its mutants.operators) as copies of the arms that
+install their skills, beside those arms, the baseline not rerun; the
+summary counts the mutant arms and their cells, and, with
+policy.sequential, the rounds that may stop each mutant early. The plan
+names the mutants' folders where mutate writes them by default
+(.skillgate/SUITE-mutants at the repository's root), so its digest is the
+one mutate runs from there.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the plan to `FILE` instead of stdout"},
 			&cli.StringSliceFlag{Name: "case", Usage: "also plan the calibration-only case `ID` (repeatable); a default plan has none"},
+			&cli.BoolFlag{Name: "mutants", Usage: "plan the suite's mutate run (its mutants beside the arms they copy) instead of its own"},
 		},
 		Before: shortLived,
 		Action: func(c *cli.Context) error {
@@ -37,6 +48,9 @@ model calls and estimated cost goes to stderr.`,
 			dir := c.Args().First()
 			if dir == "" {
 				dir = "."
+			}
+			if c.Bool("mutants") {
+				return planMutants(c, dir)
 			}
 			p, err := plan.CompileDirCases(dir, c.StringSlice("case"))
 			if err != nil {
@@ -52,6 +66,23 @@ model calls and estimated cost goes to stderr.`,
 			return nil
 		},
 	}
+}
+
+// planMutants writes the plan of the suite's mutate run, and says on
+// stderr its mutant arms, cells, calls, cost and rounds.
+func planMutants(c *cli.Context, dir string) error {
+	if len(c.StringSlice("case")) > 0 {
+		return fmt.Errorf("plan: --mutants plans the suite's own cases; --case does not apply")
+	}
+	p, err := mutantPlanOf(dir, "")
+	if err != nil {
+		return err
+	}
+	if err := writeOutput(c.String("output"), p.Encode()); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "plan %s for the mutants of suite %s\n%s%s%s", p.Digest, p.Suite.Name, mutate.PlanLine(p), p.Summary(), verdict.SequentialPlanLine(p)+mutate.SequentialLine(p))
+	return nil
 }
 
 // writeOutput writes data to the named file, or to stdout when it is "" or "-".

@@ -105,36 +105,13 @@ failed), 3 calibration failed.`,
 			if c.NArg() > 1 {
 				return exit(2, fmt.Errorf("run takes one suite folder or plan file, got %d arguments", c.NArg()))
 			}
-			target := c.Args().First()
 			replay := c.String("replay")
-			var t *plan.Target
-			var treesFrom string
-			if replay != "" && target == "" {
-				p, err := plan.ReadPlan(filepath.Join(replay, store.FilePlan))
-				if err != nil {
-					return exit(2, fmt.Errorf("replay %s: %w", replay, err))
-				}
-				t, treesFrom = &plan.Target{Plan: p}, replay
-			} else {
-				if target == "" {
-					target = "."
-				}
-				var err error
-				switch {
-				case c.Bool("stand-in") && replay != "":
-					return exit(2, fmt.Errorf("run: --stand-in and --replay both answer for the model: choose one"))
-				case c.Bool("stand-in"):
-					t, err = plan.ResolveStandIn(target, c.StringSlice("case"))
-				default:
-					t, err = plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case"))
-				}
-				if err != nil {
-					return exit(2, err)
-				}
+			t, treesFrom, err := runTarget(c)
+			if err != nil {
+				return exit(2, err)
 			}
 			var shard runner.Shard
 			if c.IsSet("shard") {
-				var err error
 				if shard, err = runner.ParseShard(c.String("shard")); err != nil {
 					return exit(2, err)
 				}
@@ -148,16 +125,7 @@ failed), 3 calibration failed.`,
 			if err != nil {
 				return exit(2, err)
 			}
-			out := c.String("out")
-			switch {
-			case out != "":
-			case replay != "":
-				out = filepath.Clean(replay) + "-replay"
-			case c.Bool("stand-in"):
-				out = filepath.Join(".skillgate", t.Plan.Suite.Name+"-stand-in")
-			default:
-				out = filepath.Join(".skillgate", t.Plan.Suite.Name)
-			}
+			out := runFolder(c, t.Plan)
 			ctx, finish, stop := interruptible(c.Context)
 			defer stop()
 			fi, _ := os.Stderr.Stat()
@@ -189,6 +157,47 @@ failed), 3 calibration failed.`,
 			}
 			return exitVerdict(report)
 		},
+	}
+}
+
+// runTarget is what a run runs: the suite folder or plan file named, or,
+// with --replay and neither, the recorded folder's own plan, whose skill
+// and fixture trees are then read from it (treesFrom).
+func runTarget(c *cli.Context) (t *plan.Target, treesFrom string, err error) {
+	target, replay := c.Args().First(), c.String("replay")
+	if replay != "" && target == "" {
+		p, err := plan.ReadPlan(filepath.Join(replay, store.FilePlan))
+		if err != nil {
+			return nil, "", fmt.Errorf("replay %s: %w", replay, err)
+		}
+		return &plan.Target{Plan: p}, replay, nil
+	}
+	if target == "" {
+		target = "."
+	}
+	switch {
+	case c.Bool("stand-in") && replay != "":
+		return nil, "", fmt.Errorf("run: --stand-in and --replay both answer for the model: choose one")
+	case c.Bool("stand-in"):
+		t, err = plan.ResolveStandIn(target, c.StringSlice("case"))
+	default:
+		t, err = plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case"))
+	}
+	return t, "", err
+}
+
+// runFolder is the run folder: --out, else beside the replayed folder,
+// else .skillgate/SUITE (SUITE-stand-in for a stand-in run).
+func runFolder(c *cli.Context, p *plan.Plan) string {
+	switch {
+	case c.String("out") != "":
+		return c.String("out")
+	case c.String("replay") != "":
+		return filepath.Clean(c.String("replay")) + "-replay"
+	case c.Bool("stand-in"):
+		return filepath.Join(".skillgate", p.Suite.Name+"-stand-in")
+	default:
+		return filepath.Join(".skillgate", p.Suite.Name)
 	}
 }
 

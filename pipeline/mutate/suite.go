@@ -47,16 +47,17 @@ func SkillKey(m Mutant) string { return m.Skill + "." + m.ID }
 // for each mutant a copy of each of its source arms (ARM.ID) installing
 // the mutant under its skill's name instead of the skill. dirs gives each
 // mutant's folder relative to the suite folder, by SkillKey. The policy
-// keeps its inference levels and its adequacy rule and drops the rest:
-// they are about the suite's own arms, which a mutate run does not all
-// run. selected are the calibration-only cases to plan, as
+// keeps its inference levels, its adequacy rule and its sequential
+// stopping (each mutant then stops once told apart from the skill, or
+// once it can no longer be) and drops the rest: they are about the
+// suite's own arms, which a mutate run does not all run. selected are the calibration-only cases to plan, as
 // plan.CompileCases takes them.
 func Plan(s *suite.Suite, ms []Mutant, dirs map[string]string, selected []string) (*plan.Plan, error) {
 	m2 := *s
 	m2.Skills = maps.Clone(s.Skills)
 	m2.Arms = map[string]suite.Arm{}
 	m2.ArmOrder = nil
-	m2.Policy = suite.Policy{Name: "mutants", Inference: s.Policy.Inference, Adequacy: s.Policy.Adequacy, TimeoutsIncomplete: s.Policy.TimeoutsIncomplete}
+	m2.Policy = suite.Policy{Name: "mutants", Inference: s.Policy.Inference, Adequacy: s.Policy.Adequacy, TimeoutsIncomplete: s.Policy.TimeoutsIncomplete, Sequential: s.Policy.Sequential}
 	var arms []plan.MutantArm
 	var copies []string
 	for _, m := range ms {

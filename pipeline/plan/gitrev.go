@@ -34,6 +34,13 @@ func PlanOf(target, rev string) (*Plan, error) {
 // rev. The revision is read with `git archive` into a temporary folder; the
 // working tree is never touched.
 func PlanAtRevision(dir, rev string) (*Plan, error) {
+	return AtRevision(dir, rev, Compile)
+}
+
+// AtRevision loads the suite folder dir as it was at git revision rev and
+// gives it to compile, while the revision's files exist: a plan other
+// than the suite's own (a mutate run's) is compiled from them too.
+func AtRevision(dir, rev string, compile func(*suite.Suite) (*Plan, error)) (*Plan, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("resolve suite %s: %w", dir, err)
@@ -80,7 +87,7 @@ func PlanAtRevision(dir, rev string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Compile(s)
+	return compile(s)
 }
 
 // SuiteGitRevision is where the repository holding the suite folder

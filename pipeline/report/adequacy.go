@@ -24,12 +24,18 @@ func AdequacyText(a *verdict.Adequacy) string {
 	if m := method(a); m != "" {
 		fmt.Fprintf(&b, "  each mutant against its skill's arm, cases as the unit: %s\n", m)
 	}
+	if sequential(a) {
+		b.WriteString("  sequential stopping decides each mutant: killed when its e-value reaches 1/α (anytime-valid); the interval describes the cells read\n")
+	}
 	width := 0
 	for _, m := range a.Mutants {
 		width = max(width, len(m.Arm))
 	}
 	for _, m := range a.Mutants {
 		fmt.Fprintf(&b, "  %-12s %-*s  %s\n", m.Outcome, width, m.Arm, lost(m))
+		if m.Stopped != "" {
+			fmt.Fprintf(&b, "  %-12s %-*s  sequential: %s\n", "", width, "", m.Stopped)
+		}
 		if m.KilledBy == "routing" {
 			fmt.Fprintf(&b, "  %-12s %-*s  killed by routing: the skill's arm opened the skill more often, %+.2f [%+.2f, %+.2f]\n", "", width, "", m.Routing.Estimate, m.Routing.CI95[0], m.Routing.CI95[1])
 		}
@@ -95,6 +101,16 @@ func method(a *verdict.Adequacy) string {
 	return m
 }
 
+// sequential says the mutants were decided by sequential stopping.
+func sequential(a *verdict.Adequacy) bool {
+	for _, o := range a.Mutants {
+		if o.Stopped != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // rate writes a rate as a whole percentage.
 func rate(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 
@@ -108,14 +124,22 @@ func adequacyMarkdown(a *verdict.Adequacy) string {
 	if a.MinKillRate != nil {
 		fmt.Fprintf(&b, "; required ≥ %s", rate(*a.MinKillRate))
 	}
-	b.WriteString("). A mutant is killed when its arm passes less often than the skill's, the paired 95% interval of the difference above 0")
-	if m := method(a); m != "" {
-		fmt.Fprintf(&b, " (cases as the unit: %s)", mdText(m))
+	if sequential(a) {
+		b.WriteString("). Sequential stopping decided each mutant: killed when the skill's arm beats the mutant's by the anytime-valid test, its e-value at or above 1/α, read after every round; the interval describes the cells read and decides nothing.\n\n")
+	} else {
+		b.WriteString("). A mutant is killed when its arm passes less often than the skill's, the paired 95% interval of the difference above 0")
+		if m := method(a); m != "" {
+			fmt.Fprintf(&b, " (cases as the unit: %s)", mdText(m))
+		}
+		b.WriteString(".\n\n")
 	}
-	b.WriteString(".\n\n")
 	b.WriteString("| mutant | against | what was done | outcome | pass rate lost [95% CI] | cases that did not notice it |\n|---|---|---|---|---|---|\n")
 	for _, m := range a.Mutants {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", mdText(m.Arm), mdText(m.Against), mdText(m.What), m.Outcome, mdText(lost(m)), mdText(strings.Join(m.Unnoticed, ", ")))
+		outcome := m.Outcome
+		if m.Stopped != "" {
+			outcome += " (" + mdText(m.Stopped) + ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", mdText(m.Arm), mdText(m.Against), mdText(m.What), outcome, mdText(lost(m)), mdText(strings.Join(m.Unnoticed, ", ")))
 	}
 	if rows := ablation(a); len(rows) > 0 {
 		b.WriteString("\n#### Ablation of SKILL.md\n\n| section | pass rate lost [95% CI] | outcome |\n|---|---|---|\n")

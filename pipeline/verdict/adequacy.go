@@ -57,6 +57,10 @@ type MutantOutcome struct {
 	Routing *Inference `json:"routing,omitempty"`
 	// KilledBy says which comparison killed it: "pass rate" or "routing".
 	KilledBy string `json:"killedBy,omitempty"`
+	// Stopped, under policy.sequential, says where the mutant's
+	// sequential test stopped: its decision (effect kills), round and
+	// e-value. The outcome is then that test's, not the interval's.
+	Stopped string `json:"stopped,omitempty"`
 	// Unnoticed are the cases whose trials the mutant passed and failed
 	// exactly as the skill did: the cases that did not notice it.
 	Unnoticed []string `json:"unnoticed,omitempty"`
@@ -70,6 +74,9 @@ func (in *policyInput) adequacy() *Adequacy {
 	alpha := significanceAlpha(in.p.Policy)
 	all := func(*plan.PlanCase) bool { return true }
 	a := &Adequacy{Mutants: []MutantOutcome{}}
+	// Under policy.sequential a mutant stopped early is decided by its
+	// anytime-valid test, decided again from the cells it needed.
+	seq := DecideSequential(in.p, in.cells)
 	for _, m := range in.p.Mutants {
 		o := MutantOutcome{ID: m.Mutant, Skill: m.Skill, Operator: m.Operator, What: m.What, Section: m.Section, Arm: m.Arm, Against: m.Against}
 		skill, mutant := in.armTrials(m.Against, all), in.armTrials(m.Arm, all)
@@ -82,6 +89,8 @@ func (in *policyInput) adequacy() *Adequacy {
 		switch {
 		case o.Inference == nil || o.Inference.N == 0:
 			o.Outcome = MutantNotMeasured
+		case seq != nil:
+			o.decideSequentially(seq)
 		case o.Inference.CI95[0] > 0:
 			o.Killed, o.Outcome, o.KilledBy = true, MutantKilled, "pass rate"
 		case o.Routing != nil && o.Routing.N > 0 && o.Routing.CI95[0] > 0:

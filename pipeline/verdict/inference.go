@@ -39,6 +39,18 @@ type Comparison struct {
 	// asks one (HasThreshold).
 	Threshold    float64
 	HasThreshold bool
+	// Opened compares whether the agent opened a skill instead of
+	// whether the cell passed: a description mutant's routing.
+	Opened bool
+}
+
+// outcome is what the comparison reads of a cell: its pass, or whether
+// the agent opened a skill.
+func (c Comparison) outcome(r grade.CellResult) bool {
+	if c.Opened {
+		return r.Telemetry.OpenedSkill
+	}
+	return r.Passed
 }
 
 // Keeps says whether the comparison reads a case.

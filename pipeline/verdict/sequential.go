@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/inference"
@@ -86,7 +87,10 @@ func DecideSequential(p *plan.Plan, results []grade.CellResult) *Sequential {
 	if cfg == nil || cfg.Round < 1 {
 		return nil
 	}
-	trials := 0
+	// The suite's trials, so a plan cut to the cells a decision needed
+	// (Needed) decides alike: the adequacy of a mutate run decides again
+	// from those cells.
+	trials := p.Suite.Trials
 	for _, c := range p.Cells {
 		if c.Rerun == 0 {
 			trials = max(trials, c.Trial)
@@ -118,6 +122,10 @@ func DecideSequential(p *plan.Plan, results []grade.CellResult) *Sequential {
 		comps = append(comps, c)
 		s.Comparisons = append(s.Comparisons, s.decide(c, cases, trials, byKey))
 	}
+	for _, c := range mutantComparisons(p) {
+		comps = append(comps, c)
+		s.Comparisons = append(s.Comparisons, s.decide(c, caseIDs(p), trials, byKey))
+	}
 	s.markNotNeeded(p, comps)
 	return s
 }
@@ -144,10 +152,10 @@ func (s *Sequential) decide(c Comparison, cases []string, trials int, byKey map[
 					out.Why = fmt.Sprintf("round %d is not complete (cell %s has no valid result): the test waits for it", r, missingCell(b, k, okB))
 					return out
 				}
-				switch {
-				case k.Passed && !b.Passed:
+				switch kp, bp := c.outcome(k), c.outcome(b); {
+				case kp && !bp:
 					wins++
-				case b.Passed && !k.Passed:
+				case bp && !kp:
 					losses++
 				}
 			}
@@ -193,7 +201,7 @@ func (s *Sequential) markNotNeeded(p *plan.Plan, comps []Comparison) {
 			if (c.Arm != cmp.Baseline && c.Arm != cmp.Candidate) || !cmp.Keeps(cases[c.Case]) {
 				continue
 			}
-			sc := s.Comparisons[i]
+			sc := s.stopOf(i)
 			if sc.Decision == SequentialPending || sc.Round >= round {
 				needed = true
 				break
@@ -262,7 +270,9 @@ func SequentialPlanLine(p *plan.Plan) string {
 	s := DecideSequential(p, nil)
 	var rules []string
 	for _, c := range s.Comparisons {
-		rules = append(rules, c.Rule)
+		if !slices.Contains(rules, c.Rule) { // a mutate plan tests each mutant under one rule
+			rules = append(rules, c.Rule)
+		}
 	}
 	return fmt.Sprintf("sequential stopping: at most %d rounds of %d trial(s) per case and arm, α %g; after each round each comparison (%s) may stop for effect or futility, and cells no comparison needs are not run\n",
 		s.Rounds, s.Round, s.Alpha, orNoneList(rules))
