@@ -82,6 +82,8 @@ func Authorize(h http.Header, family, auth, key string, headers map[string]strin
 		h.Set("X-Api-Key", key)
 	case "api-key":
 		h.Set("Api-Key", key)
+	case "x-goog-api-key":
+		h.Set("X-Goog-Api-Key", key)
 	case "oauth":
 		h.Set("Authorization", "Bearer "+key)
 		beta := h.Get("Anthropic-Beta")
@@ -108,8 +110,11 @@ func authOf(family, auth string) string {
 	if auth != "" {
 		return auth
 	}
-	if family == "anthropic" {
+	switch family {
+	case "anthropic":
 		return "x-api-key"
+	case "gemini":
+		return "x-goog-api-key"
 	}
 	return "bearer"
 }

@@ -120,6 +120,10 @@ func (s *scriptedModel) serve(w http.ResponseWriter, r *http.Request, body []byt
 	switch {
 	case r.Method != http.MethodPost:
 		w.WriteHeader(http.StatusOK)
+	case isGeminiPath(p):
+		s.geminiModelCall(w, p, body, call)
+	case strings.HasSuffix(p, "/chat/completions"):
+		s.chatModelCall(w, body, call)
 	case strings.HasSuffix(p, "/messages/count_tokens"):
 		req, err := parseAnthropicRequest(body)
 		if err != nil {
