@@ -64,7 +64,7 @@ func geminiFiles(model string) map[string][]byte {
 		"telemetry": map[string]any{"enabled": false},
 		"ide":       map[string]any{"enabled": false},
 		"model":     map[string]any{"name": model},
-		"security":  map[string]any{"auth": map[string]any{"selectedType": "gateway"}},
+		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 	}
 	b, _ := json.MarshalIndent(settings, "", "  ")
 	return map[string][]byte{path.Join(Home, ".gemini/settings.json"): append(b, '\n')}

@@ -139,7 +139,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, c *gatewayCell)
 
 // refusedTarget is a refused request's target as a cell's usage lists it.
 func refusedTarget(r *http.Request) string {
-	target := r.RequestURI
+	target := withoutKey(r.RequestURI)
 	if len(target) > 200 {
 		target = target[:200]
 	}

@@ -135,6 +135,7 @@ func parseProviderError(b []byte) providerError {
 		Type    *string `json:"type"`
 		Code    any     `json:"code"`
 		Message *string `json:"message"`
+		Status  *string `json:"status"` // the Gemini API's
 	}
 	var v struct {
 		obj
@@ -153,6 +154,9 @@ func parseProviderError(b []byte) providerError {
 		}
 		if s, ok := o.Code.(string); ok && s != "" && pe.Type == "" {
 			pe.Type = s
+		}
+		if o.Status != nil && pe.Type == "" {
+			pe.Type = *o.Status
 		}
 		return pe, true
 	}

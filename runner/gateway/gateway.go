@@ -367,7 +367,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	counted := r.Method == http.MethodPost
 	g.mu.Lock()
 	c.seq++
-	rec := &exchangeRecord{seq: c.seq, method: r.Method, target: r.RequestURI, started: start, header: r.Header, held: held}
+	rec := &exchangeRecord{seq: c.seq, method: r.Method, target: withoutKey(r.RequestURI), started: start, header: r.Header, held: held}
 	sampling := c.sampling
 	g.mu.Unlock()
 	// The body's bytes stay held until its exchange is recorded: account hands

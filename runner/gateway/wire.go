@@ -99,6 +99,19 @@ func cellToken(r *http.Request) string {
 	return r.URL.Query().Get("key")
 }
 
+// withoutKey is a request target without the key= parameters of its query,
+// as the gateway records it.
+func withoutKey(target string) string {
+	p, q, ok := strings.Cut(target, "?")
+	if !ok {
+		return target
+	}
+	if q = dropKey(q); q == "" {
+		return p
+	}
+	return p + "?" + q
+}
+
 // dropKey is a query without its key= parameters: the cell's dummy key,
 // which the real one's header replaces.
 func dropKey(q string) string {
