@@ -49,7 +49,7 @@ const (
 		`"contents":[{"role":"user","parts":[{"text":"<session_context>cwd</session_context>"},{"text":"Use the s skill. What is the answer?"}]}]}`
 	geminiSecond = `{"contents":[{"role":"user","parts":[{"text":"Use the s skill. What is the answer?"}]},` +
 		`{"role":"model","parts":[{"functionCall":{"name":"run_shell_command","args":{"command":"cat README.md"}}}]},` +
-		`{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"output":"Output: A fixture.\nProcess Group PGID: 12"}}}]}]}`
+		`{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"output":"<untrusted_context>\nOutput: A fixture.\nProcess Group PGID: 12\n</untrusted_context>"}}}]}]}`
 	chatFirst  = `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"<available_skills><skill><name>s</name></skill></available_skills>"},{"role":"user","content":"Use the s skill. What is the answer?"}]}`
 	chatSecond = `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Use the s skill. What is the answer?"}]},` +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"cat README.md\"}"}}]},` +

@@ -45,8 +45,9 @@ type geminiContent struct {
 }
 
 // geminiShellResult is the Gemini CLI's run_shell_command result as the model
-// reads it: "Output: ..." then lines of exit code, signal and process group.
-var geminiShellResult = regexp.MustCompile(`(?s)^Output: (.*?)(?:\n(?:Error|Exit Code|Signal|Background PIDs|Process Group PGID): [^\n]*)*$`)
+// reads it: "Output: ..." then lines of exit code, signal and process group,
+// the whole inside <untrusted_context> tags.
+var geminiShellResult = regexp.MustCompile(`(?s)^(?:<untrusted_context>\s*)?Output: (.*?)(?:\n(?:Error|Exit Code|Signal|Background PIDs|Process Group PGID): [^\n]*)*\s*(?:</untrusted_context>)?$`)
 
 // geminiResponseText is a function response's text: its output (or error)
 // field when it has one, else the whole response.
@@ -58,7 +59,7 @@ func geminiResponseText(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &r) == nil {
 		switch {
 		case r.Output != nil:
-			if m := geminiShellResult.FindStringSubmatch(*r.Output); m != nil {
+			if m := geminiShellResult.FindStringSubmatch(strings.TrimSpace(*r.Output)); m != nil {
 				return m[1]
 			}
 			return *r.Output
