@@ -13,6 +13,8 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/runner/gateway/standin"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // gwPost sends one model request of a cell to the gateway, its dummy key as
@@ -257,5 +259,29 @@ func TestGatewayGeminiFaults(t *testing.T) {
 				t.Errorf("fault %+v, want a stall", u.Faults[0])
 			}
 		})
+	}
+}
+
+// TestGatewayGeminiRecordReplay: a Gemini session recorded in front of the
+// stand-in is served again by a replay gateway, offline, byte for byte, the
+// cell's dummy key in the key= query of either run.
+func TestGatewayGeminiRecordReplay(t *testing.T) {
+	up := standin.New(t, false)
+	up.Reply("recorded answer")
+	out := t.TempDir()
+	rec := gwStart(t, GatewayConfig{Provider: "gemini", Upstream: up.URL, APIKey: "sk-real-key-0123", Record: &Recorder{Out: out}})
+	status, recorded, err := gwModelPost(t, gwUnixClient(rec.Socket()), geminiStreamPath, "key", rec.NewCellToken("c1"), geminiFirst)
+	if err != nil || status != 200 {
+		t.Fatalf("record: %d %v %s", status, err, recorded)
+	}
+	u := rec.Usage("c1")
+	up.Close()
+	g := gwStart(t, GatewayConfig{Provider: "replay", Replay: &Recording{Dir: out, Logs: map[string]digest.Digest{"c1": u.Exchanges}}})
+	status, replayed, err := gwModelPost(t, gwUnixClient(g.Socket()), geminiStreamPath, "key", g.NewCellToken("c1"), geminiFirst)
+	if err != nil || status != 200 || replayed != recorded {
+		t.Fatalf("replay: %d %v\n%s\nwant\n%s", status, err, replayed, recorded)
+	}
+	if ru := g.Usage("c1"); ru.Unrecovered != "" || ru.Tokens == nil || ru.Tokens.Output != standin.Output || ru.ModelAnswered != "stand-in-model" {
+		t.Errorf("replay usage %+v", ru)
 	}
 }
