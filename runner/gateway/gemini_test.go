@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -219,9 +221,10 @@ func TestGatewayChatCompletionsProvider(t *testing.T) {
 	}
 }
 
-// TestGatewayGeminiFaults: the Gemini API's 401, persistent 429 and 500 and a
-// stall mid-stream reach the agent (a 429 and a 500 after retries) and are
-// recorded as provider faults with the API's status name, never the agent's.
+// TestGatewayGeminiFaults: the Gemini API's 401, persistent 429 and 500, its
+// refusal of a key (400 API_KEY_INVALID, which is no bad request of the
+// agent's) and a stall mid-stream reach the agent (a 429 and a 500 after
+// retries) and are recorded as provider faults with the API's status name.
 func TestGatewayGeminiFaults(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -235,6 +238,8 @@ func TestGatewayGeminiFaults(t *testing.T) {
 			"provider: HTTP 429 RESOURCE_EXHAUSTED: Quota exceeded (from URL" + geminiStreamPath[:len(geminiStreamPath)-8] + ", after 2 retries)"},
 		{"500", standin.Fault{Status: 500, Type: "INTERNAL", Message: "Internal error encountered."}, 3,
 			"provider: HTTP 500 INTERNAL: Internal error encountered. (from URL" + geminiStreamPath[:len(geminiStreamPath)-8] + ", after 2 retries)"},
+		{"refused key", standin.Fault{Status: 400, Type: KeyInvalid, Message: "API key not valid. Please pass a valid API key."}, 1,
+			"provider: HTTP 400 API_KEY_INVALID: API key not valid. Please pass a valid API key. (from URL" + geminiStreamPath[:len(geminiStreamPath)-8] + ")"},
 		{"stall", standin.Fault{StallAfterStart: true}, 1, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -283,5 +288,26 @@ func TestGatewayGeminiRecordReplay(t *testing.T) {
 	}
 	if ru := g.Usage("c1"); ru.Unrecovered != "" || ru.Tokens == nil || ru.Tokens.Output != standin.Output || ru.ModelAnswered != "stand-in-model" {
 		t.Errorf("replay usage %+v", ru)
+	}
+}
+
+// TestGatewayGeminiPreflight: before any cell, the Gemini provider's model
+// list is asked for with the real key in x-goog-api-key; a refused key stops
+// the run.
+func TestGatewayGeminiPreflight(t *testing.T) {
+	up := standin.New(t, false)
+	g := gwStart(t, GatewayConfig{Provider: "gemini", Upstream: up.URL, APIKey: "sk-real-key-0123"})
+	if note, err := g.Preflight(context.Background()); err != nil || note != "" {
+		t.Fatalf("preflight: %q %v", note, err)
+	}
+	if got := up.Received(); len(got) != 1 || got[0].Path != "/v1beta/models" || got[0].Header.Get("X-Goog-Api-Key") != "sk-real-key-0123" {
+		t.Fatalf("preflight sent %+v", got)
+	}
+	// The Gemini API refuses a bad key with 400 and the reason API_KEY_INVALID.
+	up.FailModels(&standin.Fault{Status: 400, Type: KeyInvalid, Message: "API key not valid. Please pass a valid API key."})
+	_, err := g.Preflight(context.Background())
+	var pe *PreflightError
+	if !errors.As(err, &pe) || pe.Fault.Status != 400 || pe.Fault.Type != KeyInvalid {
+		t.Errorf("preflight with a refused key: %v", err)
 	}
 }

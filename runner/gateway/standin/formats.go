@@ -57,8 +57,14 @@ func standInChat(text string, cached int64) []string {
 	}
 }
 
-// geminiError is the Gemini API's error body.
+// geminiError is the Gemini API's error body; a refused key (typ
+// API_KEY_INVALID) is a 400 INVALID_ARGUMENT with that reason in its details.
 func geminiError(status int, typ, msg string) string {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": status, "message": msg, "status": typ}})
+	e := map[string]any{"code": status, "message": msg, "status": typ}
+	if typ == "API_KEY_INVALID" {
+		e["status"] = "INVALID_ARGUMENT"
+		e["details"] = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}}
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
 	return string(b)
 }

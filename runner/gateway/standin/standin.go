@@ -228,7 +228,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var f *Fault
 	switch {
-	case r.URL.Path == "/v1/models" || strings.HasPrefix(r.URL.Path, "/v1/models/"):
+	case r.URL.Path == "/v1/models" || strings.HasPrefix(r.URL.Path, "/v1/models/") || r.URL.Path == "/v1beta/models":
 		f = s.models
 	case len(s.faults) > 0:
 		f = &s.faults[0]
@@ -278,6 +278,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/v1beta/models":
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"models":[{"name":"models/stand-in-model","displayName":"Stand-in"}]}`)
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"data":[{"type":"model","id":"stand-in-model","display_name":"Stand-in"}],"has_more":false,"first_id":"stand-in-model","last_id":"stand-in-model"}`)
