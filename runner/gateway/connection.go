@@ -74,8 +74,9 @@ func ReadConnection(s ConnectionSettings, who string) (Connection, error) {
 // Authorize puts a credential and extra headers into h as the provider
 // expects them: auth "x-api-key", "bearer" (Authorization: Bearer),
 // "oauth" (a bearer token with Anthropic's OAuth beta flag added to
-// anthropic-beta) or "api-key" (Azure OpenAI's header); "" is the
-// family's own, x-api-key for anthropic and bearer for openai.
+// anthropic-beta), "api-key" (Azure OpenAI's header) or "x-goog-api-key"
+// (the Gemini API's); "" is the family's own, x-api-key for anthropic,
+// x-goog-api-key for gemini and bearer for openai.
 func Authorize(h http.Header, family, auth, key string, headers map[string]string) {
 	switch authOf(family, auth) {
 	case "x-api-key":
