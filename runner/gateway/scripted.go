@@ -14,8 +14,10 @@ import (
 )
 
 // scriptedModel answers model requests from a Script, in the wire format the agent speaks:
-// Anthropic Messages (POST .../messages, streamed or not) for Claude Code, OpenAI
-// Responses (POST .../responses) for Codex. It has no state of its own: the gateway passes
+// Anthropic Messages (POST .../messages, streamed or not) for Claude Code, OpenCode and
+// Pi, OpenAI Responses (POST .../responses) for Codex, Gemini's generateContent and
+// streamGenerateContent for the Gemini CLI (scripted_gemini.go) and OpenAI-compatible
+// Chat Completions (scripted_chat.go). It has no state of its own: the gateway passes
 // the cell's call number, from which every id is derived, so a cell's transcript is the
 // same on every run.
 type scriptedModel struct {
