@@ -79,6 +79,16 @@ func TestPiEndToEnd(t *testing.T) {
 	})
 }
 
+// TestGeminiEndToEnd: the Gemini CLI 0.61 on Node.js with the scripted model speaking
+// Gemini's streamGenerateContent, on an image that holds a canary skill in every folder
+// outside the workspace that the CLI scans (~/.gemini/skills, ~/.agents/skills, its
+// extensions, and the skills built into it). In the forced arm the model loads the
+// skill with the activate_skill tool (observed) and runs `cat README.md` with
+// run_shell_command; the case with a reply resumes the session with --resume latest.
+func TestGeminiEndToEnd(t *testing.T) {
+	kindEndToEnd(t, agent.Gemini, "skillgate-test/gemini-canary:0.61.0", grade.EvidenceObserved, agent.Of(agent.Gemini).UserSkillDirs)
+}
+
 // kindEndToEnd runs testdata/agents/KIND on its canary image (tag, the canary skill in
 // each of userDirs) and checks what both tests above say.
 func kindEndToEnd(t *testing.T, kind, tag, evidence string, userDirs []string) {

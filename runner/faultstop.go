@@ -42,7 +42,7 @@ func (w *providerWatch) exchange(cell string, f *gateway.ProviderFault) {
 	case f == nil:
 		w.inRow = 0
 		return
-	case f.Kind == gateway.FaultStatus && (f.Status == http.StatusUnauthorized || f.Status == http.StatusForbidden):
+	case f.Kind == gateway.FaultStatus && (f.Status == http.StatusUnauthorized || f.Status == http.StatusForbidden || f.Type == gateway.KeyInvalid):
 		w.why = fmt.Sprintf("provider %s refused the key in %s on a model call of cell %s (%s): fix it and run again; the run stopped, and the cells it stopped will run again",
 			w.provider, w.credential, cell, f.String())
 		w.keyBad = true

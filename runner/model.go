@@ -50,7 +50,7 @@ func startGateway(p *plan.Plan, opts Options, out string) (g *gateway.Gateway, s
 			return nil, nil, err
 		}
 		cfg.Provider, cfg.Replay = "replay", rec
-	case a.Provider == "anthropic" || a.Provider == "openai":
+	case a.Provider == "anthropic" || a.Provider == "openai" || a.Provider == "gemini":
 		conn, err := gateway.ReadConnection(gateway.ConnectionSettings{Provider: a.Provider, Upstream: a.Upstream, UpstreamEnv: a.UpstreamEnv,
 			UpstreamDefault: a.UpstreamDefault, CredentialEnv: a.CredentialEnv, Auth: a.Auth, Headers: a.Headers}, "agent")
 		if err != nil {

@@ -166,7 +166,7 @@ const noBash = "shell bash: it would run in skillgate/sandbox, which has busybox
 
 // builtAgentKinds are the agent kinds whose CLI images skillgate builds (the kinds of
 // runner/agent with a recipe).
-var builtAgentKinds = map[string]bool{"claude-code": true, "codex": true, "opencode": true, "pi": true}
+var builtAgentKinds = map[string]bool{"claude-code": true, "codex": true, "opencode": true, "pi": true, "gemini": true}
 
 // inSandbox reports whether what runs in environment env ("" for none) runs in skillgate's
 // busybox sandbox: the command agent's default image, with no environment image over it.

@@ -18,7 +18,7 @@ func checkLimits(c *checker, s *Suite) {
 	stallSel := []cue.Selector{str("limits"), str("stall")}
 	pos := userPos(c.v.LookupPath(cue.MakePath(stallSel...)))
 	set := pos.IsValid() && !strings.Contains(pos.Filename(), "cue.mod") && !strings.Contains(pos.Filename(), "skillgate.dev/schema")
-	real := s.Agent.Provider == "anthropic" || s.Agent.Provider == "openai"
+	real := s.Agent.Provider == "anthropic" || s.Agent.Provider == "openai" || s.Agent.Provider == "gemini"
 	if real && set && terr == nil && serr == nil && stall >= timeout {
 		// A stall the cell's timeout ends first would never be cut as the
 		// provider's: the cell would time out as if the agent were slow.

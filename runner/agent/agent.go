@@ -13,6 +13,7 @@ const (
 	Codex      = "codex"
 	OpenCode   = "opencode"
 	Pi         = "pi"
+	Gemini     = "gemini"
 	Command    = "command"
 )
 
@@ -64,6 +65,7 @@ var kinds = map[string]Kind{
 	Codex:      codex,
 	OpenCode:   openCode,
 	Pi:         pi,
+	Gemini:     gemini,
 	Command:    command,
 }
 

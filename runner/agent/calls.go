@@ -10,13 +10,13 @@ const CommandRanPrefix = "skillgate: ran "
 // Calls reads the calls of a finished session from its stored output, for
 // the trajectory checks: every tool call in order, each shell command with
 // its command line and, where told, its exit status; and how it is known.
-// The JSON transcripts of Claude Code, Codex, OpenCode and Pi are observed (unobservable
+// The JSON transcripts of Claude Code, Codex, OpenCode, Pi and Gemini CLI are observed (unobservable
 // when the output holds no JSON event at all); a command agent's
 // "skillgate: ran" lines are reported.
 func Calls(kind string, stdout, stderr []byte, replies []string) grade.Trajectory {
 	t := grade.Trajectory{Calls: []grade.ToolCall{}, Evidence: grade.EvidenceUnobservable}
 	switch kind {
-	case ClaudeCode, Codex, OpenCode, Pi:
+	case ClaudeCode, Codex, OpenCode, Pi, Gemini:
 		if hasJSONLine(stdout) {
 			t.Evidence = grade.EvidenceObserved
 		}
@@ -45,6 +45,8 @@ func isShell(kind, tool string) bool {
 		return tool == "Bash"
 	case OpenCode, Pi:
 		return tool == "bash"
+	case Gemini:
+		return tool == "run_shell_command"
 	}
 	return tool == "shell"
 }

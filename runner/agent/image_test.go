@@ -52,6 +52,7 @@ func TestAgentImage(t *testing.T) {
 		{Codex, "codex-cli 0.171.0"},
 		{OpenCode, "1.18.33"},
 		{Pi, "0.73.1"},
+		{Gemini, "0.61.0"},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
 			ctx := context.Background()
@@ -67,7 +68,7 @@ func TestAgentImage(t *testing.T) {
 			if _, ok, err := e.ImageExists(ctx, ImageRepo(tc.agent)+":"+Version(tc.agent)); err != nil || !ok {
 				t.Errorf("version tag missing: %v", err)
 			}
-			bin := map[string]string{ClaudeCode: "claude", Codex: "codex", OpenCode: "opencode", Pi: "pi"}[tc.agent]
+			bin := map[string]string{ClaudeCode: "claude", Codex: "codex", OpenCode: "opencode", Pi: "pi", Gemini: "gemini"}[tc.agent]
 			run := func(env []string, cmd ...string) *docker.ContainerOutcome {
 				t.Helper()
 				out, err := e.RunContainer(ctx, docker.ContainerSpec{

@@ -131,3 +131,52 @@ func TestOpenCodeAndPiFiles(t *testing.T) {
 		t.Errorf("models.json %+v, settings.json %v", models, settings)
 	}
 }
+
+// A session of the real Gemini CLI 0.61.0 on the scripted model (TestGeminiEndToEnd's
+// forced cell, its answer split in two deltas as a model streams it): the skill s
+// activated with activate_skill, `cat README.md` run, then the answer.
+func TestGeminiTranscript(t *testing.T) {
+	out, err := os.ReadFile(filepath.Join("testdata", "transcripts", "gemini-activate-shell.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ParseSession(Gemini, out, nil)
+	tel := s.Telemetry
+	if s.Answer != "ANSWER-42, as the skill says: A fixture." || len(s.Messages) != 1 || tel.Model != "gemini-2.5-pro" {
+		t.Errorf("answer %q, messages %q, model %q", s.Answer, s.Messages, tel.Model)
+	}
+	if len(tel.Skills) != 1 || tel.Skills[0] != (grade.RoutingEvent{Name: "s", Evidence: grade.EvidenceObserved}) || len(tel.References) != 0 {
+		t.Errorf("skills %v, references %v", tel.Skills, tel.References)
+	}
+	if tel.Turns == nil || *tel.Turns != 3 || tel.ToolCalls == nil || *tel.ToolCalls != 2 {
+		t.Errorf("turns %v, tool calls %v", tel.Turns, tel.ToolCalls)
+	}
+	if tel.Tokens == nil || *tel.Tokens != (grade.Tokens{Input: 27800, Output: 130}) {
+		t.Errorf("tokens %+v", tel.Tokens)
+	}
+	calls := Calls(Gemini, out, nil, nil)
+	if calls.Evidence != grade.EvidenceObserved || len(calls.Calls) != 2 || calls.Calls[0].Tool != "activate_skill" || calls.Calls[0].Command != "" {
+		t.Fatalf("calls %+v", calls)
+	}
+	if c := calls.Calls[1]; c.Tool != "run_shell_command" || c.Command != "cat README.md" || c.ExitCode == nil || *c.ExitCode != 0 {
+		t.Errorf("second call %+v", c)
+	}
+	turns := Turns(Gemini, out, nil)
+	if len(turns) != 3 || len(turns[0].Loads) != 1 || turns[0].Loads[0].Name != "s" ||
+		!strings.Contains(turns[0].Result, "Skill **s** activated") || turns[1].Result != "A fixture." || turns[2].Text != s.Answer {
+		b, _ := json.MarshalIndent(turns, "", " ")
+		t.Errorf("turns %s", b)
+	}
+	// A read of SKILL.md, or a command naming a file of a skill folder, is inferred.
+	r := newRouting()
+	geminiToolRouting(r, "read_file", json.RawMessage(`{"file_path":"/workspace/.agents/skills/a/SKILL.md"}`))
+	geminiToolRouting(r, "run_shell_command", json.RawMessage(`{"command":"cat /home/agent/.gemini/skills/b/ref/x.md"}`))
+	got := r.telemetry()
+	if len(got.Skills) != 1 || got.Skills[0] != (grade.RoutingEvent{Name: "a", Evidence: grade.EvidenceInferred}) ||
+		len(got.References) != 1 || got.References[0].Name != "b/ref/x.md" {
+		t.Errorf("skills %v, references %v", got.Skills, got.References)
+	}
+	if empty := ParseSession(Gemini, []byte("not json\n"), nil); empty.Telemetry.Turns != nil || empty.Telemetry.Tokens != nil {
+		t.Errorf("no events: %+v", empty.Telemetry)
+	}
+}

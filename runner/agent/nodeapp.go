@@ -21,7 +21,7 @@ import (
 // (package.json and package-lock.json): every package of the CLI's tree pinned by
 // version and integrity, so its image is the same tree on every machine.
 //
-//go:embed pi/package.json pi/package-lock.json
+//go:embed pi/package.json pi/package-lock.json gemini/package.json gemini/package-lock.json
 var nodeLocks embed.FS
 
 // nodeApp is an agent CLI written for Node.js: its npm tree, installed from a lockfile,
@@ -30,6 +30,10 @@ type nodeApp struct {
 	lock string // the folder of nodeLocks
 	// main is the CLI's script in the tree, which /usr/local/bin/BIN links to.
 	main, bin string
+	// omitOptional leaves the tree's optional dependencies out (the Gemini
+	// CLI's native terminal and keychain modules, which a headless run does
+	// without).
+	omitOptional bool
 }
 
 // nodeTreeCache is the folder of the installed tree of lock in cache:
@@ -53,7 +57,8 @@ func nodeTreeKey(lock string) (string, map[string][]byte, error) {
 // with `npm ci` (no install scripts, no dev dependencies) into the cache first when it is
 // not there. The tree lands under a temporary name and is renamed once complete, so the
 // cache never holds a partial one.
-func npmInstall(ctx context.Context, cache, lock string, log io.Writer) (string, error) {
+func npmInstall(ctx context.Context, cache string, app *nodeApp, log io.Writer) (string, error) {
+	lock := app.lock
 	key, files, err := nodeTreeKey(lock)
 	if err != nil {
 		return "", fmt.Errorf("install %s: %w", lock, err)
@@ -82,8 +87,11 @@ func npmInstall(ctx context.Context, cache, lock string, log io.Writer) (string,
 	}
 	fmt.Fprintf(log, "installing the %s tree with npm ci\n", lock)
 	t0 := time.Now()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--omit=dev", "--no-audit", "--no-fund",
-		"--cache", filepath.Join(tmp, ".npm-cache"))
+	args := []string{"ci", "--ignore-scripts", "--omit=dev", "--no-audit", "--no-fund", "--cache", filepath.Join(tmp, ".npm-cache")}
+	if app.omitOptional {
+		args = append(args, "--omit=optional")
+	}
+	cmd := exec.CommandContext(ctx, npm, args...)
 	cmd.Dir = tmp
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -108,7 +116,7 @@ func npmInstall(ctx context.Context, cache, lock string, log io.Writer) (string,
 // node (with its libraries, FROM scratch), and /usr/local/bin links to both.
 func addNodeApp(ctx context.Context, bc *docker.BuildContext, cache string, r *recipe, layered bool, log io.Writer) error {
 	app := r.node
-	tree, err := npmInstall(ctx, cache, app.lock, log)
+	tree, err := npmInstall(ctx, cache, app, log)
 	if err != nil {
 		return err
 	}

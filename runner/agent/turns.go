@@ -37,6 +37,8 @@ func Turns(kind string, stdout, stderr []byte) []Turn {
 		return openCodeTurns(stdout)
 	case Pi:
 		return piTurns(stdout)
+	case Gemini:
+		return geminiTurns(stdout)
 	case Command:
 		return commandTurns(stderr)
 	}

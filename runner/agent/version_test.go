@@ -12,7 +12,7 @@ import (
 // the images skillgate builds by default, so the versions are written
 // twice only with this test to keep them equal.
 func TestPresetsNameTheBuiltVersions(t *testing.T) {
-	for preset, kind := range map[string]string{"claudeCode": ClaudeCode, "codex": Codex, "openCode": OpenCode, "pi": Pi} {
+	for preset, kind := range map[string]string{"claudeCode": ClaudeCode, "codex": Codex, "openCode": OpenCode, "pi": Pi, "gemini": Gemini} {
 		files := suitetest.Edit(t, "suite/suite.cue", `agents.command & {command: ["sh", "-c", "echo hi"]}`, "agents."+preset)
 		root := suitetest.WriteSuite(t, files)
 		s, err := suite.LoadSuite(filepath.Join(root, "suite"))

@@ -23,7 +23,7 @@ import (
 // real run stops on the first.
 func SkillEvalRefusals(p *plan.Plan, tasksFile string, capSet bool, capUSD float64) []error {
 	var refused []error
-	if p.Agent.Provider == "anthropic" || p.Agent.Provider == "openai" {
+	if p.Agent.Provider == "anthropic" || p.Agent.Provider == "openai" || p.Agent.Provider == "gemini" {
 		if err := gstack.CheckLock(tasksFile, p.Suite.Trials); err != nil {
 			refused = append(refused, err)
 		} else if !capSet {

@@ -74,14 +74,17 @@ func ReadConnection(s ConnectionSettings, who string) (Connection, error) {
 // Authorize puts a credential and extra headers into h as the provider
 // expects them: auth "x-api-key", "bearer" (Authorization: Bearer),
 // "oauth" (a bearer token with Anthropic's OAuth beta flag added to
-// anthropic-beta) or "api-key" (Azure OpenAI's header); "" is the
-// family's own, x-api-key for anthropic and bearer for openai.
+// anthropic-beta), "api-key" (Azure OpenAI's header) or "x-goog-api-key"
+// (the Gemini API's); "" is the family's own, x-api-key for anthropic,
+// x-goog-api-key for gemini and bearer for openai.
 func Authorize(h http.Header, family, auth, key string, headers map[string]string) {
 	switch authOf(family, auth) {
 	case "x-api-key":
 		h.Set("X-Api-Key", key)
 	case "api-key":
 		h.Set("Api-Key", key)
+	case "x-goog-api-key":
+		h.Set("X-Goog-Api-Key", key)
 	case "oauth":
 		h.Set("Authorization", "Bearer "+key)
 		beta := h.Get("Anthropic-Beta")
@@ -108,8 +111,11 @@ func authOf(family, auth string) string {
 	if auth != "" {
 		return auth
 	}
-	if family == "anthropic" {
+	switch family {
+	case "anthropic":
 		return "x-api-key"
+	case "gemini":
+		return "x-goog-api-key"
 	}
 	return "bearer"
 }

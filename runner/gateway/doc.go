@@ -1,7 +1,9 @@
 // Package gateway is the cells' only way out: a host-side HTTP server on a
 // unix socket, mounted read-only into every cell, where a small static
 // forwarder (the forwarder command, embedded) relays the agent's model
-// calls. It authenticates each call by its cell's dummy key, forwards only
+// calls, in the provider's format: Anthropic Messages, OpenAI Responses and
+// Chat Completions, or Gemini's generateContent (wire.go holds what differs
+// by format). It authenticates each call by its cell's dummy key, forwards only
 // exact model endpoints to the provider with the real key (which never
 // leaves it) or answers them with the scripted model, retries transient
 // provider faults, and records per cell the models, tokens, latency, cost

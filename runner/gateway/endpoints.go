@@ -23,10 +23,25 @@ var modelEndpoints = map[string][]modelEndpoint{
 		{http.MethodGet, "/v1/models"},
 		{http.MethodGet, "/v1/models/{id}"},
 	},
+	// The Gemini API, in its v1beta and v1 versions: a model's
+	// generateContent, streamed or not, its token count, and the listings.
+	"gemini": {
+		{http.MethodPost, "/v1beta/models/{id}:generateContent"},
+		{http.MethodPost, "/v1beta/models/{id}:streamGenerateContent"},
+		{http.MethodPost, "/v1beta/models/{id}:countTokens"},
+		{http.MethodGet, "/v1beta/models"},
+		{http.MethodGet, "/v1beta/models/{id}"},
+		{http.MethodPost, "/v1/models/{id}:generateContent"},
+		{http.MethodPost, "/v1/models/{id}:streamGenerateContent"},
+		{http.MethodPost, "/v1/models/{id}:countTokens"},
+		{http.MethodGet, "/v1/models"},
+		{http.MethodGet, "/v1/models/{id}"},
+	},
 }
 
-// modelEndpoint is one forwarded method and path; a final "{id}" segment stands for
-// one model ID.
+// modelEndpoint is one forwarded method and path; an "{id}" in the last
+// segment stands for one model ID (followed by a method such as
+// ":generateContent" in Gemini's paths).
 type modelEndpoint struct {
 	method, path string
 }
@@ -63,8 +78,9 @@ func matchEndpoint(family, method, target string) (fwdPath, fwdQuery string, ok 
 		if e.method != method {
 			continue
 		}
-		if prefix, isID := strings.CutSuffix(e.path, "{id}"); isID {
-			if id, found := strings.CutPrefix(p, prefix); found && modelID(id) {
+		if prefix, suffix, isID := strings.Cut(e.path, "{id}"); isID {
+			id, found := strings.CutPrefix(p, prefix)
+			if id, ok := strings.CutSuffix(id, suffix); found && ok && modelID(id) {
 				return p, q, true
 			}
 		} else if p == e.path {
@@ -123,7 +139,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, c *gatewayCell)
 
 // refusedTarget is a refused request's target as a cell's usage lists it.
 func refusedTarget(r *http.Request) string {
-	target := r.RequestURI
+	target := withoutKey(r.RequestURI)
 	if len(target) > 200 {
 		target = target[:200]
 	}

@@ -135,6 +135,7 @@ func parseProviderError(b []byte) providerError {
 		Type    *string `json:"type"`
 		Code    any     `json:"code"`
 		Message *string `json:"message"`
+		Status  *string `json:"status"` // the Gemini API's
 	}
 	var v struct {
 		obj
@@ -153,6 +154,9 @@ func parseProviderError(b []byte) providerError {
 		}
 		if s, ok := o.Code.(string); ok && s != "" && pe.Type == "" {
 			pe.Type = s
+		}
+		if o.Status != nil && pe.Type == "" {
+			pe.Type = *o.Status
 		}
 		return pe, true
 	}
@@ -401,9 +405,12 @@ func (g *Gateway) outcome(r *http.Request, ow *observingWriter, ex *exchange, cu
 		f.Kind, f.Message = tf.Kind, tf.Message
 	case ex.stalled:
 		f.Kind, f.Message = FaultStall, fmt.Sprintf("no byte for %s mid-stream (limits.stall)", g.cfg.Stall)
-	case faultStatus(status):
+	case faultStatus(status) || geminiKeyInvalid(status, ow.obs.buf):
 		pe := parseProviderError(ow.obs.buf)
 		f.Kind, f.Status, f.Type, f.Message = FaultStatus, status, pe.Type, pe.Message
+		if geminiKeyInvalid(status, ow.obs.buf) {
+			f.Type = KeyInvalid
+		}
 	case status/100 != 2:
 		return nil, false // 400, 413, 422...: the agent's own request
 	case ex.readErr != nil || cut:
@@ -421,6 +428,17 @@ func (g *Gateway) outcome(r *http.Request, ow *observingWriter, ex *exchange, cu
 	}
 	f.Message = strings.ReplaceAll(f.Message, g.cfg.APIKey, redact.Redacted)
 	return &f, false
+}
+
+// KeyInvalid is the type of a fault where the Gemini API refused the key: it
+// answers 400 with the reason API_KEY_INVALID, not 401, so the status alone
+// would make it the agent's own bad request.
+const KeyInvalid = "API_KEY_INVALID"
+
+// geminiKeyInvalid reports whether an error answer is the Gemini API's
+// refusal of the key.
+func geminiKeyInvalid(status int, body []byte) bool {
+	return status == http.StatusBadRequest && bytes.Contains(body, []byte(`"API_KEY_INVALID"`))
 }
 
 // transportFault turns a try's transport error into a fault.

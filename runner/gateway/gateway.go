@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -187,50 +184,9 @@ func StartGateway(cfg GatewayConfig) (*Gateway, error) {
 	}
 	g.idle = sync.NewCond(&g.mu)
 	switch cfg.Provider {
-	case "anthropic", "openai":
-		g.family = cfg.Provider
-		if cfg.APIKey == "" {
-			return nil, fmt.Errorf("start gateway: provider %s needs an API key", cfg.Provider)
-		}
-		u, err := ParseUpstream(cfg.Upstream)
-		if err != nil {
-			return nil, fmt.Errorf("start gateway: %w", err)
-		}
-		g.upstream = u
-		switch cfg.Auth {
-		case "", "x-api-key", "bearer", "oauth", "api-key":
-		default:
-			return nil, fmt.Errorf("start gateway: unknown auth %q (want x-api-key, bearer, oauth or api-key)", cfg.Auth)
-		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		// HTTP/2 to an HTTPS provider that offers it (the providers' endpoints
-		// do): concurrent cells share a connection instead of a TLS handshake
-		// each. Setting TLSClientConfig below would turn it off unless forced.
-		tr.ForceAttemptHTTP2 = true
-		tr.MaxIdleConnsPerHost = max(cfg.Conns, 2)
-		tr.MaxIdleConns = max(tr.MaxIdleConns, tr.MaxIdleConnsPerHost)
-		if cfg.RootCAs != nil {
-			tr.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs}
-		}
-		if cfg.Retry.Attempts < 1 || cfg.Retry.Delay <= 0 || cfg.Retry.MaxDelay <= 0 {
-			return nil, fmt.Errorf("start gateway: retry policy %+v: want at least one attempt and positive delays", cfg.Retry)
-		}
-		g.transport = &faultTransport{base: tr, retry: cfg.Retry, stall: cfg.Stall}
-		g.proxy = &httputil.ReverseProxy{
-			Rewrite:       g.rewrite,
-			Transport:     g.transport,
-			FlushInterval: -1, // stream: flush after every write
-			ErrorLog:      log.New(io.Discard, "", 0),
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				if r.Context().Err() != nil {
-					return // the cell went away
-				}
-				if ex, _ := r.Context().Value(exchangeKey{}).(*exchange); ex != nil && ex.isStalled() {
-					gatewayError(w, g.family, http.StatusGatewayTimeout, "api_error", fmt.Sprintf("skillgate gateway: the provider sent nothing for %s", cfg.Stall))
-					return
-				}
-				gatewayError(w, g.family, http.StatusBadGateway, "api_error", "skillgate gateway: upstream: "+err.Error())
-			},
+	case "anthropic", "openai", "gemini":
+		if err := g.startProvider(); err != nil {
+			return nil, err
 		}
 	case "scripted":
 		sm, err := newScriptedModel(cfg.Script)
@@ -243,7 +199,7 @@ func StartGateway(cfg GatewayConfig) (*Gateway, error) {
 			return nil, errors.New("start gateway: provider replay needs a recorded run folder")
 		}
 	default:
-		return nil, fmt.Errorf("start gateway: unknown provider %q (want anthropic, openai, scripted or replay)", cfg.Provider)
+		return nil, fmt.Errorf("start gateway: unknown provider %q (want anthropic, openai, gemini, scripted or replay)", cfg.Provider)
 	}
 	if cfg.Dir == "" {
 		return nil, errors.New("start gateway: no folder for the socket")
@@ -326,28 +282,6 @@ func (g *Gateway) NewCellToken(cell string) string {
 	return tok
 }
 
-// ParseUpstream reads a provider's base URL, with or without its "/v1"
-// (ANTHROPIC_BASE_URL is usually written without it, OPENAI_BASE_URL with
-// it): the gateway appends the API's own paths, /v1 included, to what is
-// left.
-func ParseUpstream(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("upstream %q is not an http(s) URL (such as https://api.anthropic.com)", s)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("upstream %q: a base URL has no query or fragment", s)
-	}
-	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
-	u.RawPath = ""
-	if strings.HasSuffix(u.Path, "/v1") {
-		fixed := *u
-		fixed.Path = strings.TrimSuffix(u.Path, "/v1") + "/v1"
-		return nil, fmt.Errorf("upstream %q names /v1 twice, so requests would go to /v1/v1/...: write %q", s, fixed.String())
-	}
-	return u, nil
-}
-
 // Close stops the gateway: it stops accepting, gives requests in flight a few seconds,
 // then cuts them, and removes the socket.
 func (g *Gateway) Close() error {
@@ -369,28 +303,6 @@ func (g *Gateway) Close() error {
 		err = rerr
 	}
 	return err
-}
-
-// cellToken returns the dummy key a request carries.
-func cellToken(r *http.Request) string {
-	if k := r.Header.Get("X-Api-Key"); k != "" {
-		return k
-	}
-	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		return strings.TrimSpace(a[7:])
-	}
-	return ""
-}
-
-// wireFamily is the API whose formats a request and its response use.
-func (g *Gateway) wireFamily(r *http.Request) string {
-	if g.family != "" {
-		return g.family
-	}
-	if strings.HasSuffix(r.URL.Path, "/responses") || strings.Contains(r.URL.Path, "/chat/completions") {
-		return "openai"
-	}
-	return "anthropic"
 }
 
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
@@ -437,6 +349,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			g.refuse(w, r, c)
 			return
 		}
+		fwdQuery = dropKey(fwdQuery)
 	}
 	body, held, refused, err := g.readBody(c, r)
 	if err != nil {
@@ -448,10 +361,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	asked := requestModel(body)
+	if asked == "" {
+		asked = geminiPathModel(r.URL.Path)
+	}
 	counted := r.Method == http.MethodPost
 	g.mu.Lock()
 	c.seq++
-	rec := &exchangeRecord{seq: c.seq, method: r.Method, target: r.RequestURI, started: start, header: r.Header, held: held}
+	rec := &exchangeRecord{seq: c.seq, method: r.Method, target: withoutKey(r.RequestURI), started: start, header: r.Header, held: held}
 	sampling := c.sampling
 	g.mu.Unlock()
 	// The body's bytes stay held until its exchange is recorded: account hands
@@ -529,32 +445,4 @@ type exchangeRecord struct {
 	// held is the bytes of the cell's Bounds.Bytes the body holds, until the
 	// exchange is recorded.
 	held int64
-}
-
-// rewrite turns a cell's request into the provider's: the dummy key out, the real one in.
-func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
-	pr.SetURL(g.upstream) // the path and query are the matched endpoint's (serve)
-	h := pr.Out.Header
-	h.Del("X-Api-Key")
-	h.Del("Authorization")
-	// Uncompressed, so the response streams through unchanged and can be read for usage.
-	h.Set("Accept-Encoding", "identity")
-	g.authorize(h)
-	if ex, _ := pr.In.Context().Value(exchangeKey{}).(*exchange); ex != nil {
-		ex.set(func() { ex.sent = h.Clone() })
-	}
-}
-
-// gatewayError answers with an error in the provider's format.
-func gatewayError(w http.ResponseWriter, family string, status int, typ, msg string) {
-	var v any
-	if family == "openai" {
-		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}}
-	} else {
-		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
-	}
-	b, _ := json.Marshal(v)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(b)
 }

@@ -53,7 +53,7 @@ func (o *observingWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter
 // body, for the model that answered and the tokens it reported, whether the stream
 // reached its last event, and the provider's error, if it sent one.
 type usageObserver struct {
-	family string // "anthropic" or "openai"
+	family string // "anthropic", "openai" or "gemini"
 	mode   int    // observeIgnore, observeSSE, observeJSON or observeError
 	buf    []byte
 	event  string
@@ -182,6 +182,10 @@ type modelUsage struct {
 	Response *modelUsage `json:"response"`
 	// Error is a failed Responses object's error.
 	Error json.RawMessage `json:"error"`
+	// Gemini's GenerateContentResponse.
+	ModelVersion  string            `json:"modelVersion"`
+	UsageMetadata *geminiUsage      `json:"usageMetadata"`
+	Candidates    []geminiCandidate `json:"candidates"`
 }
 
 // observedEvents are the named events that carry a model, usage, an error or the
@@ -236,6 +240,10 @@ func (u *usageObserver) onEvent(data []byte) {
 			}
 		}
 	default:
+		if u.family == "gemini" {
+			u.gemini(&ev)
+			return
+		}
 		if ev.Type == "" || ev.Type == "chat.completion.chunk" { // Chat Completions stream
 			u.setModel(ev.Model)
 			u.apply(ev.Usage, true)
@@ -256,8 +264,7 @@ func (u *usageObserver) apply(w *wireUsage, fresh bool) {
 		return
 	}
 	if u.tokens == nil || fresh {
-		u.tokens = &grade.Tokens{}
-		u.raw = &ProviderTokens{Convention: u.family}
+		u.freshTokens()
 	}
 	t, raw := u.tokens, u.raw
 	set := func(dst *int64, src *int64) {
@@ -297,6 +304,13 @@ func (u *usageObserver) apply(w *wireUsage, fresh bool) {
 	*raw = ProviderTokens{Convention: u.family, Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite}
 }
 
+// freshTokens starts the counts over, and returns them.
+func (u *usageObserver) freshTokens() *grade.Tokens {
+	u.tokens = &grade.Tokens{}
+	u.raw = &ProviderTokens{Convention: u.family}
+	return u.tokens
+}
+
 // result returns the answering model and the reported tokens (nil if none).
 func (u *usageObserver) result() (string, *grade.Tokens) {
 	switch u.mode {
@@ -308,7 +322,9 @@ func (u *usageObserver) result() (string, *grade.Tokens) {
 	case observeJSON:
 		if !u.broken {
 			var body modelUsage
-			if json.Unmarshal(u.buf, &body) == nil {
+			if json.Unmarshal(u.buf, &body) == nil && u.family == "gemini" {
+				u.gemini(&body)
+			} else if json.Unmarshal(u.buf, &body) == nil {
 				u.setModel(body.Model)
 				if body.Response != nil { // a wrapped Responses object
 					u.setModel(body.Response.Model)

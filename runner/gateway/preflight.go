@@ -16,7 +16,8 @@ type PreflightError struct{ Fault ProviderFault }
 
 func (e *PreflightError) Error() string { return e.Fault.String() }
 
-// Preflight asks the provider for its model list (GET /v1/models) with the real key
+// Preflight asks the provider for its model list (GET /v1/models, Gemini's
+// /v1beta/models) with the real key
 // and the provider's auth header, through the retries and stall bound cells get. A
 // refused key (401, 403), an unreachable provider or a failed TLS handshake is a
 // *PreflightError: nothing would run. Any other answer lets the run go on, with a note
@@ -27,7 +28,11 @@ func (g *Gateway) Preflight(ctx context.Context) (note string, err error) {
 	}
 	ex := &exchange{}
 	u := *g.upstream
-	u.Path += "/v1/models"
+	list := "/v1/models"
+	if g.family == "gemini" {
+		list = "/v1beta/models"
+	}
+	u.Path += list
 	req, err := http.NewRequestWithContext(context.WithValue(ctx, exchangeKey{}, ex), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return "", fmt.Errorf("check provider: %w", err)
@@ -54,12 +59,16 @@ func (g *Gateway) Preflight(ctx context.Context) (note string, err error) {
 	}
 	pe := parseProviderError(b)
 	f.Kind, f.Status, f.Type, f.Message = FaultStatus, resp.StatusCode, pe.Type, strings.ReplaceAll(pe.Message, g.cfg.APIKey, redact.Redacted)
+	if geminiKeyInvalid(resp.StatusCode, b) {
+		f.Type = KeyInvalid
+		return "", &PreflightError{Fault: f}
+	}
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return "", &PreflightError{Fault: f}
 	case http.StatusNotFound:
-		return fmt.Sprintf("%s answered 404 to GET /v1/models (no model list: a proxy?), so the key is not checked before the cells; going on", g.upstream), nil
+		return fmt.Sprintf("%s answered 404 to GET %s (no model list: a proxy?), so the key is not checked before the cells; going on", g.upstream, list), nil
 	default:
-		return fmt.Sprintf("%s answered GET /v1/models with %s; going on (cells that meet it too will be invalid)", g.upstream, f.What()), nil
+		return fmt.Sprintf("%s answered GET %s with %s; going on (cells that meet it too will be invalid)", g.upstream, list, f.What()), nil
 	}
 }

@@ -244,7 +244,7 @@ func ReadBody(out string, d digest.Digest) ([]byte, error) {
 
 // secretHeaders carry credentials: their values are never stored, whatever
 // they hold.
-var secretHeaders = []string{"X-Api-Key", "Authorization", "Api-Key", "Proxy-Authorization", "Cookie", "Set-Cookie"}
+var secretHeaders = []string{"X-Api-Key", "X-Goog-Api-Key", "Authorization", "Api-Key", "Proxy-Authorization", "Cookie", "Set-Cookie"}
 
 // scrubHeaders is h fit to store: credential headers replaced by Redacted
 // and every secret scrubbed from the rest, with what was removed.

@@ -275,7 +275,7 @@ func quoteCut(s string) string {
 func (g *Gateway) serveReplay(ow *observingWriter, r *http.Request, c *gatewayCell, body []byte, seq int) (replayOf int, fault *ProviderFault) {
 	rc := c.replay
 	rc.load(g.cfg.Replay, c.name)
-	target := r.RequestURI
+	target := withoutKey(r.RequestURI)
 	var ex *Exchange
 	var err error
 	if rc.err == nil {

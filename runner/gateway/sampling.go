@@ -15,7 +15,7 @@ type Sampling struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	// Effort is the reasoning effort: Anthropic's output_config.effort,
 	// the Responses API's reasoning.effort, Chat Completions'
-	// reasoning_effort.
+	// reasoning_effort, Gemini's generationConfig.thinkingConfig.thinkingLevel.
 	Effort string `json:"effort,omitempty"`
 }
 
@@ -34,6 +34,9 @@ var samplingPaths = map[string][]string{
 // to forward and what it set; a body it cannot read, or an endpoint that
 // samples nothing (token counting, model lists), is left as it is.
 func applySampling(path string, body []byte, s *Sampling) ([]byte, *Sampling, error) {
+	if !s.empty() && isGeminiPath(path) && !strings.HasSuffix(path, geminiCount) {
+		return applyGeminiSampling(body, s)
+	}
 	effortAt, ok := samplingPaths[path]
 	if s.empty() || !ok {
 		return body, nil, nil

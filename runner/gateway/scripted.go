@@ -14,8 +14,10 @@ import (
 )
 
 // scriptedModel answers model requests from a Script, in the wire format the agent speaks:
-// Anthropic Messages (POST .../messages, streamed or not) for Claude Code, OpenAI
-// Responses (POST .../responses) for Codex. It has no state of its own: the gateway passes
+// Anthropic Messages (POST .../messages, streamed or not) for Claude Code, OpenCode and
+// Pi, OpenAI Responses (POST .../responses) for Codex, Gemini's generateContent and
+// streamGenerateContent for the Gemini CLI (scripted_gemini.go) and OpenAI-compatible
+// Chat Completions (scripted_chat.go). It has no state of its own: the gateway passes
 // the cell's call number, from which every id is derived, so a cell's transcript is the
 // same on every run.
 type scriptedModel struct {
@@ -120,6 +122,10 @@ func (s *scriptedModel) serve(w http.ResponseWriter, r *http.Request, body []byt
 	switch {
 	case r.Method != http.MethodPost:
 		w.WriteHeader(http.StatusOK)
+	case isGeminiPath(p):
+		s.geminiModelCall(w, p, body, call)
+	case strings.HasSuffix(p, "/chat/completions"):
+		s.chatModelCall(w, body, call)
 	case strings.HasSuffix(p, "/messages/count_tokens"):
 		req, err := parseAnthropicRequest(body)
 		if err != nil {

@@ -53,8 +53,9 @@ func CallBound(p *suite.Prices, inputTokens, outputTokens int64) *float64 {
 }
 
 // requestBound reads a model request's bounds: its input tokens (bytes plus the
-// margins) and its output tokens (its max_tokens, max_output_tokens or
-// max_completion_tokens, else the stated limit); an error says why the output has
+// margins) and its output tokens (its max_tokens, max_output_tokens,
+// max_completion_tokens or Gemini's generationConfig.maxOutputTokens, else the
+// stated limit); an error says why the output has
 // no bound.
 func requestBound(body []byte, limit *int64) (input, output int64, err error) {
 	var req struct {
@@ -62,13 +63,21 @@ func requestBound(body []byte, limit *int64) (input, output int64, err error) {
 		MaxOutputTokens     *int64          `json:"max_output_tokens"`
 		MaxCompletionTokens *int64          `json:"max_completion_tokens"`
 		Tools               json.RawMessage `json:"tools"`
+		// Gemini's generateContent.
+		GenerationConfig *struct {
+			MaxOutputTokens *int64 `json:"maxOutputTokens"`
+		} `json:"generationConfig"`
 	}
 	json.Unmarshal(body, &req) // an unreadable body names no max_tokens: the limit bounds it
 	input = int64(len(body)) + InputMargin
 	if len(bytes.TrimSpace(req.Tools)) > 0 && !bytes.Equal(bytes.TrimSpace(req.Tools), []byte("null")) {
 		input += ToolMargin
 	}
-	for _, v := range []*int64{req.MaxTokens, req.MaxOutputTokens, req.MaxCompletionTokens} {
+	bounds := []*int64{req.MaxTokens, req.MaxOutputTokens, req.MaxCompletionTokens}
+	if req.GenerationConfig != nil {
+		bounds = append(bounds, req.GenerationConfig.MaxOutputTokens)
+	}
+	for _, v := range bounds {
 		if v != nil && *v > 0 {
 			output = max(output, *v)
 		}

@@ -50,9 +50,9 @@ func CheckCap(p *plan.Plan, capUSD float64) error {
 			"add the model's USD prices per million tokens to the agent, as in `agent: prices: {inputPerMTok: 3, outputPerMTok: 15}`, "+
 			"or an estimate per cell, as in `agent: prices: perCall: 0.5`", p.Suite.Name)
 	}
-	if pr := p.Agent.Prices; pr.InputPerMTok != nil && p.Agent.Provider == "openai" && pr.MaxOutputTokens == nil {
+	if pr := p.Agent.Prices; pr.InputPerMTok != nil && (p.Agent.Provider == "openai" || p.Agent.Provider == "gemini") && pr.MaxOutputTokens == nil {
 		return fmt.Errorf("check spend cap: suite %s: the agent's model calls cannot be bounded: an OpenAI Responses request need not name "+
-			"max_output_tokens, and the suite states no output limit for model %s, so one call's cost has no upper bound; "+
+			"max_output_tokens (nor a Gemini request generationConfig.maxOutputTokens), and the suite states no output limit for model %s, so one call's cost has no upper bound; "+
 			"state the model's output limit, as in `agent: prices: maxOutputTokens: 128000`", p.Suite.Name, p.Agent.Model)
 	}
 	if j := p.Judge; j != nil && (j.Provider == "anthropic" || j.Provider == "openai") && !priced(j.Prices) {

@@ -1,6 +1,7 @@
 // Package standin is a STAND-IN PROVIDER for tests, not a model: an HTTP
 // server on 127.0.0.1 that speaks the streaming formats of the Anthropic
-// Messages and OpenAI Responses APIs, so the gateway and the real agent
+// Messages, OpenAI Responses and Chat Completions and Gemini generateContent
+// APIs, so the gateway and the real agent
 // CLIs can be tested with no model reachable, as net/http/httptest lets a
 // test start a server. It is test support, not part of skillgate.
 package standin
@@ -206,7 +207,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/v1/responses") || strings.HasPrefix(r.URL.Path, "/v1/chat") {
 		family = "openai"
 	}
+	if isGemini(r.URL.Path) {
+		family = "gemini"
+	}
 	key := r.Header.Get("X-Api-Key")
+	if key == "" {
+		key = r.Header.Get("X-Goog-Api-Key")
+	}
+	if key == "" {
+		key = r.URL.Query().Get("key")
+	}
 	if key == "" {
 		key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	}
@@ -218,7 +228,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var f *Fault
 	switch {
-	case r.URL.Path == "/v1/models" || strings.HasPrefix(r.URL.Path, "/v1/models/"):
+	case r.URL.Path == "/v1/models" || strings.HasPrefix(r.URL.Path, "/v1/models/") || r.URL.Path == "/v1beta/models":
 		f = s.models
 	case len(s.faults) > 0:
 		f = &s.faults[0]
@@ -260,10 +270,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(f.Status)
-		io.WriteString(w, standInError(family, f.Type, f.Message))
+		if family == "gemini" {
+			io.WriteString(w, geminiError(f.Status, f.Type, f.Message))
+		} else {
+			io.WriteString(w, standInError(family, f.Type, f.Message))
+		}
 		return
 	}
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/v1beta/models":
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"models":[{"name":"models/stand-in-model","displayName":"Stand-in"}]}`)
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"data":[{"type":"model","id":"stand-in-model","display_name":"Stand-in"}],"has_more":false,"first_id":"stand-in-model","last_id":"stand-in-model"}`)
@@ -277,6 +294,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, standInMessages(text, cached), f)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
 		s.stream(w, r, standInResponses(text, cached), f)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):
+		s.stream(w, r, standInGemini(text, cached), f)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":generateContent"):
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, standInGeminiJSON(text, cached))
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" && strings.Contains(string(body), `"stream":true`):
+		s.stream(w, r, standInChat(text, cached), f)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"chatcmpl-standin","object":"chat.completion","model":"stand-in-model","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d}}`,
