@@ -50,6 +50,9 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		p("**%s**\n\n", sec.title)
 		for _, f := range sec.list {
 			line := "- " + mdSpan(f.Reason)
+			if f.NotFailing {
+				line += " (" + notFailing + ")"
+			}
 			if f.Text != "" {
 				line += ": " + mdText(f.Text)
 			}
