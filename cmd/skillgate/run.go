@@ -14,6 +14,7 @@ import (
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
 	"github.com/urfave/cli/v2"
@@ -125,6 +126,9 @@ failed), 3 calibration failed.`,
 					return exit(2, fmt.Errorf("run: --stand-in and --replay both answer for the model: choose one"))
 				case c.Bool("stand-in"):
 					t, err = plan.ResolveStandIn(target, c.StringSlice("case"))
+					if err == nil && t.CalibrationSkipped {
+						fmt.Fprintln(os.Stderr, suite.CalibrationSkippedNote)
+					}
 				default:
 					t, err = plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case"))
 				}

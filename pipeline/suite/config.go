@@ -423,8 +423,11 @@ type Suite struct {
 	Cases       map[string]Case  `json:"cases"`
 	Limits      Limits           `json:"limits"`
 	Policy      Policy           `json:"policy"`
-	Seed        int64            `json:"seed"`
-	Audit       Audit            `json:"audit"`
+	// CalibrationSkipped: UseStandIn turned the policy's calibration off
+	// (never part of the plan).
+	CalibrationSkipped bool  `json:"-"`
+	Seed               int64 `json:"seed"`
+	Audit              Audit `json:"audit"`
 	// Mutants is what `skillgate mutate` derives and runs (schema
 	// #Mutants); it never enters a plan of `run`.
 	Mutants   Mutants  `json:"mutants"`
