@@ -125,10 +125,7 @@ failed), 3 calibration failed.`,
 				case c.Bool("stand-in") && replay != "":
 					return exit(2, fmt.Errorf("run: --stand-in and --replay both answer for the model: choose one"))
 				case c.Bool("stand-in"):
-					t, err = plan.ResolveStandIn(target, c.StringSlice("case"))
-					if err == nil && t.CalibrationSkipped {
-						fmt.Fprintln(os.Stderr, suite.CalibrationSkippedNote)
-					}
+					t, err = resolveStandIn(target, c.StringSlice("case"))
 				default:
 					t, err = plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case"))
 				}
@@ -243,4 +240,14 @@ func kubernetesConfig(c *cli.Context) (*kube.Config, error) {
 	default:
 		return nil, fmt.Errorf("choose backend: --backend %q: want docker or kubernetes", b)
 	}
+}
+
+// resolveStandIn compiles the suite folder dir for a stand-in run and says
+// when that skips the policy's calibration.
+func resolveStandIn(dir string, cases []string) (*plan.Target, error) {
+	t, err := plan.ResolveStandIn(dir, cases)
+	if err == nil && t.CalibrationSkipped {
+		fmt.Fprintln(os.Stderr, suite.CalibrationSkippedNote)
+	}
+	return t, err
 }
