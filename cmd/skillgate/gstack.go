@@ -141,6 +141,9 @@ func skillEval(c *cli.Context) error {
 	}
 	if c.Bool("stand-in") {
 		s.UseStandIn()
+		if s.CalibrationSkipped {
+			fmt.Fprintln(os.Stderr, suite.CalibrationSkippedNote)
+		}
 	}
 	if only := c.String("tasks-only"); only != "" {
 		if err := contract.OnlyTasks(s, c.String("tasks"), strings.Split(only, ",")); err != nil {

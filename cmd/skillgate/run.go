@@ -14,6 +14,7 @@ import (
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
 	"github.com/urfave/cli/v2"
@@ -179,7 +180,7 @@ func runTarget(c *cli.Context) (t *plan.Target, treesFrom string, err error) {
 	case c.Bool("stand-in") && replay != "":
 		return nil, "", fmt.Errorf("run: --stand-in and --replay both answer for the model: choose one")
 	case c.Bool("stand-in"):
-		t, err = plan.ResolveStandIn(target, c.StringSlice("case"))
+		t, err = resolveStandIn(target, c.StringSlice("case"))
 	default:
 		t, err = plan.ResolveTarget(target, c.String("suite"), c.StringSlice("case"))
 	}
@@ -248,4 +249,14 @@ func kubernetesConfig(c *cli.Context) (*kube.Config, error) {
 	default:
 		return nil, fmt.Errorf("choose backend: --backend %q: want docker or kubernetes", b)
 	}
+}
+
+// resolveStandIn compiles the suite folder dir for a stand-in run and says
+// when that skips the policy's calibration.
+func resolveStandIn(dir string, cases []string) (*plan.Target, error) {
+	t, err := plan.ResolveStandIn(dir, cases)
+	if err == nil && t.CalibrationSkipped {
+		fmt.Fprintln(os.Stderr, suite.CalibrationSkippedNote)
+	}
+	return t, err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -15,6 +16,9 @@ func describeVerdict(r *verdict.Report, out string) string {
 	}
 	fmt.Fprintf(&b, "verdict: %s (exit %d)\n", r.Verdict.Verdict, r.Verdict.ExitCode)
 	for _, s := range r.Verdict.Reasons {
+		if slices.Contains(r.Verdict.NotFailing, s) {
+			s += " (does not fail the verdict)"
+		}
 		fmt.Fprintf(&b, "  %s\n", s)
 	}
 	for _, s := range r.Verdict.Warnings {

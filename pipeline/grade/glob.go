@@ -280,6 +280,9 @@ func markdownConditions(a suite.Assertion) []condition {
 		if g.Acyclic {
 			name += " acyclic"
 		}
+		for _, s := range g.SeparateSlices {
+			name += " separate:" + s.ID
+		}
 		out = append(out, condition{name: name, holds: func(t string) (bool, string) {
 			f := TaskGraphFailures(t, *g)
 			return len(f) == 0, strings.Join(f, "; ")

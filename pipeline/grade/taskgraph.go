@@ -65,6 +65,7 @@ func TaskGraphFailures(md string, tg suite.TaskGraphCheck) []string {
 		return []string{"task graph has no implementation slices"}
 	}
 	tasks := map[string]map[string]bool{}
+	bodies := map[string]string{}
 	var order []string
 	expected := big.NewInt(1)
 	for i, h := range slicesOf {
@@ -125,6 +126,7 @@ func TaskGraphFailures(md string, tg suite.TaskGraphCheck) []string {
 			fail("task %s repeats a dependency", pyRepr(id))
 		}
 		tasks[id] = set
+		bodies[id] = body
 		order = append(order, id)
 	}
 	for _, id := range order {
@@ -142,6 +144,7 @@ func TaskGraphFailures(md string, tg suite.TaskGraphCheck) []string {
 			fail("missing required dependency edge %s -> %s", pyRepr(e[0]), pyRepr(e[1]))
 		}
 	}
+	failures = append(failures, separateSliceFailures(tg, order, tasks, bodies)...)
 	if tg.Acyclic && cyclic(tasks) {
 		fail("task dependency graph contains a cycle")
 	}

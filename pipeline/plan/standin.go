@@ -29,5 +29,5 @@ func ResolveStandIn(dir string, cases []string) (*Target, error) {
 		return nil, err
 	}
 	abs, _ := filepath.Abs(dir)
-	return &Target{Plan: p, SuiteDir: abs}, nil
+	return &Target{Plan: p, SuiteDir: abs, CalibrationSkipped: s.CalibrationSkipped}, nil
 }

@@ -14,6 +14,9 @@ import (
 type Target struct {
 	Plan     *Plan
 	SuiteDir string
+	// CalibrationSkipped: a stand-in run turned the policy's calibration
+	// off (suite.UseStandIn).
+	CalibrationSkipped bool
 }
 
 // ResolveTarget reads a run target. A suite folder is compiled, with the

@@ -62,6 +62,8 @@ type htmlFinding struct {
 	Reason, Text, Rule string
 	Cells              []htmlCellLink
 	More               int
+	// NotFailing: a reason that fails nothing (Verdict.NotFailing).
+	NotFailing bool
 }
 
 type htmlCellLink struct{ ID, Class, Href string }

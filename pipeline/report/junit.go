@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/xml"
+	"slices"
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -119,7 +120,7 @@ func renderJUnit(r *verdict.Report) ([]byte, error) {
 	// it stands as its own testcase, an error: the run did not measure what it set out to.
 	if r.Verdict.Verdict == verdict.VerdictIncomplete {
 		pol.add(junitCase{ClassName: "policy", Name: "complete", Error: &junitMessage{
-			Message: "INCOMPLETE: " + strings.Join(r.Verdict.Reasons, "; "), Type: "incomplete",
+			Message: "INCOMPLETE: " + strings.Join(failingReasons(r.Verdict), "; "), Type: "incomplete",
 			Text: incompleteTexts(r),
 		}})
 	}
@@ -178,6 +179,17 @@ func toleratedBy(r *verdict.Report, arm string) string {
 		return "a baseline arm, expected to fail where the skill helps"
 	}
 	return "within the policy's thresholds"
+}
+
+// failingReasons are the verdict's reasons but those that fail nothing.
+func failingReasons(v verdict.Verdict) []string {
+	var out []string
+	for _, reason := range v.Reasons {
+		if !slices.Contains(v.NotFailing, reason) {
+			out = append(out, reason)
+		}
+	}
+	return out
 }
 
 func incompleteTexts(r *verdict.Report) string {

@@ -49,7 +49,7 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		}
 		p("**%s**\n\n", sec.title)
 		for _, f := range sec.list {
-			line := "- " + mdSpan(f.Reason)
+			line := "- " + mdReason(f)
 			if f.Text != "" {
 				line += ": " + mdText(f.Text)
 			}
@@ -428,4 +428,12 @@ func observedLine(r *verdict.Report, code func(string) string) []string {
 		h = "unknown"
 	}
 	return append(out, "skillgate "+code(h))
+}
+
+// mdReason is a finding's reason, marked when it fails nothing.
+func mdReason(f htmlFinding) string {
+	if f.NotFailing {
+		return mdSpan(f.Reason) + " (" + notFailing + ")"
+	}
+	return mdSpan(f.Reason)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/inference"
@@ -204,11 +203,13 @@ func metricValuePtr(m map[string]verdict.Metric, key string) *float64 {
 }
 
 func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
-	reasons, warnings := gstackReasons(r.Verdict.Reasons, r.Verdict.Warnings)
+	// gstack reports an uncovered task among the reasons ("UNCOVERED
+	// empty") even where it fails nothing: the verdict lists it there
+	// already (Verdict.NotFailing), as report.json and the terminal do.
 	v := gstackVerdict{
 		Verdict:        r.Verdict.Verdict,
-		Reasons:        reasons,
-		Warnings:       warnings,
+		Reasons:        nonNilStrings(r.Verdict.Reasons),
+		Warnings:       nonNilStrings(r.Verdict.Warnings),
 		HarnessVersion: harnessVersion(r),
 		Model:          r.Agent.Model,
 		Trials:         r.Trials,
@@ -298,24 +299,6 @@ func renderVerdictJSON(r *verdict.Report) ([]byte, error) {
 		return append(append([]byte("["), bytes.Join(bytes.Fields(bytes.Trim(m, "[]")), []byte(" "))...), ']')
 	})
 	return append(b, '\n'), nil
-}
-
-// gstackReasons are verdict.json's reasons and warnings: gstack reports an
-// uncovered task among the reasons ("UNCOVERED empty") even where it fails
-// nothing (the uncovered rule's severity is warn by default), so it is
-// moved there from the warnings.
-func gstackReasons(reasons, warnings []string) ([]string, []string) {
-	rs, ws := slices.Clone(nonNilStrings(reasons)), []string{}
-	for _, w := range warnings {
-		if strings.HasPrefix(w, "UNCOVERED ") {
-			if !slices.Contains(rs, w) {
-				rs = append(rs, w)
-			}
-			continue
-		}
-		ws = append(ws, w)
-	}
-	return rs, ws
 }
 
 // gstackFilesLoaded keys an arm's file reads as gstack does: by path in

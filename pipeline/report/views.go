@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +17,9 @@ func cellHref(id string) string { return "#cell=" + urlFragment(id) }
 
 // urlFragment escapes a value for a #key=value fragment.
 func urlFragment(s string) string { return url.QueryEscape(s) }
+
+// notFailing marks a reason of the verdict that fails nothing.
+const notFailing = "does not fail the verdict"
 
 // findingsView says each reason and warning of the verdict as a sentence, with links to
 // the cells behind it, in rule order; a reason without a finding (incompleteness) stands
@@ -50,7 +54,9 @@ func findingsView(r *verdict.Report) (reasons, warnings []htmlFinding) {
 		return htmlFinding{Reason: reason, Text: incompleteText(reason)}
 	}
 	for _, reason := range r.Verdict.Reasons {
-		reasons = append(reasons, say(reason))
+		f := say(reason)
+		f.NotFailing = slices.Contains(r.Verdict.NotFailing, reason)
+		reasons = append(reasons, f)
 	}
 	for _, w := range r.Verdict.Warnings {
 		warnings = append(warnings, say(w))

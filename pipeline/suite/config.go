@@ -95,22 +95,6 @@ type Assertion struct {
 	Sequence []Step        `json:"sequence,omitempty"`
 }
 
-// BulletCheck checks the top-level bullets of a Markdown section
-// (#BulletCheck): some bullet matches every expression of Matches and
-// links to each of Links.
-type BulletCheck struct {
-	Heading string   `json:"heading"`
-	Matches []string `json:"matches"`
-	Links   []string `json:"links"`
-}
-
-// TaskGraphCheck checks the task graph of a Markdown plan
-// (#TaskGraphCheck); each required edge is [task, dependency].
-type TaskGraphCheck struct {
-	RequiredEdges [][2]string `json:"requiredEdges"`
-	Acyclic       bool        `json:"acyclic"`
-}
-
 // CommandCheck checks the shell commands the agent ran (#CommandCheck).
 type CommandCheck struct {
 	Matches    *string `json:"matches,omitempty"`
@@ -408,8 +392,11 @@ type Suite struct {
 	Cases  map[string]Case  `json:"cases"`
 	Limits Limits           `json:"limits"`
 	Policy Policy           `json:"policy"`
-	Seed   int64            `json:"seed"`
-	Audit  Audit            `json:"audit"`
+	// CalibrationSkipped: UseStandIn turned the policy's calibration off
+	// (never part of the plan).
+	CalibrationSkipped bool  `json:"-"`
+	Seed               int64 `json:"seed"`
+	Audit              Audit `json:"audit"`
 	// Mutants is what `skillgate mutate` derives and runs (schema
 	// #Mutants); it never enters a plan of `run`.
 	Mutants   Mutants  `json:"mutants"`

@@ -9,6 +9,10 @@ import (
 // verdict.json carries it.
 const StandInLabel = "stand-in run (skillgate run --stand-in): skillgate's scripted stand-in model answered for the agent and a stand-in judge for the judge; no real model was asked"
 
+// CalibrationSkippedNote is what a stand-in run says when UseStandIn turned the
+// policy's calibration off.
+const CalibrationSkippedNote = "calibration: skipped: the stand-in model reads no skill and runs no command, so it cannot pass the calibration checks"
+
 // standInAnswer is what the stand-in model answers a cell: it ends the session at once.
 const standInAnswer = "This is skillgate's scripted stand-in model, not a real model: nothing was done. The run shows the pipeline on your files, not what a skill is worth."
 
@@ -18,10 +22,14 @@ const standInAnswer = "This is skillgate's scripted stand-in model, not a real m
 // adjudicator become scripted stand-ins (the suite's own scripted judge, else one that
 // passes no rubric criterion and calls every comparison a tie), nothing is priced, and the agent carries StandInLabel, which every
 // report shows. The agent CLI, the containers, the checks and the verdict are the real
-// ones.
+// ones. The fixed-text stand-in reads no skill and runs no command, so it cannot pass
+// calibration's checks: with it the policy's calibration is off (CalibrationSkipped
+// says so), and the cells run.
 func (s *Suite) UseStandIn() {
 	s.Agent.StandIn = StandInLabel
 	if s.Agent.Provider != "scripted" || s.Agent.Script == nil {
+		s.CalibrationSkipped = s.Policy.Calibrate
+		s.Policy.Calibrate = false
 		s.Agent.Provider = "scripted"
 		answer := standInAnswer
 		s.Agent.Script = &Script{Model: "stand-in", Rules: []ScriptRule{{Reply: []ScriptBlock{{Text: &answer}}, Usage: ScriptUsage{Input: 100, Output: 20}}}}

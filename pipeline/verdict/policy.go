@@ -329,6 +329,12 @@ func evaluateRun(p *plan.Plan, results []grade.CellResult, arms []ArmReport, pai
 	return v
 }
 
+// reportingRules are the rules whose reasons, at severity warn, are listed
+// among the verdict's reasons (and in its NotFailing) rather than its
+// warnings: gstack's policy reports an uncovered case as a reason of the
+// verdict that never fails it.
+var reportingRules = []string{"uncovered"}
+
 // decideVerdict turns rule outcomes into a verdict: INCOMPLETE when incomplete
 // lists reasons, else FAIL when a fail-severity rule is not met, else PASS.
 func decideVerdict(incomplete []string, rules []RuleOutcome) Verdict {
@@ -337,7 +343,7 @@ func decideVerdict(incomplete []string, rules []RuleOutcome) Verdict {
 		v.Rules = []RuleOutcome{}
 	}
 	failed := false
-	var unmeasured []string
+	var unmeasured, reported []string
 	for i := range rules {
 		r := &rules[i]
 		for j := range r.Findings {
@@ -352,7 +358,9 @@ func decideVerdict(incomplete []string, rules []RuleOutcome) Verdict {
 			continue
 		}
 		if !r.Met {
-			if r.Severity == SeverityWarn {
+			if r.Severity == SeverityWarn && slices.Contains(reportingRules, r.Rule) {
+				reported = append(reported, r.Reasons...)
+			} else if r.Severity == SeverityWarn {
 				v.Warnings = append(v.Warnings, r.Reasons...)
 			} else {
 				failed = true
@@ -361,7 +369,8 @@ func decideVerdict(incomplete []string, rules []RuleOutcome) Verdict {
 		}
 		v.Warnings = append(v.Warnings, r.Warnings...)
 	}
-	v.Reasons = append(v.Reasons, unmeasured...)
+	v.Reasons = append(append(v.Reasons, unmeasured...), reported...)
+	v.NotFailing = reported
 	switch {
 	case len(incomplete) > 0 || len(unmeasured) > 0:
 		v.Verdict = VerdictIncomplete

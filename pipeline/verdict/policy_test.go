@@ -222,12 +222,15 @@ func TestPolicyGstack(t *testing.T) {
 			"two-of-three/before": "PPF", "two-of-three/after": "PFF", "two-of-three/none": "FFF",
 			// before did not pass (1 of 3): no panel to regress from.
 			"one-of-three/before": "PFF", "one-of-three/after": "FFF", "one-of-three/none": "PPP",
-			// every arm fails: UNCOVERED, a warning only.
+			// every arm fails: UNCOVERED, a reason that fails nothing.
 			"all-fail/before": "FFF", "all-fail/after": "FFF", "all-fail/none": "FFF",
 		}, openAll)
 		v := BuildReport(p, res).Verdict
 		// before 3/9, after 1/9: a drop of 22.2 points, under 2 SE (37.8 points).
-		expect(t, v, VerdictFail, []string{"REGRESSION two-of-three"}, []string{"UNCOVERED all-fail"})
+		expect(t, v, VerdictFail, []string{"REGRESSION two-of-three", "UNCOVERED all-fail"}, nil)
+		if !slices.Equal(v.NotFailing, []string{"UNCOVERED all-fail"}) {
+			t.Errorf("not failing = %q, want UNCOVERED all-fail", v.NotFailing)
+		}
 		if rule(t, v, "worse").Met != true {
 			t.Error("worse should be met under 2 SE")
 		}

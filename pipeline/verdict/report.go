@@ -84,9 +84,14 @@ type Finding struct {
 // Verdict is the gate's decision with its reasons.
 type Verdict struct {
 	Verdict string `json:"verdict"`
-	// Reasons of failed fail-severity rules, and of incompleteness.
+	// Reasons of failed fail-severity rules, and of incompleteness, then
+	// those listed in NotFailing.
 	Reasons []string `json:"reasons"`
-	// Warnings of failed warn-severity rules.
+	// NotFailing are the reasons that fail nothing: a warn-severity rule
+	// that reports among the reasons (uncovered: gstack's policy reports
+	// an uncovered case, never drops it, and fails nothing for it), last.
+	NotFailing []string `json:"notFailing,omitempty"`
+	// Warnings of the other failed warn-severity rules.
 	Warnings []string      `json:"warnings"`
 	Rules    []RuleOutcome `json:"rules"`
 	ExitCode int           `json:"exitCode"`

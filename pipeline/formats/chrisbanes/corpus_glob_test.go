@@ -209,3 +209,76 @@ func TestMarkdownBulletsMapping(t *testing.T) {
 		t.Errorf("error:\n%s", out)
 	}
 }
+
+// TestRealCaseSeparateSlices: to-plan-specificity-calibration's later
+// expectations.json (testdata/later, see the corpus NOTICE), whose
+// task_graph has separate_slice_requirements, vets; its task graph check
+// passes a plan with one slice per behaviour and fails, naming the file,
+// a plan that puts both behaviours in one slice.
+func TestRealCaseSeparateSlices(t *testing.T) {
+	dir := corpusCopy(t)
+	later, err := os.ReadFile(filepath.Join("testdata", "later", "to-plan-specificity-calibration", "expectations.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cases", "to-plan-specificity-calibration", "expectations.json"), later, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := suite.LoadSuite(dir)
+	if err != nil {
+		t.Fatalf("vet: %s", suite.PrintError(err, dir))
+	}
+	var graph *suite.Assertion
+	for _, a := range s.Cases["to-plan-specificity-calibration"].Assert {
+		if a.TaskGraph != nil {
+			graph = &a
+		}
+	}
+	want := []suite.SeparateSlice{
+		{ID: "missing-manifest", Files: []string{"manifest_reader.py", "tests/test_manifest_reader.py"}},
+		{ID: "invalid-profile", Files: []string{"profile_loader.py", "tests/test_profile_loader.py"}},
+	}
+	if graph == nil || !slices.EqualFunc(graph.TaskGraph.SeparateSlices, want, func(a, b suite.SeparateSlice) bool {
+		return a.ID == b.ID && slices.Equal(a.Files, b.Files) && len(a.Symbols) == 0
+	}) {
+		t.Fatalf("task graph check %+v, want separate slices %+v", graph, want)
+	}
+	separated := strings.NewReplacer(
+		"**Depends on:** `T1`", "**Depends on:** `none`",
+		"**Files and symbols:** path_diagnostics.py quote_path, manifest_reader.py.",
+		"**Files and symbols:** Edit `manifest_reader.py` and `tests/test_manifest_reader.py`.",
+		"**Files and symbols:** profile_loader.py invalid_profile_error.",
+		"**Files and symbols:** Edit `profile_loader.py` and `tests/test_profile_loader.py`.",
+	).Replace(plan)
+	grouped := strings.Replace(separated, "**Files and symbols:** Edit `manifest_reader.py` and `tests/test_manifest_reader.py`.",
+		"**Files and symbols:** Edit `manifest_reader.py` and `tests/test_manifest_reader.py`; edit `profile_loader.py` and `tests/test_profile_loader.py`.", 1)
+	for _, tc := range []struct {
+		plan string
+		want []string
+	}{
+		{separated, nil},
+		{grouped, []string{".scratch/to-plan/p.md: independent behavior 'invalid-profile' must be contained in exactly one slice; found 2"}},
+	} {
+		ws := t.TempDir()
+		p := filepath.Join(ws, ".scratch", "to-plan", "p.md")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(tc.plan), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checks, err := grade.GlobChecks(*graph, grade.World{Fixture: ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var failed []string
+		for _, c := range checks {
+			if !c.Passed {
+				failed = append(failed, c.Detail)
+			}
+		}
+		if !slices.Equal(failed, tc.want) {
+			t.Errorf("plan:\n%s\nfailed %q, want %q", tc.plan, failed, tc.want)
+		}
+	}
+}

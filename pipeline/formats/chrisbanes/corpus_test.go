@@ -15,6 +15,7 @@ import (
 // must import and vet.
 var corpusCases = []string{
 	"android-benchmark-comparison-direct",
+	"android-benchmark-comparison-negative",
 	"compose-ui-testing-patterns-direct",
 	"gradle-completed-validation-negative",
 	"gradle-incidental-validation-direct",
@@ -85,6 +86,15 @@ func TestRealCasesImport(t *testing.T) {
 
 	if none := named("shepherd-novel")["no command"].Commands; none == nil || !none.None {
 		t.Errorf("shepherd-novel: forbid_all_commands = %+v, want commands: none", none)
+	}
+
+	// automatic_no_skill_control: a negative case that expects no skill at
+	// all, while its twin without it expects its target.
+	if r := s.Cases["android-benchmark-comparison-negative"].Routing.Skills; len(r.Required)+len(r.Allowed) != 0 {
+		t.Errorf("no-skill control: routing %+v, want no skill expected nor allowed", r)
+	}
+	if r := s.Cases["android-benchmark-comparison-direct"].Routing.Skills; !slices.Equal(r.Required, []string{"android-benchmark-comparison"}) {
+		t.Errorf("direct twin: routing %+v, want its target required", r)
 	}
 
 	calls := named("compose-ui-testing-patterns-direct")
