@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/backend"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/agent"
@@ -49,7 +51,7 @@ func owner(user string) (uid, gid int, err error) {
 // not in an image: each cell gets them read-only from the store's verified
 // snapshots (skillTrees).
 type images struct {
-	engine backend
+	engine backend.Backend
 	plan   *plan.Plan
 	// store holds the tree snapshots cell images are built from.
 	store *store.Store
@@ -90,7 +92,7 @@ type imageBuild struct {
 }
 
 // newImages is the image builder of a plan's cells.
-func newImages(e backend, p *plan.Plan, st *store.Store, log io.Writer) *images {
+func newImages(e backend.Backend, p *plan.Plan, st *store.Store, log io.Writer) *images {
 	return &images{engine: e, plan: p, store: st, log: log, agent: map[string]*imageBuild{}, cells: map[digest.Digest]*imageBuild{}, fixtures: map[digest.Digest]*imageBuild{},
 		expected: map[string][]plan.PlanArm{}, made: map[digest.Digest]string{}, verified: map[digest.Digest]*verifiedTree{}}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
 	"github.com/opencontainers/go-digest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/runner/redact"

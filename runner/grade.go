@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/backend"
+
 	"github.com/skillgate/skillgate/runner/agent"
 	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
@@ -117,7 +119,7 @@ type grader struct {
 	runID string
 
 	once   sync.Once
-	engine backend
+	engine backend.Backend
 	images *images
 	err    error
 	red    *redact.Redactor
@@ -280,7 +282,7 @@ func shellOf(name string) string {
 // checkSession is the session of one environment's run: checks.
 type checkSession struct {
 	spec docker.SessionSpec
-	s    session
+	s    backend.Session
 }
 
 // runChecks runs the case's run: assertions in containers holding the cell's final
@@ -407,7 +409,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 // startCheckSession starts a check container and lays the final workspace out in it: for
 // the setup's changes, then the agent's, the deleted paths removed, then the changed
 // entries unpacked over what is there.
-func startCheckSession(ctx context.Context, e backend, spec docker.SessionSpec, world checkWorldTars) (session, error) {
+func startCheckSession(ctx context.Context, e backend.Backend, spec docker.SessionSpec, world checkWorldTars) (backend.Session, error) {
 	s, err := e.StartSession(ctx, spec)
 	if err != nil {
 		return nil, err

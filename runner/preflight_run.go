@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/backend"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -22,7 +24,7 @@ type preflighter struct {
 	plan   *plan.Plan
 	opts   Options
 	store  *store.Store
-	engine backend
+	engine backend.Backend
 	images *images
 	out    string
 	runID  string
@@ -48,7 +50,7 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 	if err != nil {
 		return nil, err
 	}
-	sessions := map[string]session{}
+	sessions := map[string]backend.Session{}
 	defer func() {
 		for _, s := range sessions {
 			if s != nil {
@@ -102,7 +104,7 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 
 // start starts the check session of job j in environment env: the case's initial
 // workspace, with the reference over it for a reference job.
-func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, mem int64, world checkWorldTars) (session, error) {
+func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, mem int64, world checkWorldTars) (backend.Session, error) {
 	lim := pf.plan.Limits
 	image, _, err := pf.images.cellImageIn(ctx, j.pc, j.arm, env)
 	if err != nil {
@@ -142,7 +144,7 @@ func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, me
 }
 
 // setup runs the case's setup in the session, as the cell's setup container would.
-func (pf *preflighter) setup(ctx context.Context, s session, pc plan.PlanCase, env string) error {
+func (pf *preflighter) setup(ctx context.Context, s backend.Session, pc plan.PlanCase, env string) error {
 	if pc.Setup == nil {
 		return nil
 	}
@@ -169,7 +171,7 @@ func (pf *preflighter) setup(ctx context.Context, s session, pc plan.PlanCase, e
 // reference lays the case's reference solution over the session's workspace: a folder's
 // files replace those at the same paths; a patch file is applied with git apply, or patch
 // where the environment has no git.
-func (pf *preflighter) reference(ctx context.Context, s session, pc plan.PlanCase, env string) error {
+func (pf *preflighter) reference(ctx context.Context, s backend.Session, pc plan.PlanCase, env string) error {
 	uid, gid, err := owner(pf.plan.Agent.User)
 	if err != nil {
 		return err

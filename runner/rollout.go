@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/backend"
+
 	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -119,7 +121,7 @@ func (r *cellRunner) sweep(ctx context.Context) {
 type cellRunner struct {
 	plan     *plan.Plan
 	store    *store.Store
-	engine   backend
+	engine   backend.Backend
 	images   *images
 	out      string
 	outLabel string

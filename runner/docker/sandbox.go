@@ -7,10 +7,6 @@ import (
 	"fmt"
 )
 
-// SandboxImage is the repository of the built-in base image: busybox, an unprivileged
-// user agent (1000:1000) and its folders, nothing else.
-const SandboxImage = "skillgate/sandbox"
-
 // BusyboxPath is where the host's static busybox is taken from.
 const BusyboxPath = "/bin/busybox"
 
@@ -75,7 +71,7 @@ func sandboxContext() (*BuildContext, error) {
 	bc.AddSymlink("usr/bin/env", "../../bin/busybox", 0, 0)
 	bc.AddDir("etc", 0o755, 0, 0)
 	AddUserland(bc, "/bin/sh")
-	if err := bc.check(); err != nil {
+	if err := bc.Check(); err != nil {
 		return nil, fmt.Errorf("build sandbox image: %w", err)
 	}
 	return bc, nil
