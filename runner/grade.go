@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/backend"
 
 	"github.com/skillgate/skillgate/runner/agent"
@@ -120,7 +122,7 @@ type grader struct {
 
 	once   sync.Once
 	engine backend.Backend
-	images *images
+	images *images.Images
 	err    error
 	red    *redact.Redactor
 	// stopReaper ends the reaper of this grading's check containers.
@@ -323,7 +325,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		if n, err := g.engine.Sweep(ctx, docker.LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {
 			fmt.Fprintf(g.opts.logger(), "removed %d containers left by an interrupted run\n", n)
 		}
-		g.images = newImages(g.engine, g.plan, g.store, g.opts.logger())
+		g.images = images.New(g.engine, g.plan, g.store, g.opts.logger())
 	})
 	if g.err != nil {
 		return nil, g.err
@@ -360,11 +362,11 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		}
 		cs := sessions[env]
 		if cs == nil {
-			image, _, err := g.images.cellImageIn(ctx, pc, arm, env)
+			image, _, err := g.images.CellImageIn(ctx, pc, arm, env)
 			if err != nil {
 				return nil, err
 			}
-			trees, err := g.images.skillTrees(arm)
+			trees, err := g.images.SkillTrees(arm)
 			if err != nil {
 				return nil, err
 			}
@@ -378,8 +380,8 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 			cs.s, err = startCheckSession(ctx, g.engine, cs.spec, world)
 			if errors.Is(err, docker.ErrImageMissing) {
 				// Removed since it was found: built again, as a cell would.
-				g.images.forget(cs.spec.Image)
-				if cs.spec.Image, _, err = g.images.cellImageIn(ctx, pc, arm, env); err == nil {
+				g.images.Forget(cs.spec.Image)
+				if cs.spec.Image, _, err = g.images.CellImageIn(ctx, pc, arm, env); err == nil {
 					cs.s, err = startCheckSession(ctx, g.engine, cs.spec, world)
 				}
 			}
@@ -387,7 +389,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 				return nil, err
 			}
 		}
-		vars := append(environmentEnv(g.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checkAnswer)
+		vars := append(images.EnvironmentEnv(g.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checkAnswer)
 		vars = append(vars, caseDirEnv(pc)...)
 		res, err := cs.s.Exec(ctx, docker.ExecSpec{Cmd: []string{shellOf(a.Shell), "-c", *a.Run}, Env: vars, Timeout: d, OutputCap: outputCap})
 		if err != nil {
@@ -487,7 +489,7 @@ type worldStep struct {
 
 // checkWorld builds the archives of a cell's final state from its stored changes.
 func checkWorld(p *plan.Plan, w grade.World, answer []byte) (checkWorldTars, error) {
-	uid, gid, err := owner(p.Agent.User)
+	uid, gid, err := images.Owner(p.Agent.User)
 	if err != nil {
 		return checkWorldTars{}, err
 	}

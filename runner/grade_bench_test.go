@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/internal/benchtest"
 	"github.com/skillgate/skillgate/runner/store"
@@ -124,12 +126,12 @@ func BenchmarkCollectGradeFixtureFiles(b *testing.B) {
 		g.once.Do(func() {
 			g.engine, g.err = newBackend(ctx, opts)
 			if g.err == nil {
-				g.images = newImages(g.engine, p, st, io.Discard)
+				g.images = images.New(g.engine, p, st, io.Discard)
 			}
 		})
 		must(g.err)
 		pc := g.cases[id]
-		if _, _, err := g.images.cellImage(ctx, pc, plan.CaseArm(p, pc, p.Arms[0])); err != nil {
+		if _, _, err := g.images.CellImage(ctx, pc, plan.CaseArm(p, pc, p.Arms[0])); err != nil {
 			b.Fatal(err)
 		}
 		// The collector's index of the initial workspace is made before the container

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
@@ -368,7 +370,7 @@ func runPreflight(ctx context.Context, p *plan.Plan, opts Options, out string, s
 		defer cancel()
 		e.Sweep(sctx, docker.LabelRun+"="+runID)
 	}()
-	pf := &preflighter{plan: p, opts: opts, store: st, engine: e, images: newImages(e, p, st, opts.logger()), out: out, runID: runID}
+	pf := &preflighter{plan: p, opts: opts, store: st, engine: e, images: images.New(e, p, st, opts.logger()), out: out, runID: runID}
 	var mu sync.Mutex
 	var got []PreflightCheck
 	var fatal error

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/backend"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -25,7 +27,7 @@ type preflighter struct {
 	opts   Options
 	store  *store.Store
 	engine backend.Backend
-	images *images
+	images *images.Images
 	out    string
 	runID  string
 }
@@ -82,7 +84,7 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 			}
 			sessions[env] = s
 		}
-		vars := append(environmentEnv(pf.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checkAnswer)
+		vars := append(images.EnvironmentEnv(pf.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checkAnswer)
 		vars = append(vars, caseDirEnv(j.pc)...)
 		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{shellOf(a.Shell), "-c", *a.Run}, Env: vars, Timeout: d, OutputCap: outputCap})
 		if err != nil {
@@ -106,11 +108,11 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 // workspace, with the reference over it for a reference job.
 func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, mem int64, world checkWorldTars) (backend.Session, error) {
 	lim := pf.plan.Limits
-	image, _, err := pf.images.cellImageIn(ctx, j.pc, j.arm, env)
+	image, _, err := pf.images.CellImageIn(ctx, j.pc, j.arm, env)
 	if err != nil {
 		return nil, err
 	}
-	trees, err := pf.images.skillTrees(j.arm)
+	trees, err := pf.images.SkillTrees(j.arm)
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +124,8 @@ func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, me
 	s, err := startCheckSession(ctx, pf.engine, spec, world)
 	if errors.Is(err, docker.ErrImageMissing) {
 		// Removed since it was found: built again, as a cell would.
-		pf.images.forget(spec.Image)
-		if spec.Image, _, err = pf.images.cellImageIn(ctx, j.pc, j.arm, env); err == nil {
+		pf.images.Forget(spec.Image)
+		if spec.Image, _, err = pf.images.CellImageIn(ctx, j.pc, j.arm, env); err == nil {
 			s, err = startCheckSession(ctx, pf.engine, spec, world)
 		}
 	}
@@ -156,7 +158,7 @@ func (pf *preflighter) setup(ctx context.Context, s backend.Session, pc plan.Pla
 	if err != nil {
 		return fmt.Errorf("read the setup timeout: %w", err)
 	}
-	vars := append(environmentEnv(pf.plan, env), "WORLD="+docker.Workspace)
+	vars := append(images.EnvironmentEnv(pf.plan, env), "WORLD="+docker.Workspace)
 	vars = append(vars, caseDirEnv(pc)...)
 	res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{shellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: vars, Timeout: d, OutputCap: 4 << 10})
 	if err != nil {
@@ -172,7 +174,7 @@ func (pf *preflighter) setup(ctx context.Context, s backend.Session, pc plan.Pla
 // files replace those at the same paths; a patch file is applied with git apply, or patch
 // where the environment has no git.
 func (pf *preflighter) reference(ctx context.Context, s backend.Session, pc plan.PlanCase, env string) error {
-	uid, gid, err := owner(pf.plan.Agent.User)
+	uid, gid, err := images.Owner(pf.plan.Agent.User)
 	if err != nil {
 		return err
 	}

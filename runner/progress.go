@@ -490,14 +490,14 @@ func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs 
 	// when the run asks for one, in one go.
 	for _, c := range first {
 		pc := r.cases[c.Case]
-		r.images.expect(pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
+		r.images.Expect(pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
 	}
 	cellsTotal := prog.total
-	r.images.log = prog // the agent image's build notes go above the live line
+	r.images.SetLog(prog) // the agent image's build notes go above the live line
 	prog.begin(phaseImages, len(first))
 	bounded.ForEach(ctx, jobs, first, func(c plan.Cell) {
 		pc := r.cases[c.Case]
-		r.images.cellImage(ctx, pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
+		r.images.CellImage(ctx, pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
 		prog.step()
 	})
 	prog.begin(phaseCells, cellsTotal)

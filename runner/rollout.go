@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/backend"
 
 	"github.com/skillgate/skillgate/runner/spend"
@@ -96,7 +98,7 @@ func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string
 	}
 	r = &cellRunner{
 		plan: p, store: st, engine: engine, out: out, runID: newRunID(), outLabel: outLabel,
-		images: newImages(engine, p, st, opts.Log),
+		images: images.New(engine, p, st, opts.Log),
 		cases:  map[string]plan.PlanCase{}, arms: map[string]plan.PlanArm{},
 		gateway: gateway, budget: budget,
 		git: plan.SuiteGitRevision(p, opts.SuiteDir, out),
@@ -122,7 +124,7 @@ type cellRunner struct {
 	plan     *plan.Plan
 	store    *store.Store
 	engine   backend.Backend
-	images   *images
+	images   *images.Images
 	out      string
 	outLabel string
 	runID    string
@@ -167,10 +169,10 @@ func (r *cellRunner) run(ctx context.Context, c plan.Cell) (*store.Rollout, erro
 	var oc *docker.ContainerOutcome
 	var col *workspaceCollector
 	var setupFailed string
-	err = r.images.withCellImage(ctx, pc, arm, func(ref, cellID string) error {
-		_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.agentImageIn(ctx, pc.Environment)
+	err = r.images.WithCellImage(ctx, pc, arm, func(ref, cellID string) error {
+		_, ro.ImageID, ro.Inputs.AgentVersion, _ = r.images.AgentImageIn(ctx, pc.Environment)
 		ro.Inputs.AgentImage, ro.Inputs.CellImage = ro.ImageID, cellID
-		ro.Inputs.Environment = r.images.environmentInputs(ctx, pc.Environment)
+		ro.Inputs.Environment = r.images.EnvironmentInputs(ctx, pc.Environment)
 		ro.Durations.Image = time.Since(start).Seconds()
 		files := filepath.Join(staged, store.DirFiles)
 		var baseline []grade.FileChange
@@ -331,11 +333,11 @@ func (r *cellRunner) spec(c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, image
 	if err != nil {
 		return docker.ContainerSpec{}, fmt.Errorf("read limits.output: %w", err)
 	}
-	trees, err := r.images.skillTrees(arm)
+	trees, err := r.images.SkillTrees(arm)
 	if err != nil {
 		return docker.ContainerSpec{}, err
 	}
-	hidden, err := r.images.userSkillTrees()
+	hidden, err := r.images.UserSkillTrees()
 	if err != nil {
 		return docker.ContainerSpec{}, err
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -143,12 +145,12 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 		b.err = err
 		return
 	}
-	trees, err := r.images.skillTrees(arm)
+	trees, err := r.images.SkillTrees(arm)
 	if err != nil {
 		b.err = err
 		return
 	}
-	env := append(environmentEnv(r.plan, pc.Environment), "WORLD="+docker.Workspace)
+	env := append(images.EnvironmentEnv(r.plan, pc.Environment), "WORLD="+docker.Workspace)
 	env = append(env, caseDirEnv(pc)...)
 	spec := docker.ContainerSpec{
 		Image: cellRef, Cmd: []string{shellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: env,
@@ -204,7 +206,7 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 // buildSetupImage lays what a setup left on its cell image: the changed entries unpacked
 // over it, then, as root, the paths it deleted removed.
 func (r *cellRunner) buildSetupImage(ctx context.Context, pc plan.PlanCase, key digest.Digest, cellRef string, b *setupBuild) (ref, id string, err error) {
-	uid, gid, err := owner(r.plan.Agent.User)
+	uid, gid, err := images.Owner(r.plan.Agent.User)
 	if err != nil {
 		return "", "", err
 	}

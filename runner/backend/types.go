@@ -233,3 +233,15 @@ type ImageInfo struct {
 	Layers []string
 	Size   int64
 }
+
+// ImageBuild is one image of a local engine's BuildImages: its tag, its labels and its build context.
+type ImageBuild struct {
+	Tag     string
+	Labels  map[string]string
+	Context *BuildContext
+}
+
+// ErrImageMissing says a container's image is gone from the engine: removed since it was
+// built or found (by skillgate gc, docker rmi, another process). Whoever built it can
+// build it again.
+var ErrImageMissing = errors.New("image missing")

@@ -25,6 +25,7 @@ type (
 	CollectCut         = backend.CollectCut
 	ImageInfo          = backend.ImageInfo
 	PushedImage        = backend.PushedImage
+	ImageBuild         = backend.ImageBuild
 )
 
 // Names of the seam's entries, labels and images.
@@ -52,6 +53,9 @@ const (
 	CellImageRepo       = backend.CellImageRepo
 	SandboxImage        = backend.SandboxImage
 )
+
+// ErrImageMissing says an image is gone from the engine (backend.ErrImageMissing).
+var ErrImageMissing = backend.ErrImageMissing
 
 var (
 	layerEpoch    = backend.LayerEpoch

@@ -92,11 +92,6 @@ func (e *Engine) createContainer(ctx context.Context, spec ContainerSpec, keepSt
 	return created.ID, nil
 }
 
-// ErrImageMissing says a container's image is gone from the engine: removed since it was
-// built or found (by skillgate gc, docker rmi, another process). Whoever built it can
-// build it again.
-var ErrImageMissing = errors.New("image missing")
-
 // RunContainer runs spec to its end and removes the container, also when ctx is cancelled.
 // An error means the engine failed, not the agent: a non-zero exit, a timeout or an OOM
 // kill is an outcome.

@@ -39,13 +39,6 @@ type loadedHistory struct {
 	CreatedBy string `json:"created_by"`
 }
 
-// ImageBuild is one image of BuildImages: its tag, its labels and its build context.
-type ImageBuild struct {
-	Tag     string
-	Labels  map[string]string
-	Context *BuildContext
-}
-
 // BuildImages builds images in order, each tagged, labelled and built as BuildImage
 // builds it, and returns their IDs. A context may be FROM an earlier image of builds,
 // named by its tag. When every context only adds a layer on an image, in the engine or
