@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/readback"
+
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -72,7 +74,7 @@ func TestClaudeCodeRepliesAndReport(t *testing.T) {
 	for _, r := range results {
 		graded = append(graded, *r)
 	}
-	ev, err := cellEvidence(s.Plan, st, graded)
+	ev, err := readback.CellEvidence(s.Plan, st, graded)
 	if err != nil {
 		t.Fatal(err)
 	}

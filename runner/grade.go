@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/readback"
+
 	"github.com/skillgate/skillgate/runner/images"
 
 	"github.com/skillgate/skillgate/runner/backend"
@@ -205,11 +207,11 @@ func rolloutTrajectory(p *plan.Plan, st *store.Store, pc plan.PlanCase, ro *stor
 		return grade.Trajectory{}, nil
 	}
 	dir := st.RolloutDir(ro.Key)
-	stdout, err := readOptional(filepath.Join(dir, store.FileStdout))
+	stdout, err := readback.ReadOptional(filepath.Join(dir, store.FileStdout))
 	if err != nil {
 		return grade.Trajectory{}, err
 	}
-	stderr, err := readOptional(filepath.Join(dir, store.FileStderr))
+	stderr, err := readback.ReadOptional(filepath.Join(dir, store.FileStderr))
 	if err != nil {
 		return grade.Trajectory{}, err
 	}
