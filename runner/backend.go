@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 
+	"github.com/skillgate/skillgate/runner/checks"
+
 	"github.com/skillgate/skillgate/runner/backend"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -30,7 +32,7 @@ func (d dockerBackend) StartSession(ctx context.Context, spec backend.SessionSpe
 type kubeBackend struct{ *kube.Cluster }
 
 func (k kubeBackend) StartSession(ctx context.Context, spec backend.SessionSpec) (backend.Session, error) {
-	s, err := k.Cluster.StartSession(ctx, spec, checkDir)
+	s, err := k.Cluster.StartSession(ctx, spec, checks.CheckDir)
 	if err != nil {
 		return nil, err
 	}

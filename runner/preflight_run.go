@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/checks"
+
 	"github.com/skillgate/skillgate/runner/images"
 
 	"github.com/skillgate/skillgate/runner/backend"
@@ -37,18 +39,18 @@ type preflighter struct {
 var errSetupFailed = errors.New("the setup fails")
 
 // referencePatch is where a reference patch is put in a preflight session.
-const referencePatch = checkDir + "/reference.patch"
+const referencePatch = checks.CheckDir + "/reference.patch"
 
 // run runs one job's checks: for each environment its checks name, a check session on the
 // case's cell image (fixture and overlay) in that environment, the setup run in it, then
 // the reference laid over it when the job is the reference's, then the checks in order.
 func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightCheck, error) {
 	lim := pf.plan.Limits
-	mem, outputCap, err := checkSessionLimits(lim)
+	mem, outputCap, err := checks.CheckSessionLimits(lim)
 	if err != nil {
 		return nil, err
 	}
-	world, err := checkWorld(pf.plan, grade.World{}, nil)
+	world, err := checks.CheckWorld(pf.plan, grade.World{}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +70,7 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 		}
 		d, err := time.ParseDuration(t)
 		if err != nil {
-			return nil, fmt.Errorf("read timeout of run check %q: %w", runName(a), err)
+			return nil, fmt.Errorf("read timeout of run check %q: %w", checks.RunName(a), err)
 		}
 		env := a.Environment
 		if env == "" {
@@ -84,13 +86,13 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 			}
 			sessions[env] = s
 		}
-		vars := append(images.EnvironmentEnv(pf.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checkAnswer)
-		vars = append(vars, caseDirEnv(j.pc)...)
-		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{shellOf(a.Shell), "-c", *a.Run}, Env: vars, Timeout: d, OutputCap: outputCap})
+		vars := append(images.EnvironmentEnv(pf.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checks.CheckAnswer)
+		vars = append(vars, checks.CaseDirEnv(j.pc)...)
+		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{checks.ShellOf(a.Shell), "-c", *a.Run}, Env: vars, Timeout: d, OutputCap: outputCap})
 		if err != nil {
-			return nil, fmt.Errorf("run check %q: %w", runName(a), err)
+			return nil, fmt.Errorf("run check %q: %w", checks.RunName(a), err)
 		}
-		ch := PreflightCheck{Key: j.keys[i], Case: j.pc.ID, Check: runName(a), Environment: env, On: j.on,
+		ch := PreflightCheck{Key: j.keys[i], Case: j.pc.ID, Check: checks.RunName(a), Environment: env, On: j.on,
 			ExitCode: res.ExitCode, TimedOut: res.TimedOut, Passed: !res.TimedOut && res.ExitCode == 0, CannotRun: cannotRun(res)}
 		if !ch.Passed {
 			ch.Output = lastBytes(strings.TrimSpace(strings.ToValidUTF8(string(res.Output), "\uFFFD")), 500)
@@ -106,7 +108,7 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 
 // start starts the check session of job j in environment env: the case's initial
 // workspace, with the reference over it for a reference job.
-func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, mem int64, world checkWorldTars) (backend.Session, error) {
+func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, mem int64, world checks.CheckWorldTars) (backend.Session, error) {
 	lim := pf.plan.Limits
 	image, _, err := pf.images.CellImageIn(ctx, j.pc, j.arm, env)
 	if err != nil {
@@ -117,16 +119,16 @@ func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, me
 		return nil, err
 	}
 	spec := docker.SessionSpec{Image: image, User: pf.plan.Agent.User, WorkingDir: docker.Workspace,
-		Binds: caseDirBinds(pf.store, j.pc), Trees: trees,
+		Binds: checks.CaseDirBinds(pf.store, j.pc), Trees: trees,
 		Labels: map[string]string{docker.LabelRun: pf.runID, docker.LabelOut: outLabel(pf.out), docker.LabelCell: "preflight:" + j.pc.ID,
 			docker.LabelPlan: pf.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
 		Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}
-	s, err := startCheckSession(ctx, pf.engine, spec, world)
+	s, err := checks.StartCheckSession(ctx, pf.engine, spec, world)
 	if errors.Is(err, docker.ErrImageMissing) {
 		// Removed since it was found: built again, as a cell would.
 		pf.images.Forget(spec.Image)
 		if spec.Image, _, err = pf.images.CellImageIn(ctx, j.pc, j.arm, env); err == nil {
-			s, err = startCheckSession(ctx, pf.engine, spec, world)
+			s, err = checks.StartCheckSession(ctx, pf.engine, spec, world)
 		}
 	}
 	if err != nil {
@@ -159,8 +161,8 @@ func (pf *preflighter) setup(ctx context.Context, s backend.Session, pc plan.Pla
 		return fmt.Errorf("read the setup timeout: %w", err)
 	}
 	vars := append(images.EnvironmentEnv(pf.plan, env), "WORLD="+docker.Workspace)
-	vars = append(vars, caseDirEnv(pc)...)
-	res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{shellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: vars, Timeout: d, OutputCap: 4 << 10})
+	vars = append(vars, checks.CaseDirEnv(pc)...)
+	res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{checks.ShellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: vars, Timeout: d, OutputCap: 4 << 10})
 	if err != nil {
 		return fmt.Errorf("run setup: %w", err)
 	}

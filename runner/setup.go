@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/checks"
+
 	"github.com/skillgate/skillgate/runner/images"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -121,7 +123,7 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 		b.err = fmt.Errorf("parse limits.collect.timeout %q: %w", lim.Collect.Timeout, err)
 		return
 	}
-	outputCap, err := checkOutputCap(lim)
+	outputCap, err := checks.CheckOutputCap(lim)
 	if err != nil {
 		b.err = err
 		return
@@ -151,16 +153,16 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 		return
 	}
 	env := append(images.EnvironmentEnv(r.plan, pc.Environment), "WORLD="+docker.Workspace)
-	env = append(env, caseDirEnv(pc)...)
+	env = append(env, checks.CaseDirEnv(pc)...)
 	spec := docker.ContainerSpec{
-		Image: cellRef, Cmd: []string{shellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: env,
+		Image: cellRef, Cmd: []string{checks.ShellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: env,
 		User: r.plan.Agent.User, WorkingDir: docker.Workspace,
 		Labels: map[string]string{
 			docker.LabelRun: r.runID, docker.LabelOut: r.outLabel, docker.LabelCell: c.ID,
 			docker.LabelPlan: r.plan.Digest.Encoded()[:16], docker.LabelSuite: r.plan.Suite.Name, docker.LabelKind: "setup",
 		},
 		Memory: mem, NanoCPUs: int64(lim.CPUs * 1e9), PidsLimit: lim.Pids, Timeout: timeout,
-		Binds: caseDirBinds(r.store, pc), Trees: trees, OutputCap: outputCap,
+		Binds: checks.CaseDirBinds(r.store, pc), Trees: trees, OutputCap: outputCap,
 		CollectPrefix: docker.Workspace, Collect: col.visit,
 		CollectLimits: docker.CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
 	}
@@ -211,15 +213,15 @@ func (r *cellRunner) buildSetupImage(ctx context.Context, pc plan.PlanCase, key 
 		return "", "", err
 	}
 	dockerfile := "FROM " + cellRef + "\nADD " + docker.LayerTar + " /\n"
-	del := deletedList(b.record.Changes)
+	del := checks.DeletedList(b.record.Changes)
 	if len(del) > 0 {
-		dockerfile += "USER 0:0\nRUN cd " + docker.Workspace + " && xargs -0 rm -rf -- < " + checkSetupDelete + " && rm -rf " + checkDir + "\nUSER " + r.plan.Agent.User + "\n"
+		dockerfile += "USER 0:0\nRUN cd " + docker.Workspace + " && xargs -0 rm -rf -- < " + checks.CheckSetupDelete + " && rm -rf " + checks.CheckDir + "\nUSER " + r.plan.Agent.User + "\n"
 	}
 	bc := docker.NewBuildContext(dockerfile)
-	addChanges(bc, b.record.Changes, b.blobs, uid, gid)
+	checks.AddChanges(bc, b.record.Changes, b.blobs, uid, gid)
 	if len(del) > 0 {
-		bc.AddDir(strings.TrimPrefix(checkDir, "/"), 0o555, 0, 0)
-		bc.AddFile(strings.TrimPrefix(checkSetupDelete, "/"), 0o444, 0, 0, del)
+		bc.AddDir(strings.TrimPrefix(checks.CheckDir, "/"), 0o555, 0, 0)
+		bc.AddFile(strings.TrimPrefix(checks.CheckSetupDelete, "/"), 0o444, 0, 0, del)
 	}
 	d, err := bc.Digest()
 	if err != nil {
