@@ -194,8 +194,8 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 	// an ID, so no cell is given another arm's prompt.
 	for _, round := range calibrationRounds(todo) {
 		for _, c := range round {
-			r.cases[c.pc.ID] = c.pc
-			r.arms[c.arm.Name] = c.arm
+			r.Cases[c.pc.ID] = c.pc
+			r.Arms[c.arm.Name] = c.arm
 		}
 		bounded.ForEach(ctx, opts.Jobs, round, func(c calCell) {
 			ro, err := r.runAdmitted(ctx, c.cell, store.SpendCalibration, prog.started)
@@ -220,7 +220,7 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 		fatal = err
 	}
 	if ctx.Err() != nil {
-		r.sweep(ctx)
+		r.Sweep(ctx)
 		return ctx.Err()
 	}
 	return fatal

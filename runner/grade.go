@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
 	"github.com/skillgate/skillgate/runner/checks"
 
 	"github.com/skillgate/skillgate/runner/readback"
@@ -75,7 +77,7 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 	if err := pinCheckInputs(p, opts.SuiteDir, st, todo, cases, arms); err != nil {
 		return 0, err
 	}
-	g := &grader{plan: p, store: st, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
+	g := &grader{plan: p, store: st, opts: opts, cases: cases, arms: arms, out: out, runID: cell.NewRunID()}
 	defer g.close()
 	var mu sync.Mutex
 	bounded.ForEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
@@ -258,7 +260,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 			}
 		}
 		// The folder is locked: a container labelled for it is a dead run's.
-		if n, err := g.engine.Sweep(ctx, docker.LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {
+		if n, err := g.engine.Sweep(ctx, docker.LabelOut+"="+cell.OutLabel(g.out)); err == nil && n > 0 {
 			fmt.Fprintf(g.opts.logger(), "removed %d containers left by an interrupted run\n", n)
 		}
 		g.images = images.New(g.engine, g.plan, g.store, g.opts.logger())
@@ -308,7 +310,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 			}
 			cs = &checkSession{spec: docker.SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: docker.Workspace,
 				Binds: checks.CaseDirBinds(g.store, pc), Trees: trees,
-				Labels: map[string]string{docker.LabelRun: g.runID, docker.LabelOut: outLabel(g.out), docker.LabelCell: c.ID, docker.LabelPlan: g.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
+				Labels: map[string]string{docker.LabelRun: g.runID, docker.LabelOut: cell.OutLabel(g.out), docker.LabelCell: c.ID, docker.LabelPlan: g.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
 				Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}}
 			sessions[env] = cs
 		}
@@ -342,9 +344,4 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		}
 	}
 	return out, nil
-}
-
-// outLabel is the label value that names a run folder on what skillgate starts for it.
-func outLabel(out string) string {
-	return digest.FromString(out).Encoded()[:16]
 }

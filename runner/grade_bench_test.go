@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
 	"github.com/skillgate/skillgate/runner/images"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -121,7 +123,7 @@ func BenchmarkCollectGradeFixtureFiles(b *testing.B) {
 				cells = append(cells, c)
 			}
 		}
-		g := &grader{plan: p, store: st, opts: opts, cases: p.CasesByID(), arms: p.ArmsByName(), out: out, runID: newRunID()}
+		g := &grader{plan: p, store: st, opts: opts, cases: p.CasesByID(), arms: p.ArmsByName(), out: out, runID: cell.NewRunID()}
 		defer g.close()
 		g.once.Do(func() {
 			g.engine, g.err = newBackend(ctx, opts)
@@ -137,7 +139,7 @@ func BenchmarkCollectGradeFixtureFiles(b *testing.B) {
 		// The collector's index of the initial workspace is made before the container
 		// runs, outside the collect phase the rollout records: it is timed here as a
 		// run makes it, once for the trials of the case's cell image.
-		cr := &cellRunner{plan: p}
+		cr := &cell.Runner{Plan: p}
 		var each []string
 		for _, c := range cells {
 			ro, ok, err := st.Rollout(c.Rollout)
@@ -148,7 +150,7 @@ func BenchmarkCollectGradeFixtureFiles(b *testing.B) {
 				b.Fatalf("%s changed %+v, want notes.txt alone", c.ID, ro.Changes)
 			}
 			t0 := time.Now()
-			if _, err := cr.collector(pc, plan.CaseArm(p, pc, p.Arms[0]), b.TempDir(), nil); err != nil {
+			if _, err := cr.Collector(pc, plan.CaseArm(p, pc, p.Arms[0]), b.TempDir(), nil); err != nil {
 				b.Fatal(err)
 			}
 			collect += ro.Durations.Collect + time.Since(t0).Seconds()

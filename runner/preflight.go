@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
 	"github.com/skillgate/skillgate/runner/readback"
 
 	"github.com/skillgate/skillgate/runner/images"
@@ -303,7 +305,7 @@ func runPreflight(ctx context.Context, p *plan.Plan, opts Options, out string, s
 		return nil, err
 	}
 	defer e.Close()
-	runID := newRunID()
+	runID := cell.NewRunID()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
 	"github.com/skillgate/skillgate/runner/checks"
 
 	"github.com/skillgate/skillgate/runner/images"
@@ -95,7 +97,7 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 		ch := PreflightCheck{Key: j.keys[i], Case: j.pc.ID, Check: checks.RunName(a), Environment: env, On: j.on,
 			ExitCode: res.ExitCode, TimedOut: res.TimedOut, Passed: !res.TimedOut && res.ExitCode == 0, CannotRun: cannotRun(res)}
 		if !ch.Passed {
-			ch.Output = lastBytes(strings.TrimSpace(strings.ToValidUTF8(string(res.Output), "\uFFFD")), 500)
+			ch.Output = cell.LastBytes(strings.TrimSpace(strings.ToValidUTF8(string(res.Output), "\uFFFD")), 500)
 		}
 		out = append(out, ch)
 		if res.TimedOut {
@@ -120,7 +122,7 @@ func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, me
 	}
 	spec := docker.SessionSpec{Image: image, User: pf.plan.Agent.User, WorkingDir: docker.Workspace,
 		Binds: checks.CaseDirBinds(pf.store, j.pc), Trees: trees,
-		Labels: map[string]string{docker.LabelRun: pf.runID, docker.LabelOut: outLabel(pf.out), docker.LabelCell: "preflight:" + j.pc.ID,
+		Labels: map[string]string{docker.LabelRun: pf.runID, docker.LabelOut: cell.OutLabel(pf.out), docker.LabelCell: "preflight:" + j.pc.ID,
 			docker.LabelPlan: pf.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
 		Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}
 	s, err := checks.StartCheckSession(ctx, pf.engine, spec, world)
@@ -167,7 +169,7 @@ func (pf *preflighter) setup(ctx context.Context, s backend.Session, pc plan.Pla
 		return fmt.Errorf("run setup: %w", err)
 	}
 	if res.TimedOut || res.ExitCode != 0 {
-		return fmt.Errorf("%w: exit %d: %s", errSetupFailed, res.ExitCode, lastBytes(strings.TrimSpace(string(res.Output)), 500))
+		return fmt.Errorf("%w: exit %d: %s", errSetupFailed, res.ExitCode, cell.LastBytes(strings.TrimSpace(string(res.Output)), 500))
 	}
 	return nil
 }
@@ -210,7 +212,7 @@ func (pf *preflighter) reference(ctx context.Context, s backend.Session, pc plan
 		return fmt.Errorf("apply reference %s: %w", pc.Reference, err)
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("%w: apply reference %s in %s: exit %d: %s", ErrPreflight, pc.Reference, environmentName(env), res.ExitCode, lastBytes(strings.TrimSpace(string(res.Output)), 500))
+		return fmt.Errorf("%w: apply reference %s in %s: exit %d: %s", ErrPreflight, pc.Reference, environmentName(env), res.ExitCode, cell.LastBytes(strings.TrimSpace(string(res.Output)), 500))
 	}
 	return nil
 }

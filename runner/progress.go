@@ -479,8 +479,8 @@ func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs 
 	seen := map[imageKey]bool{}
 	var first []plan.Cell
 	for _, c := range cells {
-		pc := r.cases[c.Case]
-		k := imageKey{plan.WorkspaceDigest(pc), pc.Environment, len(plan.CaseArm(r.plan, pc, r.arms[c.Arm]).Skills) > 0}
+		pc := r.Cases[c.Case]
+		k := imageKey{plan.WorkspaceDigest(pc), pc.Environment, len(plan.CaseArm(r.Plan, pc, r.Arms[c.Arm]).Skills) > 0}
 		if !seen[k] {
 			seen[k] = true
 			first = append(first, c)
@@ -489,15 +489,15 @@ func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs 
 	// A case's fixture image is built with the image above it for its arms with skills,
 	// when the run asks for one, in one go.
 	for _, c := range first {
-		pc := r.cases[c.Case]
-		r.images.Expect(pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
+		pc := r.Cases[c.Case]
+		r.Images.Expect(pc, plan.CaseArm(r.Plan, pc, r.Arms[c.Arm]))
 	}
 	cellsTotal := prog.total
-	r.images.SetLog(prog) // the agent image's build notes go above the live line
+	r.Images.SetLog(prog) // the agent image's build notes go above the live line
 	prog.begin(phaseImages, len(first))
 	bounded.ForEach(ctx, jobs, first, func(c plan.Cell) {
-		pc := r.cases[c.Case]
-		r.images.CellImage(ctx, pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
+		pc := r.Cases[c.Case]
+		r.Images.CellImage(ctx, pc, plan.CaseArm(r.Plan, pc, r.Arms[c.Arm]))
 		prog.step()
 	})
 	prog.begin(phaseCells, cellsTotal)

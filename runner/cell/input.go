@@ -1,4 +1,4 @@
-package runner
+package cell
 
 import (
 	"crypto/sha256"
@@ -9,11 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skillgate/skillgate/runner/backend"
 	"github.com/skillgate/skillgate/runner/images"
 
 	"github.com/skillgate/skillgate/runner/agent"
-
-	"github.com/skillgate/skillgate/runner/docker"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -63,10 +62,10 @@ func newCellInput(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) (cellInput, 
 }
 
 // files are the prompt and seed files of the cell.
-func (in cellInput) files() []docker.SpecFile {
-	fs := []docker.SpecFile{{Path: PromptFile, Mode: 0o444, Data: []byte(in.prompt)}}
+func (in cellInput) files() []backend.SpecFile {
+	fs := []backend.SpecFile{{Path: PromptFile, Mode: 0o444, Data: []byte(in.prompt)}}
 	if in.seed != nil {
-		fs = append(fs, docker.SpecFile{Path: SeedFile, Mode: 0o444, Data: in.seed})
+		fs = append(fs, backend.SpecFile{Path: SeedFile, Mode: 0o444, Data: in.seed})
 	}
 	return fs
 }
@@ -86,7 +85,7 @@ func cellEnv(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm, in cellInput) []s
 		}
 	}
 	if len(arm.Skills) > 0 {
-		env = append(env, "SKILLGATE_SKILLS_DIR="+path.Join(docker.Workspace, p.Agent.SkillsDir))
+		env = append(env, "SKILLGATE_SKILLS_DIR="+path.Join(backend.Workspace, p.Agent.SkillsDir))
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Agent.Env)) {
 		// "" leaves out a variable a preset sets (see schema/agents).
@@ -120,15 +119,15 @@ const (
 // the first turn that fails, with its exit code. Between turns it writes
 // agent.TurnMarker on a line of its own to stdout (after a newline, so a last line
 // without one stays whole), so a plain transcript tells the turns apart.
-func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, []docker.SpecFile, error) {
-	var files []docker.SpecFile
+func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, []backend.SpecFile, error) {
+	var files []backend.SpecFile
 	var extra []string
 	if r := p.Agent.Report; r != nil {
 		schema, err := json.Marshal(r.Schema)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("build the agent's command: encode agent.report.schema: %w", err)
 		}
-		files = append(files, docker.SpecFile{Path: ReportSchemaFile, Mode: 0o444, Data: schema})
+		files = append(files, backend.SpecFile{Path: ReportSchemaFile, Mode: 0o444, Data: schema})
 		rep := strings.NewReplacer(SchemaArg, string(schema), SchemaFileArg, ReportSchemaFile)
 		for _, a := range p.Agent.ReportArgs {
 			extra = append(extra, rep.Replace(a))
@@ -162,12 +161,12 @@ func cellCommand(p *plan.Plan, in cellInput) ([]string, []byte, []docker.SpecFil
 		from := "/dev/null"
 		if replyIn != nil {
 			from = replyFile(i + 1)
-			files = append(files, docker.SpecFile{Path: from, Mode: 0o444, Data: replyIn})
+			files = append(files, backend.SpecFile{Path: from, Mode: 0o444, Data: replyIn})
 		}
 		fmt.Fprintf(&b, "printf '\\n%%s\\n' %s\n", shellQuote(agent.TurnMarker))
 		fmt.Fprintf(&b, "%s <%s || exit $?\n", shellCommand(cmd), from)
 	}
-	files = append(files, docker.SpecFile{Path: SessionFile, Mode: 0o444, Data: []byte(b.String())})
+	files = append(files, backend.SpecFile{Path: SessionFile, Mode: 0o444, Data: []byte(b.String())})
 	return []string{"/bin/sh", SessionFile}, stdin, files, nil
 }
 
