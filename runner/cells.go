@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/skillgate/skillgate/runner/cell"
+	"github.com/skillgate/skillgate/runner/internal/bounded"
 
 	"github.com/skillgate/skillgate/runner/images"
 
@@ -103,4 +106,43 @@ func startCellRunner(ctx context.Context, p *plan.Plan, opts Options, out string
 type cellRunner struct {
 	*cell.Runner
 	budget *spend.Budget
+}
+
+// prepareImages makes the cell images of the cells before any starts, as
+// the run's first phase, so a first run's image builds (an agent image from
+// npm takes tens of seconds) show as such rather than as cells that do not
+// move. A failed build is the cells' to report: they find it cached.
+func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs int, prog *progress) {
+	// A cell image is a case's fixture in an environment, with the skills folder or
+	// without: the arms with skills share one.
+	type imageKey struct {
+		fixture     digest.Digest
+		environment string
+		skills      bool
+	}
+	seen := map[imageKey]bool{}
+	var first []plan.Cell
+	for _, c := range cells {
+		pc := r.Cases[c.Case]
+		k := imageKey{plan.WorkspaceDigest(pc), pc.Environment, len(plan.CaseArm(r.Plan, pc, r.Arms[c.Arm]).Skills) > 0}
+		if !seen[k] {
+			seen[k] = true
+			first = append(first, c)
+		}
+	}
+	// A case's fixture image is built with the image above it for its arms with skills,
+	// when the run asks for one, in one go.
+	for _, c := range first {
+		pc := r.Cases[c.Case]
+		r.Images.Expect(pc, plan.CaseArm(r.Plan, pc, r.Arms[c.Arm]))
+	}
+	cellsTotal := prog.total
+	r.Images.SetLog(prog) // the agent image's build notes go above the live line
+	prog.begin(phaseImages, len(first))
+	bounded.ForEach(ctx, jobs, first, func(c plan.Cell) {
+		pc := r.Cases[c.Case]
+		r.Images.CellImage(ctx, pc, plan.CaseArm(r.Plan, pc, r.Arms[c.Arm]))
+		prog.step()
+	})
+	prog.begin(phaseCells, cellsTotal)
 }

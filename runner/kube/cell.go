@@ -41,17 +41,8 @@ var errPodDeadline = errors.New("the pod ran past its deadline")
 // ctx is cancelled. An error means the cluster failed, not the agent: a
 // non-zero exit, a timeout or an OOM kill is an outcome.
 func (c *Cluster) RunContainer(ctx context.Context, spec backend.ContainerSpec) (out *backend.ContainerOutcome, err error) {
-	if spec.Image == "" {
-		return nil, errors.New("run pod: no image")
-	}
-	if len(spec.Cmd) == 0 {
-		return nil, errors.New("run pod: no command (a Pod's image command is not known here)")
-	}
-	if spec.OutputCap <= 0 {
-		return nil, errors.New("run pod: OutputCap must be positive")
-	}
-	if err := c.checkPids(ctx, spec.PidsLimit); err != nil {
-		return nil, fmt.Errorf("run pod: %w", err)
+	if err := c.checkCellSpec(ctx, spec); err != nil {
+		return nil, err
 	}
 	out = &backend.ContainerOutcome{}
 	t0 := time.Now()
@@ -83,11 +74,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec backend.ContainerSpec) 
 	}
 	g.trees = append(g.trees, trees...)
 	relayed := spec.Gateway != "" && !c.hostPath
-	env := make([]corev1.EnvVar, 0, len(spec.Env))
-	for _, kv := range spec.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		env = append(env, corev1.EnvVar{Name: k, Value: v})
-	}
+	env := podEnv(spec.Env)
 	shape := podShape{image: image, user: spec.User, folders: folders, memory: spec.Memory, cpus: spec.NanoCPUs,
 		labels: spec.Labels, prefix: "skillgate-cell-"}
 	if spec.Timeout > 0 {
@@ -197,6 +184,33 @@ func (c *Cluster) RunContainer(ctx context.Context, spec backend.ContainerSpec) 
 	}
 	out.Durations.Collect = time.Since(t3)
 	return out, nil
+}
+
+// checkCellSpec refuses a cell's spec a Pod cannot run.
+func (c *Cluster) checkCellSpec(ctx context.Context, spec backend.ContainerSpec) error {
+	if spec.Image == "" {
+		return errors.New("run pod: no image")
+	}
+	if len(spec.Cmd) == 0 {
+		return errors.New("run pod: no command (a Pod's image command is not known here)")
+	}
+	if spec.OutputCap <= 0 {
+		return errors.New("run pod: OutputCap must be positive")
+	}
+	if err := c.checkPids(ctx, spec.PidsLimit); err != nil {
+		return fmt.Errorf("run pod: %w", err)
+	}
+	return nil
+}
+
+// podEnv is a spec's environment (KEY=value) as a container's.
+func podEnv(kvs []string) []corev1.EnvVar {
+	env := make([]corev1.EnvVar, 0, len(kvs))
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		env = append(env, corev1.EnvVar{Name: k, Value: v})
+	}
+	return env
 }
 
 // createPod creates the Pod, not cancelled midway: the API might create it
