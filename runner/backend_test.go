@@ -15,7 +15,8 @@ import (
 // TestBackendSeam: the Docker SDK is imported in runner/docker alone (tests
 // included), so the move to another SDK or engine is local; the two
 // backends meet only in runner/backend's neutral types: neither imports the
-// other (tests and test helpers aside); and the runner reaches the engine
+// other (tests and test helpers aside), nor does a room of the runner
+// (images, cell, checks, readback); and the runner reaches the engine
 // only through the backend interface: no file of the runner but backend.go
 // names the Docker engine's type or connects to it.
 func TestBackendSeam(t *testing.T) {
@@ -55,10 +56,14 @@ func TestBackendSeam(t *testing.T) {
 			if strings.HasSuffix(rel, "_test.go") {
 				continue
 			}
-			for _, pair := range [][2]string{{"runner/kube/", "runner/docker"}, {"runner/docker/", "runner/kube"}} {
+			rooms := [][2]string{{"runner/kube/", "runner/docker"}, {"runner/docker/", "runner/kube"}}
+			for _, room := range []string{"backend", "images", "cell", "checks", "readback"} {
+				rooms = append(rooms, [2]string{"runner/" + room + "/", "runner/docker"}, [2]string{"runner/" + room + "/", "runner/kube"})
+			}
+			for _, pair := range rooms {
 				dir := path2dir(rel)
 				if dir+"/" == pair[0] && strings.HasPrefix(path, mod+pair[1]) {
-					t.Errorf("%s imports %s: the backends meet in runner/backend alone", rel, path)
+					t.Errorf("%s imports %s: the backends meet in runner/backend alone, and the runner's rooms reach them through it", rel, path)
 				}
 			}
 		}

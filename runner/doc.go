@@ -55,5 +55,5 @@
 // It imports the pipeline's stages and its own packages; none of them
 // imports it. Among the rooms the arrows point one way: cell imports
 // images and checks, checks imports images, and all three reach the engine
-// through backend alone; readback imports no engine.
+// through backend alone; readback imports no engine's package.
 package runner

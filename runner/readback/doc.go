@@ -15,5 +15,5 @@
 // It may import the pipeline's stages and runner/store, runner/judge,
 // runner/gateway (the sampling a cell was given) and runner/agent (a
 // transcript's reading); never the runner's root package, which calls it,
-// nor an engine: runner/backend, runner/docker, runner/kube.
+// nor an engine's package: runner/backend, runner/docker, runner/kube.
 package readback
