@@ -14,7 +14,8 @@
 //	cell      one cell from its image to its stored rollout: setup, input,
 //	          the container (Runner.Run), the workspace's changes
 //	checks    what a run: check session is made of: its folders, limits, the
-//	          final workspace rebuilt from stored changes, its start and outcome
+//	          final workspace rebuilt from stored changes, its start and outcome;
+//	          the calibration checks' cells and grading
 //	readback  the Docker-free reading of a run folder back into results, a
 //	          verdict and reports (Report, ReadRun): what report, merge, gate,
 //	          regrade and judge share
@@ -40,8 +41,8 @@
 // provider; faultstop.go stops a run the provider refuses; grade.go grades
 // stored rollouts, driving the run: check sessions of runner/checks
 // (runChecks); preflight.go and preflight_run.go run each check once on a
-// case's untouched workspace and its reference; calibrate.go and
-// calibrate_checks.go run the calibration checks; integrity.go keeps the
+// case's untouched workspace and its reference; calibrate.go runs the
+// calibration checks of runner/checks; integrity.go keeps the
 // policy's fixed trials and reruns red panels; evaluate.go runs all of it
 // and has runner/readback write the verdict and reports (Evaluate);
 // chrisbanes.go regrades a run under the suite as it is now (RegradeRun);
