@@ -62,6 +62,18 @@ var (
 	errCollectCut = backend.ErrCollectCut
 )
 
+// The sandbox's userland (backend.BusyboxPath, SandboxApplets, CheckStatic, AddUserland).
+const BusyboxPath = backend.BusyboxPath
+
+// SandboxApplets are the busybox applets linked into /bin (backend.SandboxApplets).
+var SandboxApplets = backend.SandboxApplets
+
+// CheckStatic fails unless the file is a static ELF executable (backend.CheckStatic).
+func CheckStatic(p string) error { return backend.CheckStatic(p) }
+
+// AddUserland gives an image built FROM scratch its users (backend.AddUserland).
+func AddUserland(bc *BuildContext, shell string) { backend.AddUserland(bc, shell) }
+
 // NewBuildContext starts a build context (backend.NewBuildContext).
 func NewBuildContext(dockerfile string) *BuildContext { return backend.NewBuildContext(dockerfile) }
 
