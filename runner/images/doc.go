@@ -7,8 +7,9 @@
 // the arm's verified skill snapshots and the empty folders that hide every
 // skill folder an agent scans outside its workspace.
 //
-// Its files: cell.go the cell and fixture images and their keys,
-// environment.go the environments' images and the agent's CLI on them,
+// Its files: cell.go the cell images, their keys and the skill trees,
+// fixture.go the builds of a case's fixture image and its arms' skills
+// layers, environment.go the environments' images and the agent's CLI on them,
 // userskills.go the hidden user skill folders, state.go what a caller reads
 // of the builds made.
 //
