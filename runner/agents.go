@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
@@ -74,37 +73,4 @@ func (o Options) folderPlan(p *plan.Plan) *plan.Plan {
 		return o.whole
 	}
 	return p
-}
-
-// agentPlans gives a cell's agent's share of the plan by the cell's ID
-// (the plan itself on one agent), each share made once.
-func agentPlans(p *plan.Plan) func(cell string) *plan.Plan {
-	if len(p.Agents) == 0 {
-		return func(string) *plan.Plan { return p }
-	}
-	agentOf := make(map[string]string, len(p.Cells))
-	for _, c := range p.Cells {
-		agentOf[c.ID] = c.Agent
-	}
-	shares := map[string]*plan.Plan{}
-	return func(cell string) *plan.Plan {
-		name := agentOf[cell]
-		if q, ok := shares[name]; ok {
-			return q
-		}
-		q := p.ForAgent(name)
-		shares[name] = q
-		return q
-	}
-}
-
-// agentShards shares out a plan on several agents as each agent's share of
-// it is shared out when it runs (Evaluate runs one agent at a time), so a
-// shard runs, grades and completes the same cells whichever plan it reads.
-func agentShards(p *plan.Plan, n int) map[string]int {
-	out := make(map[string]int, len(p.Cells))
-	for _, name := range p.AgentNames() {
-		maps.Copy(out, ShardsOf(p.ForAgent(name), n))
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/runner/cell"
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 	"github.com/skillgate/skillgate/runner/gateway/standin"
@@ -21,7 +22,7 @@ import (
 // and tokens read back from both the transcript and the gateway.
 func TestGeminiOnStandIn(t *testing.T) {
 	e := dockertest.Engine(t)
-	key := "AIza-standin-" + newRunID()
+	key := "AIza-standin-" + cell.NewRunID()
 	t.Setenv("SKILLGATE_TEST_GEMINI_KEY", key)
 	up := standin.New(t, false)
 	up.Reply("GEMINI-STANDIN-ANSWER")

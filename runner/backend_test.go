@@ -13,9 +13,12 @@ import (
 )
 
 // TestBackendSeam: the Docker SDK is imported in runner/docker alone (tests
-// included), so the move to another SDK or engine is local; and the runner
-// reaches the engine only through the backend interface: no file of the
-// runner but backend.go names the Docker engine's type or connects to it.
+// included), so the move to another SDK or engine is local; the two
+// backends meet only in runner/backend's neutral types: neither imports the
+// other (tests and test helpers aside), nor does a room of the runner
+// (images, cell, checks, readback); and the runner reaches the engine
+// only through the backend interface: no file of the runner but backend.go
+// names the Docker engine's type or connects to it.
 func TestBackendSeam(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -48,6 +51,20 @@ func TestBackendSeam(t *testing.T) {
 			sdk := strings.HasPrefix(path, "github.com/docker/") || strings.HasPrefix(path, "github.com/moby/")
 			if sdk && !strings.HasPrefix(rel, "runner/docker/") {
 				t.Errorf("%s imports %s: only runner/docker may import the Docker SDK", rel, path)
+			}
+			const mod = "github.com/skillgate/skillgate/"
+			if strings.HasSuffix(rel, "_test.go") {
+				continue
+			}
+			rooms := [][2]string{{"runner/kube/", "runner/docker"}, {"runner/docker/", "runner/kube"}}
+			for _, room := range []string{"backend", "images", "cell", "checks", "readback"} {
+				rooms = append(rooms, [2]string{"runner/" + room + "/", "runner/docker"}, [2]string{"runner/" + room + "/", "runner/kube"})
+			}
+			for _, pair := range rooms {
+				dir := path2dir(rel)
+				if dir+"/" == pair[0] && strings.HasPrefix(path, mod+pair[1]) {
+					t.Errorf("%s imports %s: the backends meet in runner/backend alone, and the runner's rooms reach them through it", rel, path)
+				}
 			}
 		}
 		return nil
@@ -82,4 +99,12 @@ func TestBackendSeam(t *testing.T) {
 			return true
 		})
 	}
+}
+
+// path2dir is the folder of a slash-separated file path.
+func path2dir(rel string) string {
+	if i := strings.LastIndex(rel, "/"); i >= 0 {
+		return rel[:i]
+	}
+	return ""
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/runner/checks"
+
 	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
@@ -17,26 +19,10 @@ import (
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
-// calibrationVersion names the calibration prompts and checks; it enters
-// every calibration key, so changing them reruns calibration.
-const calibrationVersion = "calibrate-v1"
-
 // ErrCalibrationIncomplete: a calibration cell did not run to a verdict
 // (Docker or skillgate failed it, the run was interrupted or the spend cap
 // was reached); run again to retry it. The run is INCOMPLETE, not failed.
 var ErrCalibrationIncomplete = errors.New("calibration incomplete")
-
-// calCell is one calibration cell: a synthetic case with an empty
-// workspace, run in one arm, and how its answer is checked.
-type calCell struct {
-	check string
-	arm   plan.PlanArm
-	pc    plan.PlanCase
-	cell  plan.Cell
-	// asked describes the question, for the check's detail.
-	asked string
-	grade func(answer string) (passed bool, why string)
-}
 
 // Calibrate runs the calibration checks of p's agent in p's arms (those of
 // opts.Arms, when given; other filters do not apply) and
@@ -64,7 +50,7 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	cells, err := calibrationCells(p, opts.SuiteDir, opts.Arms)
+	cells, err := checks.CalibrationCells(p, opts.SuiteDir, opts.Arms)
 	if err != nil {
 		return nil, err
 	}
@@ -74,9 +60,9 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 	}
 	defer unlock()
 	cal := &verdict.Calibration{Checks: []verdict.CalibrationCheck{}}
-	var todo []calCell
+	var todo []checks.CalCell
 	for _, c := range cells {
-		ro, ok, err := st.Rollout(c.cell.Rollout)
+		ro, ok, err := st.Rollout(c.Cell.Rollout)
 		if err != nil {
 			return nil, err
 		}
@@ -97,30 +83,30 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 	}
 	var incomplete []string
 	for _, c := range cells {
-		ch := verdict.CalibrationCheck{Arm: c.arm.Name, Check: c.check, Cell: c.cell.ID, Rollout: c.cell.Rollout, Status: grade.StatusMissing}
-		ro, ok, err := st.Rollout(c.cell.Rollout)
+		ch := verdict.CalibrationCheck{Arm: c.Arm.Name, Check: c.Check, Cell: c.Cell.ID, Rollout: c.Cell.Rollout, Status: grade.StatusMissing}
+		ro, ok, err := st.Rollout(c.Cell.Rollout)
 		if err != nil {
 			return nil, err
 		}
 		switch {
 		case !ok:
-			ch.Detail = c.asked + ": not run"
-			incomplete = append(incomplete, c.cell.ID+" was not run")
+			ch.Detail = c.Asked + ": not run"
+			incomplete = append(incomplete, c.Cell.ID+" was not run")
 		case ro.Status == store.StatusInvalid:
-			ch.Status, ch.Detail = ro.Status, c.asked+": invalid: "+ro.Error
-			incomplete = append(incomplete, c.cell.ID+" is invalid: "+ro.Error)
+			ch.Status, ch.Detail = ro.Status, c.Asked+": invalid: "+ro.Error
+			incomplete = append(incomplete, c.Cell.ID+" is invalid: "+ro.Error)
 		case ro.Status != store.StatusCompleted:
 			ch.Status, ch.Answer = ro.Status, ro.Answer
-			ch.Detail = fmt.Sprintf("%s: the agent ended %s (exit %d)", c.asked, ro.Status, ro.ExitCode)
+			ch.Detail = fmt.Sprintf("%s: the agent ended %s (exit %d)", c.Asked, ro.Status, ro.ExitCode)
 		default:
 			ch.Status, ch.Answer = ro.Status, ro.Answer
 			var why string
-			ch.Passed, why = c.grade(ro.Answer)
-			ch.Detail = c.asked + ": " + why
+			ch.Passed, why = c.Grade(ro.Answer)
+			ch.Detail = c.Asked + ": " + why
 		}
 		cal.Checks = append(cal.Checks, ch)
 		var kind **bool
-		switch c.check {
+		switch c.Check {
 		case verdict.CalibrationSkill:
 			kind = &cal.Skill
 		case verdict.CalibrationNone:
@@ -162,10 +148,10 @@ func DescribeCalibration(cal *verdict.Calibration) string {
 }
 
 // runCalibration runs the calibration cells with Run's machinery.
-func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string, st *store.Store, todo []calCell, cal *verdict.Calibration) error {
+func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string, st *store.Store, todo []checks.CalCell, cal *verdict.Calibration) error {
 	in := newInputs(p, opts.SuiteDir, st)
 	for _, c := range todo {
-		if err := in.add(c.pc, c.arm); err != nil {
+		if err := in.add(c.Case, c.Arm); err != nil {
 			return err
 		}
 	}
@@ -194,11 +180,11 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 	// an ID, so no cell is given another arm's prompt.
 	for _, round := range calibrationRounds(todo) {
 		for _, c := range round {
-			r.cases[c.pc.ID] = c.pc
-			r.arms[c.arm.Name] = c.arm
+			r.Cases[c.Case.ID] = c.Case
+			r.Arms[c.Arm.Name] = c.Arm
 		}
-		bounded.ForEach(ctx, opts.Jobs, round, func(c calCell) {
-			ro, err := r.runAdmitted(ctx, c.cell, store.SpendCalibration, prog.started)
+		bounded.ForEach(ctx, opts.Jobs, round, func(c checks.CalCell) {
+			ro, err := r.runAdmitted(ctx, c.Cell, store.SpendCalibration, prog.started)
 			if errors.Is(err, spend.ErrCap) {
 				return // not run: reported as incomplete
 			}
@@ -207,11 +193,11 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 				fatal = err
 			} else if err == nil && ctx.Err() == nil {
 				cal.Ran++
-				done = append(done, ranCell{c.cell, c.pc, c.arm, ro.Status})
+				done = append(done, ranCell{c.Cell, c.Case, c.Arm, ro.Status})
 			}
 			mu.Unlock()
 			if ro != nil && ctx.Err() == nil {
-				prog.finished(c.cell.ID, ro)
+				prog.finished(c.Cell.ID, ro)
 			}
 		})
 	}
@@ -220,7 +206,7 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 		fatal = err
 	}
 	if ctx.Err() != nil {
-		r.sweep(ctx)
+		r.Sweep(ctx)
 		return ctx.Err()
 	}
 	return fatal
@@ -228,12 +214,12 @@ func runCalibration(ctx context.Context, p *plan.Plan, opts Options, out string,
 
 // calibrationRounds splits cells into rounds in which no case ID is
 // repeated, in order: the n-th cell of an ID runs in round n.
-func calibrationRounds(cells []calCell) [][]calCell {
-	var rounds [][]calCell
+func calibrationRounds(cells []checks.CalCell) [][]checks.CalCell {
+	var rounds [][]checks.CalCell
 	seen := map[string]int{}
 	for _, c := range cells {
-		n := seen[c.pc.ID]
-		seen[c.pc.ID] = n + 1
+		n := seen[c.Case.ID]
+		seen[c.Case.ID] = n + 1
 		if n == len(rounds) {
 			rounds = append(rounds, nil)
 		}
@@ -246,6 +232,6 @@ func calibrationRounds(cells []calCell) [][]calCell {
 // before a run (arms: only those, when named), for a dry run that tells
 // what a real run costs.
 func CalibrationSessions(p *plan.Plan, suiteDir string, arms []string) (int, error) {
-	cells, err := calibrationCells(p, suiteDir, arms)
+	cells, err := checks.CalibrationCells(p, suiteDir, arms)
 	return len(cells), err
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/checks"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -143,13 +145,13 @@ func TestCalibrateStaleCopyFails(t *testing.T) {
 // several words.
 func TestCalibrateQuotableLine(t *testing.T) {
 	s := calibrationSuite(t, nil, "stale")
-	cells, err := calibrationCells(s.Plan, s.Dir, nil)
+	cells, err := checks.CalibrationCells(s.Plan, s.Dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prompts := map[string]string{}
 	for _, c := range cells {
-		prompts[c.arm.Name+":"+c.check] = c.pc.Prompt
+		prompts[c.Arm.Name+":"+c.Check] = c.Case.Prompt
 	}
 	for arm, want := range map[string]string{
 		"before:skill": `starts with "Always write the changelog"`,
@@ -166,40 +168,21 @@ func TestCalibrateQuotableLine(t *testing.T) {
 	}
 	// Selecting arms calibrates only those; the line still tells the
 	// copies apart.
-	after, err := calibrationCells(s.Plan, s.Dir, []string{"after"})
-	if err != nil || len(after) != 2 || after[0].check != "skill" || after[1].check != "shell" || after[0].pc.Prompt != prompts["after:skill"] {
+	after, err := checks.CalibrationCells(s.Plan, s.Dir, []string{"after"})
+	if err != nil || len(after) != 2 || after[0].Check != "skill" || after[1].Check != "shell" || after[0].Case.Prompt != prompts["after:skill"] {
 		t.Errorf("arm after alone: %+v, %v", after, err)
 	}
-	if _, err := calibrationCells(s.Plan, s.Dir, []string{"nope"}); err == nil {
+	if _, err := checks.CalibrationCells(s.Plan, s.Dir, []string{"nope"}); err == nil {
 		t.Error("an unknown arm is calibrated")
 	}
 	keys := map[string]bool{}
 	for _, c := range cells {
-		keys[c.cell.Rollout.String()] = true
+		keys[c.Cell.Rollout.String()] = true
 	}
 	for _, c := range s.Plan.Cells {
 		if keys[c.Rollout.String()] {
 			t.Errorf("calibration shares plan cell %s's key", c.ID)
 		}
-	}
-
-	lines := func(s string) []string { return strings.Split(s, "\n") }
-	before := skillCopy{name: "s", digest: "sha256:1", lines: lines("---\nname: s\n---\n# s\n- Run `go test` first, always.\nShared line of four words.\n")}
-	line, prefix, unique := quotableLine(lines("---\nname: s\n---\n# s\nShared line of four words.\n- Run `go vet` first, always.\n"), []skillCopy{before})
-	if line != "- Run `go vet` first, always." || prefix != "- Run `go vet`" || !unique {
-		t.Errorf("differing copies: %q, %q, %v", line, prefix, unique)
-	}
-	line, prefix, unique = quotableLine(before.lines, nil)
-	if line != "- Run `go test` first, always." || prefix != "- Run `go test`" || unique {
-		t.Errorf("one copy: %q, %q, %v", line, prefix, unique)
-	}
-	if line, prefix, _ = quotableLine(lines("---\nname: s\ndescription: only front matter here\n---\n"), nil); line != "name: s" || prefix != "name:" {
-		t.Errorf("front matter only: %q, %q", line, prefix)
-	}
-	// A quote survives markup and spacing; a lookalike does not pass.
-	if !containsLine("The line is: **Run `go vet`  first, always.**", "- Run `go vet` first, always.") ||
-		containsLine("Run go vet first.", "- Run `go vet` first, always.") {
-		t.Error("containsLine")
 	}
 }
 
@@ -210,13 +193,13 @@ func TestCalibrateQuotableLine(t *testing.T) {
 // that parrots.)
 func TestCalibrateEchoAgent(t *testing.T) {
 	s := calibrationSuite(t, nil, "stale")
-	cells, err := calibrationCells(s.Plan, s.Dir, nil)
+	cells, err := checks.CalibrationCells(s.Plan, s.Dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cells {
-		if passed, why := c.grade(c.pc.Prompt); c.check != verdict.CalibrationShell && passed {
-			t.Errorf("%s check in %s passes an echo of its prompt: %s", c.check, c.arm.Name, why)
+		if passed, why := c.Grade(c.Case.Prompt); c.Check != verdict.CalibrationShell && passed {
+			t.Errorf("%s check in %s passes an echo of its prompt: %s", c.Check, c.Arm.Name, why)
 		}
 	}
 }

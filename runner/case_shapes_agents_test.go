@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/cell"
+	"github.com/skillgate/skillgate/runner/readback"
+
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -53,8 +56,8 @@ func TestClaudeCodeRepliesAndReport(t *testing.T) {
 		}
 		results[c.Arm] = r
 		// Both invocations ran in one session, the one the cell named.
-		if n := strings.Count(string(stdout), `"session_id":"`+SessionID(c.Rollout)+`"`); n < 4 || strings.Count(string(stdout), `"type":"result"`) != 2 {
-			t.Errorf("%s: %d events of session %s, want both turns' in it\n%s", c.ID, n, SessionID(c.Rollout), stdout)
+		if n := strings.Count(string(stdout), `"session_id":"`+cell.SessionID(c.Rollout)+`"`); n < 4 || strings.Count(string(stdout), `"type":"result"`) != 2 {
+			t.Errorf("%s: %d events of session %s, want both turns' in it\n%s", c.ID, n, cell.SessionID(c.Rollout), stdout)
 		}
 		if ro.Answer != "Painted it cobalt." || !r.Passed {
 			t.Errorf("%s: answer %q, passed %v, checks %+v\n%s", c.ID, ro.Answer, r.Passed, r.Checks, stdout)
@@ -72,7 +75,7 @@ func TestClaudeCodeRepliesAndReport(t *testing.T) {
 	for _, r := range results {
 		graded = append(graded, *r)
 	}
-	ev, err := cellEvidence(s.Plan, st, graded)
+	ev, err := readback.CellEvidence(s.Plan, st, graded)
 	if err != nil {
 		t.Fatal(err)
 	}

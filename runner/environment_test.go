@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 	"github.com/skillgate/skillgate/runner/store"
@@ -163,7 +165,7 @@ func TestEnvironmentDockerfileTool(t *testing.T) {
 func TestEnvironmentPinnedImage(t *testing.T) {
 	e := dockertest.Engine(t)
 	jq := copyTestdataSuite(t, e, "env/jq")
-	ref, id, err := newImages(dockerBackend{e}, jq.Plan, nil, io.Discard).environmentImage(context.Background(), "tools")
+	ref, id, err := images.New(dockerBackend{e}, jq.Plan, nil, io.Discard).EnvironmentImage(context.Background(), "tools")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,20 +6,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/skillgate/skillgate/runner/judge"
 
 	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
-	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
-	"github.com/skillgate/skillgate/pipeline/report"
 	"github.com/skillgate/skillgate/pipeline/verdict"
-
-	"github.com/opencontainers/go-digest"
 
 	"github.com/skillgate/skillgate/pipeline"
 )
@@ -174,138 +168,6 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 // writePlan writes the plan the run folder's reports describe, atomically.
 func writePlan(out string, p *plan.Plan) error {
 	return pipeline.WriteFile(filepath.Join(out, store.FilePlan), p.Encode())
-}
-
-// Report rebuilds the verdict and every report of a run folder from its
-// plan and stored results alone: no Docker, no model. The same stored
-// results always give the same bytes.
-func Report(out string) (*verdict.Report, error) {
-	p, r, results, err := buildRun(out)
-	if err != nil {
-		return nil, err
-	}
-	ev, err := cellEvidence(p, &store.Store{Dir: out}, results)
-	if err != nil {
-		return nil, err
-	}
-	if err := report.WriteReportsWith(out, r, ev); err != nil {
-		return nil, err
-	}
-	if err := writeSequential(out, r.Sequential); err != nil {
-		return nil, err
-	}
-	if err := grade.WriteAuditQueue(out, grade.AuditQueue(p, results, p.Suite.Seed)); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// ReadRun rebuilds a run folder's report from its plan and store, as
-// Report does, and writes nothing: the paired gate reads two runs this way,
-// never their report files, which anyone can edit.
-func ReadRun(out string) (*plan.Plan, *verdict.Report, error) {
-	p, r, _, err := buildRun(out)
-	return p, r, err
-}
-
-func buildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, error) {
-	p, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	st := &store.Store{Dir: out}
-	// Sequential stopping decides from every stored result; the verdict
-	// then reads the cells it needed, and no other.
-	whole := p
-	seq, err := sequentialOf(out, p)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	p = seq.Needed(p)
-	results, err := store.Results(p, st)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	root, err := store.Root(out)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	// The judge's rubric grades are in the results; its pairwise
-	// judgements are read from store/judgements. Judgements the plan asks
-	// for and the store lacks make the verdict INCOMPLETE.
-	results, pairwise, notJudged, what, err := judge.JudgedResults(p, st, results)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	r := verdict.BuildJudgedReport(p, results, pairwise)
-	rcells, reruns, err := storedReruns(p, st)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	verdict.ApplyReruns(r, p, results, pairwise, rcells, reruns)
-	r.Adjudication = grade.BuildAdjudicationReport(p, results)
-	verdict.MarkJudgingIncomplete(&r.Verdict, notJudged, what)
-	if err := markSpendCapped(out, r, results); err != nil {
-		return nil, nil, nil, err
-	}
-	r.StandIn, r.Root, r.Sequential = p.Agent.StandIn, root, seq
-	recs, err := rolloutRecords(p, st)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	verdict.ObserveRollouts(r, recs)
-	r.Verdict.Warnings = append(r.Verdict.Warnings, PreflightWarnings(out, p)...)
-	cal, ok, err := store.ReadCalibration(out, whole)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if ok {
-		r.Calibration = cal
-		if !cal.Passed() {
-			r.Verdict = verdict.CalibrationVerdict(cal)
-		}
-	}
-	if rec, ok, err := store.ReadShard(out, whole); err != nil {
-		return nil, nil, nil, err
-	} else if ok {
-		markShard(r, whole, rec)
-	}
-	return p, r, results, nil
-}
-
-// rolloutRecords reads what each plan cell's stored rollout recorded of
-// its inputs and of who answered.
-func rolloutRecords(p *plan.Plan, st *store.Store) ([]verdict.RolloutRecord, error) {
-	var out []verdict.RolloutRecord
-	byKey := map[digest.Digest]*store.Rollout{}
-	for _, c := range p.Cells {
-		ro, seen := byKey[c.Rollout]
-		if !seen {
-			var ok bool
-			var err error
-			if ro, ok, err = st.Rollout(c.Rollout); err != nil {
-				return nil, err
-			} else if !ok {
-				ro = nil
-			}
-			byKey[c.Rollout] = ro
-		}
-		if ro == nil {
-			continue
-		}
-		rec := verdict.RolloutRecord{Cell: c.ID, Arm: c.Arm, Status: ro.Status, Inputs: ro.Inputs, CLIVersion: ro.Telemetry.AgentVersion, InputsChanged: ro.InputsChanged}
-		models := []string{ro.Telemetry.Model}
-		if ro.Gateway != nil {
-			models = append(models, strings.Split(ro.Gateway.ModelAnswered, ", ")...)
-		}
-		for _, m := range models {
-			if m = strings.TrimSpace(m); m != "" && !slices.Contains(rec.Models, m) {
-				rec.Models = append(rec.Models, m)
-			}
-		}
-		out = append(out, rec)
-	}
-	return out, nil
 }
 
 // judging is what the judging of a run takes of its options.

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/skillgate/skillgate/pipeline/report"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/skillgate/skillgate/pipeline/report"
 
 	"github.com/skillgate/skillgate/runner/store"
 

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/internal/benchtest"
 	"github.com/skillgate/skillgate/runner/store"
@@ -114,11 +116,11 @@ func BenchmarkFixtureImageArms(b *testing.B) {
 			must(in.add(pc, arm))
 		}
 		must(in.pin())
-		im := newImages(dockerBackend{e}, p, st, io.Discard)
+		im := images.New(dockerBackend{e}, p, st, io.Discard)
 		for _, arm := range arms { // as a run's prepareImages
-			im.expect(pc, arm)
+			im.Expect(pc, arm)
 		}
-		agentRef, _, _, err := im.agentImage(ctx)
+		agentRef, _, _, err := im.AgentImage(ctx)
 		must(err)
 
 		t0, cpu0 := time.Now(), engineCPU()
@@ -261,13 +263,13 @@ func engineCPU() float64 {
 // cellOf is what the first cell of arm does before its container starts: it finds or
 // builds its cell image (into ref) and has its skills verified from the store's
 // snapshots, one read-only tree each.
-func cellOf(im *images, pc plan.PlanCase, arm plan.PlanArm, ref *string) error {
-	r, _, err := im.cellImage(context.Background(), pc, arm)
+func cellOf(im *images.Images, pc plan.PlanCase, arm plan.PlanArm, ref *string) error {
+	r, _, err := im.CellImage(context.Background(), pc, arm)
 	if err != nil {
 		return err
 	}
 	*ref = r
-	trees, err := im.skillTrees(arm)
+	trees, err := im.SkillTrees(arm)
 	if err == nil && len(trees) != len(arm.Skills) {
 		err = fmt.Errorf("arm %s: %d skill trees for %d skills", arm.Name, len(trees), len(arm.Skills))
 	}

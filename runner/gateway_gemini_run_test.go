@@ -11,6 +11,7 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
+	"github.com/skillgate/skillgate/runner/cell"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 	"github.com/skillgate/skillgate/runner/gateway/standin"
 	"github.com/skillgate/skillgate/runner/store"
@@ -23,7 +24,7 @@ import (
 // cell and no stored file ever holds it.
 func TestRunThroughGeminiGatewayKeepsCredentialOut(t *testing.T) {
 	dockertest.Engine(t)
-	canary := "AIza-canary-" + newRunID()
+	canary := "AIza-canary-" + cell.NewRunID()
 	t.Setenv("SKILLGATE_TEST_GEMINI_KEY", canary)
 	up := standin.New(t, false)
 	up.Reply("hello from gemini")

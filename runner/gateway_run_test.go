@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
@@ -73,8 +75,8 @@ schema.#Suite & {
 // no stored file ever holds it.
 func TestRunThroughGatewayKeepsCredentialOut(t *testing.T) {
 	dockertest.Engine(t)
-	canary := "sk-canary-" + newRunID()
-	secret := "secret-" + newRunID()
+	canary := "sk-canary-" + cell.NewRunID()
+	secret := "secret-" + cell.NewRunID()
 	t.Setenv("SKILLGATE_TEST_KEY", canary)
 	t.Setenv("SKILLGATE_TEST_SECRET", secret)
 	var mu sync.Mutex

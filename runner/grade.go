@@ -1,16 +1,23 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/skillgate/skillgate/runner/cell"
+
+	"github.com/skillgate/skillgate/runner/checks"
+
+	"github.com/skillgate/skillgate/runner/readback"
+
+	"github.com/skillgate/skillgate/runner/images"
+
+	"github.com/skillgate/skillgate/runner/backend"
 
 	"github.com/skillgate/skillgate/runner/agent"
 	"github.com/skillgate/skillgate/runner/internal/bounded"
@@ -70,7 +77,7 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 	if err := pinCheckInputs(p, opts.SuiteDir, st, todo, cases, arms); err != nil {
 		return 0, err
 	}
-	g := &grader{plan: p, store: st, opts: opts, cases: cases, arms: arms, out: out, runID: newRunID()}
+	g := &grader{plan: p, store: st, opts: opts, cases: cases, arms: arms, out: out, runID: cell.NewRunID()}
 	defer g.close()
 	var mu sync.Mutex
 	bounded.ForEach(ctx, opts.Jobs, todo, func(c plan.Cell) {
@@ -117,8 +124,8 @@ type grader struct {
 	runID string
 
 	once   sync.Once
-	engine backend
-	images *images
+	engine backend.Backend
+	images *images.Images
 	err    error
 	red    *redact.Redactor
 	// stopReaper ends the reaper of this grading's check containers.
@@ -201,86 +208,21 @@ func rolloutTrajectory(p *plan.Plan, st *store.Store, pc plan.PlanCase, ro *stor
 		return grade.Trajectory{}, nil
 	}
 	dir := st.RolloutDir(ro.Key)
-	stdout, err := readOptional(filepath.Join(dir, store.FileStdout))
+	stdout, err := readback.ReadOptional(filepath.Join(dir, store.FileStdout))
 	if err != nil {
 		return grade.Trajectory{}, err
 	}
-	stderr, err := readOptional(filepath.Join(dir, store.FileStderr))
+	stderr, err := readback.ReadOptional(filepath.Join(dir, store.FileStderr))
 	if err != nil {
 		return grade.Trajectory{}, err
 	}
 	return agent.Calls(p.Agent.Kind, stdout, stderr, pc.Replies), nil
 }
 
-// checkDir holds, in a check container, what the checks are given besides the workspace.
-const (
-	checkDir    = "/skillgate-check"
-	checkAnswer = checkDir + "/answer.txt"
-	checkDelete = checkDir + "/delete"
-	// checkSetupDelete lists what the case's setup deleted.
-	checkSetupDelete = checkDir + "/setup-delete"
-)
-
-// CaseDirMount is where a case's folder is mounted, read-only, for its setup and its
-// run: checks ($SKILLGATE_CASE_DIR, $SKILL_EVAL_FIXTURES); never in the agent's cell.
-const CaseDirMount = "/skillgate-case"
-
-// legacyCheckOutput is what a check's output was read back up to before
-// limits.checkOutput, for plans written then, which have no such limit.
-const legacyCheckOutput = 64 << 10
-
-// checkOutputCap is how much of a check's or a setup's output is read
-// back: limits.checkOutput, or legacyCheckOutput for plans without it.
-func checkOutputCap(lim plan.PlanLimits) (int64, error) {
-	if lim.CheckOutput == "" {
-		return legacyCheckOutput, nil
-	}
-	n, err := suite.ParseBytes(lim.CheckOutput)
-	if err != nil {
-		return 0, fmt.Errorf("read limits.checkOutput: %w", err)
-	}
-	return n, nil
-}
-
-// checkSessionLimits are a check session's memory and its output cap.
-func checkSessionLimits(lim plan.PlanLimits) (mem, outputCap int64, err error) {
-	if mem, err = suite.ParseBytes(lim.CheckMemory); err != nil {
-		return 0, 0, fmt.Errorf("read limits.checkMemory: %w", err)
-	}
-	if outputCap, err = checkOutputCap(lim); err != nil {
-		return 0, 0, err
-	}
-	return mem, outputCap, nil
-}
-
-// caseDirEnv and caseDirBinds give a setup or a check its case's folder: the store's
-// verified snapshot, mounted read-only.
-func caseDirEnv(pc plan.PlanCase) []string {
-	if pc.CaseDir == "" {
-		return nil
-	}
-	return []string{"SKILLGATE_CASE_DIR=" + CaseDirMount, "SKILL_EVAL_FIXTURES=" + CaseDirMount}
-}
-
-func caseDirBinds(st *store.Store, pc plan.PlanCase) []string {
-	if pc.CaseDir == "" {
-		return nil
-	}
-	return []string{st.TreeDir(pc.CaseDirDigest) + ":" + CaseDirMount + ":ro"}
-}
-
-// shellOf is the shell a setup or check names, sh when none.
-func shellOf(name string) string {
-	if name == "" {
-		return "sh"
-	}
-	return name
-}
-
 // checkSession is the session of one environment's run: checks.
 type checkSession struct {
 	spec docker.SessionSpec
-	s    session
+	s    backend.Session
 }
 
 // runChecks runs the case's run: assertions in containers holding the cell's final
@@ -302,7 +244,7 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 	if len(runs) == 0 || ro.Status != store.StatusCompleted {
 		// An agent that did not complete fails anyway; its checks are not run.
 		for i, a := range runs {
-			out[i] = grade.CheckResult{Name: runName(a), Kind: grade.CheckRun, Detail: "not run: the agent did not complete"}
+			out[i] = grade.CheckResult{Name: checks.RunName(a), Kind: grade.CheckRun, Detail: "not run: the agent did not complete"}
 		}
 		return out, nil
 	}
@@ -318,20 +260,20 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 			}
 		}
 		// The folder is locked: a container labelled for it is a dead run's.
-		if n, err := g.engine.Sweep(ctx, docker.LabelOut+"="+outLabel(g.out)); err == nil && n > 0 {
+		if n, err := g.engine.Sweep(ctx, docker.LabelOut+"="+cell.OutLabel(g.out)); err == nil && n > 0 {
 			fmt.Fprintf(g.opts.logger(), "removed %d containers left by an interrupted run\n", n)
 		}
-		g.images = newImages(g.engine, g.plan, g.store, g.opts.logger())
+		g.images = images.New(g.engine, g.plan, g.store, g.opts.logger())
 	})
 	if g.err != nil {
 		return nil, g.err
 	}
-	world, err := checkWorld(g.plan, w, answer)
+	world, err := checks.CheckWorld(g.plan, w, answer)
 	if err != nil {
 		return nil, err
 	}
 	lim := g.plan.Limits
-	mem, outputCap, err := checkSessionLimits(lim)
+	mem, outputCap, err := checks.CheckSessionLimits(lim)
 	if err != nil {
 		return nil, err
 	}
@@ -358,214 +300,48 @@ func (g *grader) runChecks(ctx context.Context, c plan.Cell, pc plan.PlanCase, a
 		}
 		cs := sessions[env]
 		if cs == nil {
-			image, _, err := g.images.cellImageIn(ctx, pc, arm, env)
+			image, _, err := g.images.CellImageIn(ctx, pc, arm, env)
 			if err != nil {
 				return nil, err
 			}
-			trees, err := g.images.skillTrees(arm)
+			trees, err := g.images.SkillTrees(arm)
 			if err != nil {
 				return nil, err
 			}
 			cs = &checkSession{spec: docker.SessionSpec{Image: image, User: g.plan.Agent.User, WorkingDir: docker.Workspace,
-				Binds: caseDirBinds(g.store, pc), Trees: trees,
-				Labels: map[string]string{docker.LabelRun: g.runID, docker.LabelOut: outLabel(g.out), docker.LabelCell: c.ID, docker.LabelPlan: g.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
+				Binds: checks.CaseDirBinds(g.store, pc), Trees: trees,
+				Labels: map[string]string{docker.LabelRun: g.runID, docker.LabelOut: cell.OutLabel(g.out), docker.LabelCell: c.ID, docker.LabelPlan: g.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
 				Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}}
 			sessions[env] = cs
 		}
 		if cs.s == nil {
-			cs.s, err = startCheckSession(ctx, g.engine, cs.spec, world)
+			cs.s, err = checks.StartCheckSession(ctx, g.engine, cs.spec, world)
 			if errors.Is(err, docker.ErrImageMissing) {
 				// Removed since it was found: built again, as a cell would.
-				g.images.forget(cs.spec.Image)
-				if cs.spec.Image, _, err = g.images.cellImageIn(ctx, pc, arm, env); err == nil {
-					cs.s, err = startCheckSession(ctx, g.engine, cs.spec, world)
+				g.images.Forget(cs.spec.Image)
+				if cs.spec.Image, _, err = g.images.CellImageIn(ctx, pc, arm, env); err == nil {
+					cs.s, err = checks.StartCheckSession(ctx, g.engine, cs.spec, world)
 				}
 			}
 			if err != nil {
 				return nil, err
 			}
 		}
-		vars := append(environmentEnv(g.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checkAnswer)
-		vars = append(vars, caseDirEnv(pc)...)
-		res, err := cs.s.Exec(ctx, docker.ExecSpec{Cmd: []string{shellOf(a.Shell), "-c", *a.Run}, Env: vars, Timeout: d, OutputCap: outputCap})
+		vars := append(images.EnvironmentEnv(g.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checks.CheckAnswer)
+		vars = append(vars, checks.CaseDirEnv(pc)...)
+		res, err := cs.s.Exec(ctx, docker.ExecSpec{Cmd: []string{checks.ShellOf(a.Shell), "-c", *a.Run}, Env: vars, Timeout: d, OutputCap: outputCap})
 		if err != nil {
 			return nil, fmt.Errorf("run check %d of %s: %w", i, c.ID, err)
 		}
 		if why := cannotRun(res); why != "" {
 			// Not the agent's doing: the cell is invalid, never failed.
-			return nil, fmt.Errorf("check %q cannot run in %s: %s", runName(a), environmentName(env), why)
+			return nil, fmt.Errorf("check %q cannot run in %s: %s", checks.RunName(a), environmentName(env), why)
 		}
-		out[i] = checkResult(a, res, d)
+		out[i] = checks.CheckResult(a, res, d)
 		if res.TimedOut {
 			cs.s.Close()
 			cs.s = nil
 		}
 	}
 	return out, nil
-}
-
-// startCheckSession starts a check container and lays the final workspace out in it: for
-// the setup's changes, then the agent's, the deleted paths removed, then the changed
-// entries unpacked over what is there.
-func startCheckSession(ctx context.Context, e backend, spec docker.SessionSpec, world checkWorldTars) (session, error) {
-	s, err := e.StartSession(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.CopyIn(ctx, bytes.NewReader(world.given)); err != nil {
-		s.Close()
-		return nil, err
-	}
-	for _, step := range world.steps {
-		if step.deletes != "" {
-			res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{"sh", "-c", "cd " + docker.Workspace + " && xargs -0 rm -rf -- < " + step.deletes}, OutputCap: 4 << 10})
-			if err == nil && res.ExitCode != 0 {
-				err = fmt.Errorf("remove the deleted paths: exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Output)))
-			}
-			if err != nil {
-				s.Close()
-				return nil, fmt.Errorf("lay out the final workspace: %w", err)
-			}
-		}
-		if step.changed != nil {
-			if err := s.CopyIn(ctx, bytes.NewReader(step.changed)); err != nil {
-				s.Close()
-				return nil, err
-			}
-		}
-	}
-	return s, nil
-}
-
-// checkResult reads one check's outcome.
-func checkResult(a suite.Assertion, res *docker.ExecOutcome, timeout time.Duration) grade.CheckResult {
-	ch := grade.CheckResult{Name: runName(a), Kind: grade.CheckRun, Passed: !res.TimedOut && res.ExitCode == 0}
-	if ch.Passed {
-		return ch
-	}
-	detail := strings.TrimSpace(strings.ToValidUTF8(string(res.Output), "\uFFFD"))
-	if len(detail) > 500 {
-		detail = detail[:500] + "..."
-	}
-	ch.Detail = fmt.Sprintf("exit %d", res.ExitCode)
-	if res.TimedOut {
-		ch.Detail = fmt.Sprintf("timed out after %s", timeout)
-	}
-	if detail != "" {
-		ch.Detail += ": " + detail
-	}
-	return ch
-}
-
-func runName(a suite.Assertion) string {
-	if a.Name != "" {
-		return a.Name
-	}
-	s := *a.Run
-	if len(s) > 70 {
-		s = s[:67] + "..."
-	}
-	return "run: " + s
-}
-
-// checkWorldTars are the archives that turn a cell image into the cell's final state.
-type checkWorldTars struct {
-	// given holds the answer and the lists of deleted paths, root-owned.
-	given []byte
-	// steps apply the setup's changes, then the agent's.
-	steps []worldStep
-}
-
-// worldStep is one set of changes: the paths it deleted, listed in the file deletes ("" for
-// none), then the final entries that differ, owned by the agent's user (nil for none).
-type worldStep struct {
-	deletes string
-	changed []byte
-}
-
-// checkWorld builds the archives of a cell's final state from its stored changes.
-func checkWorld(p *plan.Plan, w grade.World, answer []byte) (checkWorldTars, error) {
-	uid, gid, err := owner(p.Agent.User)
-	if err != nil {
-		return checkWorldTars{}, err
-	}
-	var out checkWorldTars
-	given := docker.NewBuildContext("")
-	given.AddDir(strings.TrimPrefix(checkDir, "/"), 0o555, 0, 0)
-	given.AddFile(strings.TrimPrefix(checkAnswer, "/"), 0o444, 0, 0, answer)
-	for _, set := range []struct {
-		changes []grade.FileChange
-		list    string
-	}{{w.Baseline, checkSetupDelete}, {w.Changes, checkDelete}} {
-		var step worldStep
-		if del := deletedList(set.changes); len(del) > 0 {
-			given.AddFile(strings.TrimPrefix(set.list, "/"), 0o444, 0, 0, del)
-			step.deletes = set.list
-		}
-		changed := docker.NewBuildContext("")
-		if addChanges(changed, set.changes, w.Changed, uid, gid) > 0 {
-			if step.changed, err = changed.Layer(); err != nil {
-				return out, fmt.Errorf("lay out the final workspace: %w", err)
-			}
-		}
-		if step.deletes != "" || step.changed != nil {
-			out.steps = append(out.steps, step)
-		}
-	}
-	if out.given, err = given.Layer(); err != nil {
-		return out, fmt.Errorf("lay out the final workspace: %w", err)
-	}
-	return out, nil
-}
-
-// deletedList is the NUL-separated list of the deleted paths among changes.
-func deletedList(changes []grade.FileChange) []byte {
-	var del bytes.Buffer
-	for _, ch := range changes {
-		if ch.Kind == grade.ChangeDeleted {
-			del.WriteString(ch.Path)
-			del.WriteByte(0)
-		}
-	}
-	return del.Bytes()
-}
-
-// addChanges adds to bc, below the workspace, every entry that changes leave (their
-// contents from the folder changed), with the folders leading to them, owned by uid:gid,
-// and returns how many. A cut file, a FIFO or a device is not reproduced.
-func addChanges(bc *docker.BuildContext, changes []grade.FileChange, changed string, uid, gid int) int {
-	ws := strings.TrimPrefix(docker.Workspace, "/")
-	n := 0
-	for _, ch := range changes {
-		if ch.Kind == grade.ChangeDeleted || ch.Cut != "" || ch.Type == grade.TypeOther {
-			continue
-		}
-		rel := path.Join(ws, ch.Path)
-		for d := path.Dir(ch.Path); d != "."; d = path.Dir(d) {
-			bc.AddDir(path.Join(ws, d), 0o755, uid, gid)
-		}
-		switch ch.Type {
-		case grade.TypeDir:
-			bc.AddDir(rel, 0o755, uid, gid)
-		case grade.TypeSymlink:
-			bc.AddSymlink(rel, ch.Target, uid, gid)
-		default:
-			mode := int64(0o644)
-			if ch.Exec {
-				mode = 0o755
-			}
-			blob := filepath.Join(changed, ch.Digest.Encoded())
-			if ch.Digest == "" {
-				blob = filepath.Join(changed, filepath.FromSlash(ch.Path))
-			}
-			bc.AddHostFileMode(rel, blob, mode, uid, gid)
-		}
-		n++
-	}
-	return n
-}
-
-// outLabel is the label value that names a run folder on what skillgate starts for it.
-func outLabel(out string) string {
-	return digest.FromString(out).Encoded()[:16]
 }

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/internal/benchtest"
 	"github.com/skillgate/skillgate/runner/store"
@@ -119,23 +123,23 @@ func BenchmarkCollectGradeFixtureFiles(b *testing.B) {
 				cells = append(cells, c)
 			}
 		}
-		g := &grader{plan: p, store: st, opts: opts, cases: p.CasesByID(), arms: p.ArmsByName(), out: out, runID: newRunID()}
+		g := &grader{plan: p, store: st, opts: opts, cases: p.CasesByID(), arms: p.ArmsByName(), out: out, runID: cell.NewRunID()}
 		defer g.close()
 		g.once.Do(func() {
 			g.engine, g.err = newBackend(ctx, opts)
 			if g.err == nil {
-				g.images = newImages(g.engine, p, st, io.Discard)
+				g.images = images.New(g.engine, p, st, io.Discard)
 			}
 		})
 		must(g.err)
 		pc := g.cases[id]
-		if _, _, err := g.images.cellImage(ctx, pc, plan.CaseArm(p, pc, p.Arms[0])); err != nil {
+		if _, _, err := g.images.CellImage(ctx, pc, plan.CaseArm(p, pc, p.Arms[0])); err != nil {
 			b.Fatal(err)
 		}
 		// The collector's index of the initial workspace is made before the container
 		// runs, outside the collect phase the rollout records: it is timed here as a
 		// run makes it, once for the trials of the case's cell image.
-		cr := &cellRunner{plan: p}
+		cr := &cell.Runner{Plan: p}
 		var each []string
 		for _, c := range cells {
 			ro, ok, err := st.Rollout(c.Rollout)
@@ -146,7 +150,7 @@ func BenchmarkCollectGradeFixtureFiles(b *testing.B) {
 				b.Fatalf("%s changed %+v, want notes.txt alone", c.ID, ro.Changes)
 			}
 			t0 := time.Now()
-			if _, err := cr.collector(pc, plan.CaseArm(p, pc, p.Arms[0]), b.TempDir(), nil); err != nil {
+			if _, err := cr.Collector(pc, plan.CaseArm(p, pc, p.Arms[0]), b.TempDir(), nil); err != nil {
 				b.Fatal(err)
 			}
 			collect += ro.Durations.Collect + time.Since(t0).Seconds()

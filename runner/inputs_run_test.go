@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -271,7 +273,7 @@ func TestChangedSnapshotFailsOnlyItsCells(t *testing.T) {
 
 	// Restored, it is given; with a file the plan does not list beside the plan's own
 	// bytes, it is not (each check as a fresh run makes it).
-	fresh := func() *images { return newImages(dockerBackend{e}, s.Plan, st, io.Discard) }
+	fresh := func() *images.Images { return images.New(dockerBackend{e}, s.Plan, st, io.Discard) }
 	orig, err := os.ReadFile(filepath.Join(s.Dir, "skill", "SKILL.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -279,14 +281,14 @@ func TestChangedSnapshotFailsOnlyItsCells(t *testing.T) {
 	if err := os.WriteFile(snap, orig, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fresh().skillTrees(s.Plan.Arms[0]); err != nil {
+	if _, err := fresh().SkillTrees(s.Plan.Arms[0]); err != nil {
 		t.Fatalf("the restored snapshot: %v", err)
 	}
 	extra := filepath.Join(st.TreeDir(s.Plan.Skills["s"].Digest), "extra.md")
 	if err := os.WriteFile(extra, []byte("more\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fresh().skillTrees(s.Plan.Arms[0]); err == nil || !strings.Contains(err.Error(), "verify "+extra+": not in the plan") {
+	if _, err := fresh().SkillTrees(s.Plan.Arms[0]); err == nil || !strings.Contains(err.Error(), "verify "+extra+": not in the plan") {
 		t.Errorf("a snapshot with a file added: %v", err)
 	}
 }
@@ -309,10 +311,10 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 	if err := in.pin(); err != nil {
 		t.Fatal(err)
 	}
-	newImages := func() *images {
-		return newImages(dockerBackend{e}, s.Plan, st, io.Discard)
+	newImages := func() *images.Images {
+		return images.New(dockerBackend{e}, s.Plan, st, io.Discard)
 	}
-	ref, _, err := newImages().cellImage(context.Background(), pc, arm)
+	ref, _, err := newImages().CellImage(context.Background(), pc, arm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +325,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 	if err := e.Tag(context.Background(), sandbox, ref); err != nil {
 		t.Fatal(err)
 	}
-	_, again, err := newImages().cellImage(context.Background(), pc, arm)
+	_, again, err := newImages().CellImage(context.Background(), pc, arm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,11 +340,11 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 	// The same holds for the fixture image below it: with the cell image gone and the
 	// fixture's tag on another image, both are built again.
 	im := newImages()
-	agentRef, agentID, _, err := im.agentImage(context.Background())
+	agentRef, agentID, _, err := im.AgentImage(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixtureRef, _, err := im.fixtureImage(context.Background(), pc, agentRef, agentID, pc.Environment)
+	fixtureRef, _, err := im.FixtureImage(context.Background(), pc, agentRef, agentID, pc.Environment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +355,7 @@ func TestCellImageWithoutKeyIsRebuilt(t *testing.T) {
 	if err := e.Tag(context.Background(), sandbox, fixtureRef); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := newImages().cellImage(context.Background(), pc, arm); err != nil {
+	if _, _, err := newImages().CellImage(context.Background(), pc, arm); err != nil {
 		t.Fatal(err)
 	}
 	fixture, _, err := e.ImageInfo(context.Background(), fixtureRef)
@@ -386,8 +388,8 @@ func TestCellImageRemovedInUseIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	im := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
-	ref, _, err := im.cellImage(ctx, pc, arm)
+	im := images.New(dockerBackend{e}, s.Plan, st, io.Discard)
+	ref, _, err := im.CellImage(ctx, pc, arm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +397,7 @@ func TestCellImageRemovedInUseIsRebuilt(t *testing.T) {
 	fixtureRef := onlyFixture(t, im)
 	fixtureKey := mustLabel(t, e, fixtureRef)
 	calls := 0
-	err = im.withCellImage(ctx, pc, arm, func(ref, id string) error {
+	err = im.WithCellImage(ctx, pc, arm, func(ref, id string) error {
 		calls++
 		if calls == 1 {
 			// Gone between the check and the create, with the fixture image below it.
@@ -426,15 +428,14 @@ func keyNamesTag(key, ref string) bool {
 }
 
 // onlyFixture is the one fixture image im found or built.
-func onlyFixture(t testing.TB, im *images) string {
+func onlyFixture(t testing.TB, im *images.Images) string {
 	t.Helper()
-	im.mu.Lock()
-	defer im.mu.Unlock()
-	if len(im.fixtures) != 1 {
-		t.Fatalf("%d fixture images, want 1", len(im.fixtures))
+	refs := im.FixtureRefs()
+	if len(refs) != 1 {
+		t.Fatalf("%d fixture images, want 1", len(refs))
 	}
-	for _, b := range im.fixtures {
-		return b.ref
+	for _, ref := range refs {
+		return ref
 	}
 	return ""
 }
@@ -463,10 +464,10 @@ func TestFixtureImageSharedByArms(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	im := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
+	im := images.New(dockerBackend{e}, s.Plan, st, io.Discard)
 	cells := map[string]string{}
 	for _, arm := range s.Plan.Arms {
-		ref, id, err := im.cellImage(ctx, pc, arm)
+		ref, id, err := im.CellImage(ctx, pc, arm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -480,7 +481,7 @@ func TestFixtureImageSharedByArms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentRef, _, _, err := im.agentImage(ctx)
+	agentRef, _, _, err := im.AgentImage(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +521,7 @@ func TestFixtureImageSharedByArms(t *testing.T) {
 				t.Errorf("arm %s: cell key %s, tag %s, fixture key %s", name, info.Labels[docker.LabelCellKey], ref, fixture.Labels[docker.LabelCellKey])
 			}
 		}
-		trees, err := im.skillTrees(arm)
+		trees, err := im.SkillTrees(arm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -543,14 +544,14 @@ func TestFixtureImageSharedByArms(t *testing.T) {
 		t.Errorf("the store's snapshot changed under a cell: %q (%v)", after, err)
 	}
 	// A fresh run finds the same images by their tags and keys, and builds nothing.
-	again := newImages(dockerBackend{e}, s.Plan, st, io.Discard)
+	again := images.New(dockerBackend{e}, s.Plan, st, io.Discard)
 	for _, arm := range s.Plan.Arms {
-		ref, id, err := again.cellImage(ctx, pc, arm)
+		ref, id, err := again.CellImage(ctx, pc, arm)
 		if info, _, _ := e.ImageInfo(ctx, cells[arm.Name]); err != nil || ref != cells[arm.Name] || id != info.ID {
 			t.Errorf("arm %s again: %s %s %v, first %s %s", arm.Name, ref, id, err, cells[arm.Name], info.ID)
 		}
 		// The image of an arm with skills is found without its fixture image's lookup.
-		if n := len(again.fixtures); len(arm.Skills) > 0 && n != 0 {
+		if n := len(again.FixtureRefs()); len(arm.Skills) > 0 && n != 0 {
 			t.Errorf("arm %s again: %d fixture images looked up although its cell image was there", arm.Name, n)
 		}
 	}
@@ -624,38 +625,38 @@ func pinnedCase(t *testing.T) (*docker.Engine, *plan.Plan, *store.Store, plan.Pl
 func TestCaseImagesBuiltTogether(t *testing.T) {
 	e, p, st, pc := pinnedCase(t)
 	ctx := context.Background()
-	together := newImages(dockerBackend{e}, p, st, io.Discard)
-	agentRef, agentID, _, err := together.agentImage(ctx)
+	together := images.New(dockerBackend{e}, p, st, io.Discard)
+	agentRef, agentID, _, err := together.AgentImage(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, arm := range p.Arms {
-		together.expect(pc, arm)
+		together.Expect(pc, arm)
 	}
-	first, _, err := together.cellImage(ctx, pc, p.Arms[0])
+	first, _, err := together.CellImage(ctx, pc, p.Arms[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := map[string]string{}
 	for _, arm := range p.Arms {
-		ref := keyRef(together.cellKey(pc, arm, agentID))
+		ref := images.KeyRef(together.CellKey(pc, arm, agentID))
 		id, labels, ok, err := e.ImageLabels(ctx, ref)
 		if err != nil || !ok || !keyNamesTag(labels[docker.LabelCellKey], ref) || labels[docker.LabelSuite] != p.Suite.Name {
 			t.Fatalf("arm %s: %s after the first cell's build: %v %v labels %v", arm.Name, ref, ok, err, labels)
 		}
 		ids[arm.Name] = id
 	}
-	if n := len(together.fixtures); n != 1 {
+	if n := len(together.FixtureRefs()); n != 1 {
 		t.Errorf("%d fixture images, want 1", n)
 	}
 	for _, arm := range p.Arms {
-		ref, id, err := together.cellImage(ctx, pc, arm)
+		ref, id, err := together.CellImage(ctx, pc, arm)
 		if err != nil || id != ids[arm.Name] || arm.Name == p.Arms[0].Name && ref != first {
 			t.Errorf("arm %s: %s %s %v, built %s", arm.Name, ref, id, err, ids[arm.Name])
 		}
 	}
-	if len(together.made) != 0 {
-		t.Errorf("made still holds %v once every cell asked", together.made)
+	if made := together.Unclaimed(); len(made) != 0 {
+		t.Errorf("made still holds %v once every cell asked", made)
 	}
 
 	// The skills image removed and the fixture image kept: the first cell to ask builds
@@ -666,42 +667,42 @@ func TestCaseImagesBuiltTogether(t *testing.T) {
 			if len(arm.Skills) == 0 {
 				continue // its image is the fixture's
 			}
-			if _, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+together.cellKey(pc, arm, agentID).String()); err != nil {
+			if _, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+together.CellKey(pc, arm, agentID).String()); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	removeArms()
-	onFixture := newImages(dockerBackend{e}, p, st, io.Discard)
+	onFixture := images.New(dockerBackend{e}, p, st, io.Discard)
 	for _, arm := range p.Arms {
-		onFixture.expect(pc, arm)
+		onFixture.Expect(pc, arm)
 	}
-	if _, _, err := onFixture.cellImage(ctx, pc, p.Arms[0]); err != nil {
+	if _, _, err := onFixture.CellImage(ctx, pc, p.Arms[0]); err != nil {
 		t.Fatal(err)
 	}
 	for _, arm := range p.Arms {
-		if id, _, ok, err := e.ImageLabels(ctx, keyRef(together.cellKey(pc, arm, agentID))); err != nil || !ok || id != ids[arm.Name] {
+		if id, _, ok, err := e.ImageLabels(ctx, images.KeyRef(together.CellKey(pc, arm, agentID))); err != nil || !ok || id != ids[arm.Name] {
 			t.Errorf("arm %s on the fixture image found: %s %v %v after the first cell's build, built together %s", arm.Name, id, ok, err, ids[arm.Name])
 		}
 	}
 
 	// Removed, and built again one by one: the same images.
 	removeArms()
-	fixtureRef, fixtureID, err := together.fixtureImage(ctx, pc, agentRef, agentID, pc.Environment)
+	fixtureRef, fixtureID, err := together.FixtureImage(ctx, pc, agentRef, agentID, pc.Environment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.RemoveImages(ctx, docker.LabelCellKey+"="+mustLabel(t, e, fixtureRef)); err != nil {
 		t.Fatal(err)
 	}
-	alone := newImages(dockerBackend{e}, p, st, io.Discard)
+	alone := images.New(dockerBackend{e}, p, st, io.Discard)
 	for _, arm := range p.Arms {
-		_, id, err := alone.cellImage(ctx, pc, arm)
+		_, id, err := alone.CellImage(ctx, pc, arm)
 		if err != nil || id != ids[arm.Name] {
 			t.Errorf("arm %s one by one: %s %v, built together %s", arm.Name, id, err, ids[arm.Name])
 		}
 	}
-	if ref, id, err := alone.fixtureImage(ctx, pc, agentRef, agentID, pc.Environment); err != nil || ref != fixtureRef || id != fixtureID {
+	if ref, id, err := alone.FixtureImage(ctx, pc, agentRef, agentID, pc.Environment); err != nil || ref != fixtureRef || id != fixtureID {
 		t.Errorf("fixture one by one: %s %s %v, built together %s %s", ref, id, err, fixtureRef, fixtureID)
 	}
 }

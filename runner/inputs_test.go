@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/images"
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -105,7 +106,7 @@ func TestImageContextVerifiesTrees(t *testing.T) {
 	mustDo(t, err)
 
 	bc := docker.NewBuildContext(dockertest.LayerDockerfile)
-	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, treeFiles(tree), 1000, 1000))
+	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, images.TreeFiles(tree), 1000, 1000))
 	_, hdrs, contents, _ := dockertest.ReadContext(t, dockertest.WriteContext(t, bc))
 	for name, mode := range map[string]int64{
 		"workspace/.claude/skills/s": 0o755, "workspace/.claude/skills/s/bin": 0o755,
@@ -128,7 +129,7 @@ func TestImageContextVerifiesTrees(t *testing.T) {
 	mustDo(t, os.Chmod(p, 0o644))
 	mustDo(t, os.WriteFile(p, []byte("---\nname: x\n---\n# s\n"), 0o644))
 	bc = docker.NewBuildContext(dockertest.LayerDockerfile)
-	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, treeFiles(tree), 1000, 1000))
+	mustDo(t, bc.AddTree("/workspace/.claude/skills/s", dir, images.TreeFiles(tree), 1000, 1000))
 	_, err = bc.WriteTo(io.Discard)
 	if want := "verify " + p + ": digest " + string(digest.FromString("---\nname: x\n---\n# s\n")) + ", the plan says " + string(tree.Files["SKILL.md"].Digest); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("tampered snapshot: err = %v, want %q", err, want)

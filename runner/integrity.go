@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/skillgate/skillgate/runner/readback"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -57,33 +59,6 @@ func checkFixedTrials(out string, p *plan.Plan) error {
 		out, held, prev.Suite.Trials, prev.Digest.Encoded()[:12], p.Suite.Trials, why, prev.Suite.Trials)
 }
 
-// rerunCells are every possible same-tree rerun of the plan's cells, up to the policy's
-// rerunRed: where the report looks for the reruns a run made.
-func rerunCells(p *plan.Plan) []plan.Cell {
-	var out []plan.Cell
-	for n := 1; n <= p.Policy.RerunRed; n++ {
-		for _, c := range p.Cells {
-			out = append(out, plan.RerunCell(c, n))
-		}
-	}
-	return out
-}
-
-// storedReruns are the results of the reruns the store holds.
-func storedReruns(p *plan.Plan, st *store.Store) ([]plan.Cell, []grade.CellResult, error) {
-	cells := rerunCells(p)
-	if len(cells) == 0 {
-		return nil, nil, nil
-	}
-	q := *p
-	q.Cells = cells
-	results, err := store.Results(&q, st)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cells, results, nil
-}
-
 // rerunRed reruns, once per number up to the policy's rerunRed, the panels the regression
 // and safety rules fail (whose first trials all ran): the same inputs in new cells, run
 // and graded like the plan's own, so both outcomes are stored.
@@ -94,7 +69,7 @@ func rerunRed(ctx context.Context, p *plan.Plan, opts Options) error {
 		if err != nil {
 			return err
 		}
-		cells, reruns, err := storedReruns(p, st)
+		cells, reruns, err := readback.StoredReruns(p, st)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -118,7 +120,7 @@ func TestKubernetesKillMidwayLeavesNoPod(t *testing.T) {
 	s.useCLIPlan(t, bin)
 	out := t.TempDir()
 	n := len(s.Plan.Cells)
-	sel := docker.LabelOut + "=" + outLabel(out)
+	sel := docker.LabelOut + "=" + cell.OutLabel(out)
 
 	var stderr bytes.Buffer
 	cmd, done := startCLI(t, bin, &stderr, "run", s.Dir, "--out", out, "--jobs", "3", "--backend", "kubernetes", "--kubeconfig", kc)

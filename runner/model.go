@@ -19,10 +19,6 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
-// cellGatewayMount is where the gateway's folder (its socket and the
-// forwarder) is mounted read-only in a cell.
-const cellGatewayMount = "/skillgate"
-
 // usesGateway reports whether the agent reaches a model.
 func usesGateway(p *plan.Plan) bool { return p.Agent.Provider != "none" }
 

@@ -14,11 +14,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
+	"github.com/skillgate/skillgate/runner/readback"
+
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
 
-	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
 
@@ -37,9 +42,6 @@ import (
 // preflightVersion enters every preflight key; changing what the preflight does reruns it.
 const preflightVersion = "preflight-v1"
 
-// FilePreflight is where the preflight records its outcomes in the run folder.
-const FilePreflight = "preflight.json"
-
 // ErrPreflight: a check cannot run on a case's initial workspace, or fails on its
 // reference solution; no cell was started.
 var ErrPreflight = errors.New("preflight")
@@ -49,32 +51,6 @@ const (
 	PreflightUntouched = "untouched"
 	PreflightReference = "reference"
 )
-
-// PreflightCheck is one run: check's outcome on one case's untouched workspace or on its
-// reference solution.
-type PreflightCheck struct {
-	Key         digest.Digest `json:"key"`
-	Case        string        `json:"case"`
-	Check       string        `json:"check"`
-	Environment string        `json:"environment,omitempty"`
-	On          string        `json:"on"`
-	ExitCode    int           `json:"exitCode"`
-	TimedOut    bool          `json:"timedOut,omitempty"`
-	Passed      bool          `json:"passed"`
-	// CannotRun says why the check could not run at all ("" when it ran).
-	CannotRun string `json:"cannotRun,omitempty"`
-	Output    string `json:"output,omitempty"`
-}
-
-// PreflightRecord is the run folder's preflight.json: the plan it was made for, every
-// stored outcome and the warnings of the plan's cases.
-type PreflightRecord struct {
-	Plan     digest.Digest    `json:"plan"`
-	Checks   []PreflightCheck `json:"checks"`
-	Warnings []string         `json:"warnings"`
-	Ran      int              `json:"ran"`
-	Reused   int              `json:"reused"`
-}
 
 // preflightJob is one case's checks on one workspace: its untouched one or its reference.
 type preflightJob struct {
@@ -108,7 +84,7 @@ func Preflight(ctx context.Context, p *plan.Plan, opts Options) (*PreflightRecor
 	}
 	defer unlock()
 	stored := map[digest.Digest]PreflightCheck{}
-	old, _ := readPreflight(out)
+	old, _ := readback.ReadPreflight(out)
 	if old != nil {
 		for _, ch := range old.Checks {
 			stored[ch.Key] = ch
@@ -172,7 +148,7 @@ func Preflight(ctx context.Context, p *plan.Plan, opts Options) (*PreflightRecor
 	keep = slices.DeleteFunc(slices.Clone(keep), func(ch PreflightCheck) bool {
 		return ch.CannotRun != "" || ch.On == PreflightReference && !ch.Passed
 	})
-	if err := writePreflight(out, &PreflightRecord{Plan: p.Digest, Checks: keep, Warnings: rec.Warnings, Ran: rec.Ran, Reused: rec.Reused}); err != nil {
+	if err := readback.WritePreflight(out, &PreflightRecord{Plan: p.Digest, Checks: keep, Warnings: rec.Warnings, Ran: rec.Ran, Reused: rec.Reused}); err != nil {
 		return nil, err
 	}
 	for _, w := range rec.Warnings {
@@ -313,39 +289,6 @@ func referenceDigest(suiteDir, rel string) (digest.Digest, error) {
 	return digest.FromBytes(b), nil
 }
 
-func readPreflight(out string) (*PreflightRecord, error) {
-	b, err := os.ReadFile(filepath.Join(out, FilePreflight))
-	if err != nil {
-		return nil, err
-	}
-	var rec PreflightRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("read preflight: %w", err)
-	}
-	return &rec, nil
-}
-
-func writePreflight(out string, rec *PreflightRecord) error {
-	b, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write preflight: %w", err)
-	}
-	if err := pipeline.WriteFile(filepath.Join(out, FilePreflight), append(b, '\n')); err != nil {
-		return fmt.Errorf("write preflight: %w", err)
-	}
-	return nil
-}
-
-// PreflightWarnings are the warnings the run folder's preflight recorded for plan p, for
-// its reports.
-func PreflightWarnings(out string, p *plan.Plan) []string {
-	rec, err := readPreflight(out)
-	if err != nil || rec.Plan != p.Digest {
-		return nil
-	}
-	return rec.Warnings
-}
-
 // runPreflight runs the jobs' checks, a case's workspace at a time.
 func runPreflight(ctx context.Context, p *plan.Plan, opts Options, out string, st *store.Store, jobs []preflightJob) ([]PreflightCheck, error) {
 	in := newInputs(p, opts.SuiteDir, st)
@@ -362,13 +305,13 @@ func runPreflight(ctx context.Context, p *plan.Plan, opts Options, out string, s
 		return nil, err
 	}
 	defer e.Close()
-	runID := newRunID()
+	runID := cell.NewRunID()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		e.Sweep(sctx, docker.LabelRun+"="+runID)
 	}()
-	pf := &preflighter{plan: p, opts: opts, store: st, engine: e, images: newImages(e, p, st, opts.logger()), out: out, runID: runID}
+	pf := &preflighter{plan: p, opts: opts, store: st, engine: e, images: images.New(e, p, st, opts.logger()), out: out, runID: runID}
 	var mu sync.Mutex
 	var got []PreflightCheck
 	var fatal error

@@ -10,6 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
+	"github.com/skillgate/skillgate/runner/checks"
+
+	"github.com/skillgate/skillgate/runner/images"
+
+	"github.com/skillgate/skillgate/runner/backend"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -22,8 +30,8 @@ type preflighter struct {
 	plan   *plan.Plan
 	opts   Options
 	store  *store.Store
-	engine backend
-	images *images
+	engine backend.Backend
+	images *images.Images
 	out    string
 	runID  string
 }
@@ -33,22 +41,22 @@ type preflighter struct {
 var errSetupFailed = errors.New("the setup fails")
 
 // referencePatch is where a reference patch is put in a preflight session.
-const referencePatch = checkDir + "/reference.patch"
+const referencePatch = checks.CheckDir + "/reference.patch"
 
 // run runs one job's checks: for each environment its checks name, a check session on the
 // case's cell image (fixture and overlay) in that environment, the setup run in it, then
 // the reference laid over it when the job is the reference's, then the checks in order.
 func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightCheck, error) {
 	lim := pf.plan.Limits
-	mem, outputCap, err := checkSessionLimits(lim)
+	mem, outputCap, err := checks.CheckSessionLimits(lim)
 	if err != nil {
 		return nil, err
 	}
-	world, err := checkWorld(pf.plan, grade.World{}, nil)
+	world, err := checks.CheckWorld(pf.plan, grade.World{}, nil)
 	if err != nil {
 		return nil, err
 	}
-	sessions := map[string]session{}
+	sessions := map[string]backend.Session{}
 	defer func() {
 		for _, s := range sessions {
 			if s != nil {
@@ -64,7 +72,7 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 		}
 		d, err := time.ParseDuration(t)
 		if err != nil {
-			return nil, fmt.Errorf("read timeout of run check %q: %w", runName(a), err)
+			return nil, fmt.Errorf("read timeout of run check %q: %w", checks.RunName(a), err)
 		}
 		env := a.Environment
 		if env == "" {
@@ -80,16 +88,16 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 			}
 			sessions[env] = s
 		}
-		vars := append(environmentEnv(pf.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checkAnswer)
-		vars = append(vars, caseDirEnv(j.pc)...)
-		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{shellOf(a.Shell), "-c", *a.Run}, Env: vars, Timeout: d, OutputCap: outputCap})
+		vars := append(images.EnvironmentEnv(pf.plan, env), "WORLD="+docker.Workspace, "OUTPUT="+checks.CheckAnswer)
+		vars = append(vars, checks.CaseDirEnv(j.pc)...)
+		res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{checks.ShellOf(a.Shell), "-c", *a.Run}, Env: vars, Timeout: d, OutputCap: outputCap})
 		if err != nil {
-			return nil, fmt.Errorf("run check %q: %w", runName(a), err)
+			return nil, fmt.Errorf("run check %q: %w", checks.RunName(a), err)
 		}
-		ch := PreflightCheck{Key: j.keys[i], Case: j.pc.ID, Check: runName(a), Environment: env, On: j.on,
+		ch := PreflightCheck{Key: j.keys[i], Case: j.pc.ID, Check: checks.RunName(a), Environment: env, On: j.on,
 			ExitCode: res.ExitCode, TimedOut: res.TimedOut, Passed: !res.TimedOut && res.ExitCode == 0, CannotRun: cannotRun(res)}
 		if !ch.Passed {
-			ch.Output = lastBytes(strings.TrimSpace(strings.ToValidUTF8(string(res.Output), "\uFFFD")), 500)
+			ch.Output = cell.LastBytes(strings.TrimSpace(strings.ToValidUTF8(string(res.Output), "\uFFFD")), 500)
 		}
 		out = append(out, ch)
 		if res.TimedOut {
@@ -102,27 +110,27 @@ func (pf *preflighter) run(ctx context.Context, j preflightJob) ([]PreflightChec
 
 // start starts the check session of job j in environment env: the case's initial
 // workspace, with the reference over it for a reference job.
-func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, mem int64, world checkWorldTars) (session, error) {
+func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, mem int64, world checks.CheckWorldTars) (backend.Session, error) {
 	lim := pf.plan.Limits
-	image, _, err := pf.images.cellImageIn(ctx, j.pc, j.arm, env)
+	image, _, err := pf.images.CellImageIn(ctx, j.pc, j.arm, env)
 	if err != nil {
 		return nil, err
 	}
-	trees, err := pf.images.skillTrees(j.arm)
+	trees, err := pf.images.SkillTrees(j.arm)
 	if err != nil {
 		return nil, err
 	}
 	spec := docker.SessionSpec{Image: image, User: pf.plan.Agent.User, WorkingDir: docker.Workspace,
-		Binds: caseDirBinds(pf.store, j.pc), Trees: trees,
-		Labels: map[string]string{docker.LabelRun: pf.runID, docker.LabelOut: outLabel(pf.out), docker.LabelCell: "preflight:" + j.pc.ID,
+		Binds: checks.CaseDirBinds(pf.store, j.pc), Trees: trees,
+		Labels: map[string]string{docker.LabelRun: pf.runID, docker.LabelOut: cell.OutLabel(pf.out), docker.LabelCell: "preflight:" + j.pc.ID,
 			docker.LabelPlan: pf.plan.Digest.Encoded()[:16], docker.LabelKind: "check"},
 		Memory: mem, NanoCPUs: 1e9, PidsLimit: lim.CheckPids}
-	s, err := startCheckSession(ctx, pf.engine, spec, world)
+	s, err := checks.StartCheckSession(ctx, pf.engine, spec, world)
 	if errors.Is(err, docker.ErrImageMissing) {
 		// Removed since it was found: built again, as a cell would.
-		pf.images.forget(spec.Image)
-		if spec.Image, _, err = pf.images.cellImageIn(ctx, j.pc, j.arm, env); err == nil {
-			s, err = startCheckSession(ctx, pf.engine, spec, world)
+		pf.images.Forget(spec.Image)
+		if spec.Image, _, err = pf.images.CellImageIn(ctx, j.pc, j.arm, env); err == nil {
+			s, err = checks.StartCheckSession(ctx, pf.engine, spec, world)
 		}
 	}
 	if err != nil {
@@ -142,7 +150,7 @@ func (pf *preflighter) start(ctx context.Context, j preflightJob, env string, me
 }
 
 // setup runs the case's setup in the session, as the cell's setup container would.
-func (pf *preflighter) setup(ctx context.Context, s session, pc plan.PlanCase, env string) error {
+func (pf *preflighter) setup(ctx context.Context, s backend.Session, pc plan.PlanCase, env string) error {
 	if pc.Setup == nil {
 		return nil
 	}
@@ -154,14 +162,14 @@ func (pf *preflighter) setup(ctx context.Context, s session, pc plan.PlanCase, e
 	if err != nil {
 		return fmt.Errorf("read the setup timeout: %w", err)
 	}
-	vars := append(environmentEnv(pf.plan, env), "WORLD="+docker.Workspace)
-	vars = append(vars, caseDirEnv(pc)...)
-	res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{shellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: vars, Timeout: d, OutputCap: 4 << 10})
+	vars := append(images.EnvironmentEnv(pf.plan, env), "WORLD="+docker.Workspace)
+	vars = append(vars, checks.CaseDirEnv(pc)...)
+	res, err := s.Exec(ctx, docker.ExecSpec{Cmd: []string{checks.ShellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: vars, Timeout: d, OutputCap: 4 << 10})
 	if err != nil {
 		return fmt.Errorf("run setup: %w", err)
 	}
 	if res.TimedOut || res.ExitCode != 0 {
-		return fmt.Errorf("%w: exit %d: %s", errSetupFailed, res.ExitCode, lastBytes(strings.TrimSpace(string(res.Output)), 500))
+		return fmt.Errorf("%w: exit %d: %s", errSetupFailed, res.ExitCode, cell.LastBytes(strings.TrimSpace(string(res.Output)), 500))
 	}
 	return nil
 }
@@ -169,8 +177,8 @@ func (pf *preflighter) setup(ctx context.Context, s session, pc plan.PlanCase, e
 // reference lays the case's reference solution over the session's workspace: a folder's
 // files replace those at the same paths; a patch file is applied with git apply, or patch
 // where the environment has no git.
-func (pf *preflighter) reference(ctx context.Context, s session, pc plan.PlanCase, env string) error {
-	uid, gid, err := owner(pf.plan.Agent.User)
+func (pf *preflighter) reference(ctx context.Context, s backend.Session, pc plan.PlanCase, env string) error {
+	uid, gid, err := images.Owner(pf.plan.Agent.User)
 	if err != nil {
 		return err
 	}
@@ -204,7 +212,7 @@ func (pf *preflighter) reference(ctx context.Context, s session, pc plan.PlanCas
 		return fmt.Errorf("apply reference %s: %w", pc.Reference, err)
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("%w: apply reference %s in %s: exit %d: %s", ErrPreflight, pc.Reference, environmentName(env), res.ExitCode, lastBytes(strings.TrimSpace(string(res.Output)), 500))
+		return fmt.Errorf("%w: apply reference %s in %s: exit %d: %s", ErrPreflight, pc.Reference, environmentName(env), res.ExitCode, cell.LastBytes(strings.TrimSpace(string(res.Output)), 500))
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/readback"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 	"github.com/skillgate/skillgate/runner/store"
@@ -91,7 +93,7 @@ func TestPreflightUndiscriminating(t *testing.T) {
 			t.Errorf("%s lacks the warning", f)
 		}
 	}
-	rec, err := readPreflight(out)
+	rec, err := readback.ReadPreflight(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestPreflightUndiscriminating(t *testing.T) {
 	if _, _, log, err = evaluatePreflight(t, e, "nodiff", out); err != nil {
 		t.Fatal(err)
 	}
-	if rec, err = readPreflight(out); err != nil {
+	if rec, err = readback.ReadPreflight(out); err != nil {
 		t.Fatal(err)
 	}
 	if rec.Ran != 0 || rec.Reused != 5 {
@@ -131,7 +133,7 @@ func TestPreflightReference(t *testing.T) {
 		}
 	}
 	noRollouts(t, out)
-	rec, rerr := readPreflight(out)
+	rec, rerr := readback.ReadPreflight(out)
 	if rerr != nil {
 		t.Fatal(rerr)
 	}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,14 +10,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/skillgate/skillgate/runner/internal/bounded"
 	"github.com/skillgate/skillgate/runner/store"
 
-	"github.com/skillgate/skillgate/pipeline/plan"
-
 	"golang.org/x/sys/unix"
-
-	"github.com/opencontainers/go-digest"
 )
 
 // The phases of a run, each with its own progress line.
@@ -462,43 +456,4 @@ func terminalWidth(w io.Writer) int {
 	}
 	n, _ := strconv.Atoi(os.Getenv("COLUMNS"))
 	return n
-}
-
-// prepareImages makes the cell images of the cells before any starts, as
-// the run's first phase, so a first run's image builds (an agent image from
-// npm takes tens of seconds) show as such rather than as cells that do not
-// move. A failed build is the cells' to report: they find it cached.
-func (r *cellRunner) prepareImages(ctx context.Context, cells []plan.Cell, jobs int, prog *progress) {
-	// A cell image is a case's fixture in an environment, with the skills folder or
-	// without: the arms with skills share one.
-	type imageKey struct {
-		fixture     digest.Digest
-		environment string
-		skills      bool
-	}
-	seen := map[imageKey]bool{}
-	var first []plan.Cell
-	for _, c := range cells {
-		pc := r.cases[c.Case]
-		k := imageKey{plan.WorkspaceDigest(pc), pc.Environment, len(plan.CaseArm(r.plan, pc, r.arms[c.Arm]).Skills) > 0}
-		if !seen[k] {
-			seen[k] = true
-			first = append(first, c)
-		}
-	}
-	// A case's fixture image is built with the image above it for its arms with skills,
-	// when the run asks for one, in one go.
-	for _, c := range first {
-		pc := r.cases[c.Case]
-		r.images.expect(pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
-	}
-	cellsTotal := prog.total
-	r.images.log = prog // the agent image's build notes go above the live line
-	prog.begin(phaseImages, len(first))
-	bounded.ForEach(ctx, jobs, first, func(c plan.Cell) {
-		pc := r.cases[c.Case]
-		r.images.cellImage(ctx, pc, plan.CaseArm(r.plan, pc, r.arms[c.Arm]))
-		prog.step()
-	})
-	prog.begin(phaseCells, cellsTotal)
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/store"
@@ -72,11 +74,11 @@ func PushImages(ctx context.Context, p *plan.Plan, opts Options, registry string
 		return nil, err
 	}
 	defer e.Close()
-	im := newImages(e, p, st, opts.Log)
+	im := images.New(e, p, st, opts.Log)
 	var pushed []docker.PushedImage
 	var refs []string
 	for _, env := range envs {
-		ref, _, _, err := im.agentImageIn(ctx, env)
+		ref, _, _, err := im.AgentImageIn(ctx, env)
 		if err != nil {
 			return pushed, fmt.Errorf("push images: %w", err)
 		}

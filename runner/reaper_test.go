@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 )
@@ -36,7 +38,7 @@ func TestReaperAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, reaped := range []bool{true, false} {
-		runID := newRunID()
+		runID := cell.NewRunID()
 		mode := "reaped"
 		if !reaped {
 			mode = "bare"

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/readback"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -146,7 +148,7 @@ schema.#Suite & {
 	}
 	// The report's cell view: requests, models, latency, tokens in both
 	// conventions, USD, the sampling set, and each exchange's stored bodies.
-	ev, err := cellEvidence(p, st, r1)
+	ev, err := readback.CellEvidence(p, st, r1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,25 +2,16 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"time"
 
-	"github.com/skillgate/skillgate/runner/judge"
+	"github.com/skillgate/skillgate/runner/readback"
+
 	"github.com/skillgate/skillgate/runner/store"
 
-	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
-
-// FileSequential is the run folder's record of sequential stopping: each
-// comparison's decision with its round and e-value, and every cell not
-// needed with the round it belongs to and the comparisons that stopped
-// before it. It is rewritten with the reports, from the plan and the
-// stored results alone.
-const FileSequential = "sequential.json"
 
 // settleFunc grades (and judges) a round's cells, so the next decision
 // reads their outcomes.
@@ -54,7 +45,7 @@ func runRounds(ctx context.Context, p *plan.Plan, opts Options, settle settleFun
 	}
 	tried := map[int]bool{}
 	for {
-		seq, err := sequentialOf(opts.Out, p)
+		seq, err := readback.SequentialOf(opts.Out, p)
 		if err != nil {
 			return total, err
 		}
@@ -126,7 +117,7 @@ func nextRound(out string, p *plan.Plan, selected []plan.Cell, seq *verdict.Sequ
 // countRounds fills the run's summary from the store: the selected cells
 // the sequential rule needs, by status, and those it did not.
 func countRounds(out string, p *plan.Plan, selected []plan.Cell, sum *Summary, err error) error {
-	seq, serr := sequentialOf(out, p)
+	seq, serr := readback.SequentialOf(out, p)
 	if serr != nil {
 		if err == nil {
 			err = serr
@@ -161,50 +152,6 @@ func notNeeded(seq *verdict.Sequential) map[string]bool {
 		}
 	}
 	return out
-}
-
-// sequentialOf decides the plan's sequential stopping from what the run
-// folder stores (graded, and judged where the plan judges), and counts
-// the cells not needed that never ran; nil without policy.sequential.
-func sequentialOf(out string, p *plan.Plan) (*verdict.Sequential, error) {
-	if p.Policy.Sequential == nil {
-		return nil, nil
-	}
-	st := &store.Store{Dir: out}
-	results, err := store.Results(p, st)
-	if err != nil {
-		return nil, err
-	}
-	if p.Judge != nil {
-		if results, _, _, _, err = judge.JudgedResults(p, st, results); err != nil {
-			return nil, err
-		}
-	}
-	seq := verdict.DecideSequential(p, results)
-	cells := map[string]plan.Cell{}
-	for _, c := range p.Cells {
-		cells[c.ID] = c
-	}
-	for _, c := range seq.NotNeeded {
-		if _, ok, err := st.Rollout(cells[c.Cell].Rollout); err != nil {
-			return nil, err
-		} else if !ok {
-			seq.Saved++
-		}
-	}
-	return seq, nil
-}
-
-// writeSequential writes FileSequential beside the reports.
-func writeSequential(out string, seq *verdict.Sequential) error {
-	if seq == nil {
-		return nil
-	}
-	b, err := json.MarshalIndent(seq, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", FileSequential, err)
-	}
-	return pipeline.WriteFile(filepath.Join(out, FileSequential), append(b, '\n'))
 }
 
 // describeRounds says what sequential stopping left unrun, for the run's

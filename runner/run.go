@@ -231,7 +231,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		stop()
 		sum.SpentFolderUSD, sum.SpentUSD = budget.Totals()
 	}()
-	r.cases, r.arms = cases, arms
+	r.Cases, r.Arms = cases, arms
 	var done []ranCell
 	prog := newProgress(opts.Log, opts.Terminal, len(todo))
 	r.prepareImages(ctx, todo, opts.Jobs, prog)
@@ -264,7 +264,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	why, keyRefused := watch.stopped()
 	if why != "" {
 		sum.ProviderStopped = why
-		r.sweep(ctx)
+		r.Sweep(ctx)
 		if keyRefused && fatal == nil {
 			fatal = fmt.Errorf("run cells: %s", why)
 		}
@@ -292,7 +292,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	}
 	sum.Interrupted = ctx.Err() != nil
 	if sum.Interrupted {
-		r.sweep(ctx)
+		r.Sweep(ctx)
 	}
 	sum.Elapsed = time.Since(start)
 	return sum, fatal

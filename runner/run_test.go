@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cell"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/runner/docker"
@@ -411,7 +413,7 @@ schema.#Suite & {
 	// What a collection that lists the whole workspace (the engine's API, a Pod's
 	// tar) compares with: the skill's tree, not the fixture's files below it.
 	for _, arm := range p.Arms {
-		initial := initialWorkspace(p, p.Cases[0], arm)
+		initial := cell.InitialWorkspace(p, p.Cases[0], arm)
 		_, stale := initial[".agents/skills/s/stale.md"]
 		if _, other := initial[".agents/skills/other/SKILL.md"]; stale != (arm.Name == "none") || !other {
 			t.Errorf("arm %s: the initial workspace holds stale.md %v, other %v", arm.Name, stale, other)

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -67,7 +67,7 @@ var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/l
 const imageLibDir = "lib/x86_64-linux-gnu"
 
 const agentDockerfile = `FROM scratch
-ADD ` + docker.LayerTar + ` /
+ADD ` + backend.LayerTar + ` /
 ENV PATH=/usr/local/bin:/bin HOME=/home/agent USER=agent LANG=C.UTF-8 SHELL=/bin/bash%s
 USER 1000:1000
 WORKDIR /workspace
@@ -77,7 +77,7 @@ CMD ["/bin/bash"]
 // layeredDockerfile puts an agent's CLI on an environment's image (a Debian userland, a
 // suite's own image), which brings its own shell, libraries and users.
 const layeredDockerfile = `FROM %s
-ADD ` + docker.LayerTar + ` /
+ADD ` + backend.LayerTar + ` /
 ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/home/agent USER=agent LANG=C.UTF-8 SHELL=/bin/bash%s
 USER 1000:1000
 WORKDIR /workspace
@@ -92,7 +92,7 @@ type Base struct {
 // Builder is what building an agent's image asks of an engine.
 type Builder interface {
 	ImageExists(ctx context.Context, ref string) (id string, ok bool, err error)
-	BuildImage(ctx context.Context, tag string, labels map[string]string, bc *docker.BuildContext) (id string, err error)
+	BuildImage(ctx context.Context, tag string, labels map[string]string, bc *backend.BuildContext) (id string, err error)
 	Tag(ctx context.Context, source, target string) error
 }
 
@@ -168,10 +168,10 @@ func buildImage(ctx context.Context, e Builder, agent string, version string, ba
 	}
 	layered := base.Ref != ""
 	if !layered {
-		if err := docker.CheckStatic(docker.BusyboxPath); err != nil {
-			return "", fmt.Errorf("build %s image: needs a static busybox at %s: %w; install one with `apt-get install busybox-static`", agent, docker.BusyboxPath, err)
+		if err := backend.CheckStatic(backend.BusyboxPath); err != nil {
+			return "", fmt.Errorf("build %s image: needs a static busybox at %s: %w; install one with `apt-get install busybox-static`", agent, backend.BusyboxPath, err)
 		}
-		if err := docker.CheckStatic(bashStaticPath); err != nil {
+		if err := backend.CheckStatic(bashStaticPath); err != nil {
 			return "", fmt.Errorf("build %s image: needs a static bash at %s: %w; install it with `apt-get install bash-static`", agent, bashStaticPath, err)
 		}
 	}
@@ -186,9 +186,9 @@ func buildImage(ctx context.Context, e Builder, agent string, version string, ba
 	}
 	defer os.RemoveAll(tmp)
 
-	bc := docker.NewBuildContext(fmt.Sprintf(agentDockerfile, r.env))
+	bc := backend.NewBuildContext(fmt.Sprintf(agentDockerfile, r.env))
 	if layered {
-		bc = docker.NewBuildContext(fmt.Sprintf(layeredDockerfile, base.Ref, r.env))
+		bc = backend.NewBuildContext(fmt.Sprintf(layeredDockerfile, base.Ref, r.env))
 		bc.AddDir("home", 0o755, 0, 0)
 		bc.AddDir("home/agent", 0o755, 1000, 1000)
 		bc.AddDir("workspace", 0o755, 1000, 1000)
@@ -233,7 +233,7 @@ func buildImage(ctx context.Context, e Builder, agent string, version string, ba
 	} else {
 		fmt.Fprintf(log, "building %s\n", ref)
 		t1 := time.Now()
-		labels := map[string]string{docker.LabelImage: "agent", docker.LabelAgent: agent, docker.LabelAgentVersion: version}
+		labels := map[string]string{backend.LabelImage: "agent", backend.LabelAgent: agent, backend.LabelAgentVersion: version}
 		if _, err := e.BuildImage(ctx, ref, labels, bc); err != nil {
 			return "", err
 		}
@@ -251,7 +251,7 @@ func buildImage(ctx context.Context, e Builder, agent string, version string, ba
 // addNativeCLI adds an agent's native binary to the image from the platform package its
 // npm package names, with the host libraries each ELF file of it needs when the image is
 // built FROM scratch.
-func addNativeCLI(ctx context.Context, bc *docker.BuildContext, cache, tmp string, r *recipe, version string, layered bool, log io.Writer) error {
+func addNativeCLI(ctx context.Context, bc *backend.BuildContext, cache, tmp string, r *recipe, version string, layered bool, log io.Writer) error {
 	main, err := npmFetch(ctx, cache, r.pkg, version, log)
 	if err != nil {
 		return err
@@ -310,7 +310,7 @@ func addNativeCLI(ctx context.Context, bc *docker.BuildContext, cache, tmp strin
 
 // addExtra adds one file of another npm package to the image, with the host libraries
 // it needs when it is dynamically linked and the image is built FROM scratch.
-func addExtra(ctx context.Context, bc *docker.BuildContext, cache, tmp string, x extraFile, layered bool, log io.Writer) error {
+func addExtra(ctx context.Context, bc *backend.BuildContext, cache, tmp string, x extraFile, layered bool, log io.Writer) error {
 	tgz, err := npmFetch(ctx, cache, x.pkg, x.version, log)
 	if err != nil {
 		return err
@@ -338,10 +338,10 @@ func addExtra(ctx context.Context, bc *docker.BuildContext, cache, tmp string, x
 
 // agentBase adds what every agent image has besides the agent: busybox and its applets,
 // bash, the C.utf8 locale, the users and the folders.
-func agentBase(bc *docker.BuildContext) error {
+func agentBase(bc *backend.BuildContext) error {
 	bc.AddDir("bin", 0o755, 0, 0)
-	bc.AddHostFile("bin/busybox", docker.BusyboxPath, 0, 0)
-	for _, a := range append(append([]string{}, docker.SandboxApplets...), agentApplets...) {
+	bc.AddHostFile("bin/busybox", backend.BusyboxPath, 0, 0)
+	for _, a := range append(append([]string{}, backend.SandboxApplets...), agentApplets...) {
 		bc.AddSymlink("bin/"+a, "busybox", 0, 0)
 	}
 	bc.AddHostFile("bin/bash", bashStaticPath, 0, 0)
@@ -357,13 +357,13 @@ func agentBase(bc *docker.BuildContext) error {
 			return err
 		}
 	}
-	docker.AddUserland(bc, "/bin/bash")
+	backend.AddUserland(bc, "/bin/bash")
 	return bc.Err()
 }
 
 // addParents adds the folders above image path p (root-owned, 0755; adding one twice is
 // harmless).
-func addParents(bc *docker.BuildContext, p string) {
+func addParents(bc *backend.BuildContext, p string) {
 	var dirs []string
 	for d := path.Dir(strings.TrimPrefix(p, "/")); d != "." && d != "/"; d = path.Dir(d) {
 		dirs = append(dirs, d)
@@ -455,12 +455,12 @@ func hostLibraries(p string) (libs map[string]string, interp string, err error) 
 
 // addLibraries adds shared libraries to the image's library folder, and the loader at
 // its path: a link to the library folder's copy when that has it, else a copy.
-func addLibraries(bc *docker.BuildContext, libs map[string]string, interp string) error {
+func addLibraries(bc *backend.BuildContext, libs map[string]string, interp string) error {
 	addParents(bc, imageLibDir+"/x")
 	for name, host := range libs {
 		bc.AddHostFile(imageLibDir+"/"+name, host, 0, 0)
 	}
-	ip, err := docker.ImagePath(interp)
+	ip, err := backend.ImagePath(interp)
 	if err != nil {
 		return fmt.Errorf("loader %s: %w", interp, err)
 	}

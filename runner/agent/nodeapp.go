@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -114,7 +114,7 @@ func npmInstall(ctx context.Context, cache string, app *nodeApp, log io.Writer) 
 
 // addNodeApp adds a Node.js CLI to the image: its installed tree at dest, the host's
 // node (with its libraries, FROM scratch), and /usr/local/bin links to both.
-func addNodeApp(ctx context.Context, bc *docker.BuildContext, cache string, r *recipe, layered bool, log io.Writer) error {
+func addNodeApp(ctx context.Context, bc *backend.BuildContext, cache string, r *recipe, layered bool, log io.Writer) error {
 	app := r.node
 	tree, err := npmInstall(ctx, cache, app, log)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+
+	"github.com/skillgate/skillgate/runner/backend"
 )
 
 // ImageExists reports whether ref (a tag or an ID) names an image, and its ID.
@@ -58,10 +60,10 @@ type buildMessage struct {
 // unpacks its entries on a base image is loaded as one layer on it (loadLayers), with no
 // build step; a base missing then is ErrImageMissing.
 func (e *Engine) BuildImage(ctx context.Context, tag string, labels map[string]string, bc *BuildContext) (id string, err error) {
-	if err := bc.check(); err != nil {
+	if err := bc.Check(); err != nil {
 		return "", fmt.Errorf("build image %s: %w", tag, err)
 	}
-	if base, ok := layerBase(bc); ok {
+	if base, ok := backend.LayerBase(bc); ok {
 		ids, err := e.loadLayers(ctx, []ImageBuild{{Tag: tag, Labels: labels, Context: bc}}, []string{base})
 		if err != nil {
 			return "", err
@@ -83,7 +85,7 @@ func (e *Engine) BuildImage(ctx context.Context, tag string, labels map[string]s
 		Remove:      true,
 		ForceRemove: true,
 		Dockerfile:  "Dockerfile",
-		BuildArgs:   bc.args,
+		BuildArgs:   bc.BuildArgs(),
 		Version:     build.BuilderV1,
 	})
 	if err != nil {

@@ -20,89 +20,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Types of WorkspaceEntry. They are the words the stored changes use for
-// the same types, so an entry's Type is stored as it is.
-const (
-	TypeFile    = "file"
-	TypeDir     = "dir"
-	TypeSymlink = "symlink"
-	TypeOther   = "other"
-)
-
-// WorkspaceEntry is one path below a finished container's CollectPrefix as the container
-// left it, relative to the image it started from: a file, folder, symlink or other entry
-// written there, or a deletion of the image's entry.
-type WorkspaceEntry struct {
-	// Path is relative to the prefix, slash-separated; its elements may hold any byte but
-	// NUL and '/'.
-	Path string
-	// Type is TypeFile, TypeDir, TypeSymlink or TypeOther; "" for a deletion.
-	Type string
-	// Deleted: the image's entry at Path, and everything below it, is gone.
-	Deleted bool
-	// Opaque: a folder that replaced the image's folder at Path; nothing of the image's
-	// below it remains except what later entries name.
-	Opaque bool
-	// Listed: the entry is only listed, unchanged from the image (collections that list
-	// the whole final workspace); it has no content to read.
-	Listed bool
-	Mode   fs.FileMode
-	Size   int64
-	Target string // a symlink's
-
-	open func() (io.ReadCloser, error)
-}
-
-// Open returns a regular file's content. It is valid only while the entry is visited.
-func (e WorkspaceEntry) Open() (io.ReadCloser, error) {
-	if e.open == nil {
-		return nil, fmt.Errorf("open %s: no content", e.Path)
-	}
-	return e.open()
-}
-
-// WithContent returns the entry with its content read from open, for a
-// backend that reads a workspace another way than this package does.
-func (e WorkspaceEntry) WithContent(open func() (io.ReadCloser, error)) WorkspaceEntry {
-	e.open = open
-	return e
-}
-
-// CollectLimits bound what a collection reads of a container's workspace.
-type CollectLimits struct {
-	// Entries is the most paths visited; past it the rest is cut. 0 means no bound.
-	Entries int
-	// Timeout bounds the whole collection; 0 means none.
-	Timeout time.Duration
-}
-
-// Collection says how a container's workspace was read.
-type Collection struct {
-	// Method is "upper" (the container's own overlay layer, read on the host: the cost
-	// follows the changes alone) or "api" (the engine's change list and an archive of
-	// the workspace, where the upper layer cannot be read here).
-	Method string `json:"method"`
-	// Entries counts the paths visited.
-	Entries int `json:"entries"`
-	// Cut says why the collection stopped before the end; empty when complete.
-	Cut string `json:"cut,omitempty"`
-}
-
 // errUpperUnsupported means the upper layer uses an overlay feature (redirected folders,
 // metadata-only copies) whose content lives elsewhere: the engine's API must answer.
 var errUpperUnsupported = errors.New("the overlay upper layer uses redirects or metadata-only copies")
-
-// errCollectCut ends a collection at a limit; a CollectCut carries the reason.
-var errCollectCut = errors.New("collection cut")
-
-// CollectCut ends a collection at a limit, saying which: a visitor returns one to stop, and
-// reading a file past the collection's deadline gives one.
-type CollectCut struct{ Reason string }
-
-func (c CollectCut) Error() string { return c.Reason }
-
-// Is makes every CollectCut match errCollectCut.
-func (CollectCut) Is(target error) bool { return target == errCollectCut }
 
 // cutReason is the reason a collection was cut.
 func cutReason(err error) string {
@@ -224,7 +144,7 @@ func walkUpper(upper, prefix string, lim CollectLimits, deadline time.Time) ([]W
 			}
 			e.Type = TypeFile
 			file := hp
-			e.open = func() (io.ReadCloser, error) { return openNoFollow(file) }
+			e = e.WithContent(func() (io.ReadCloser, error) { return openNoFollow(file) })
 		case m&fs.ModeSymlink != 0:
 			t, err := os.Readlink(hp)
 			if err != nil {
@@ -301,8 +221,8 @@ func (e *Engine) collect(ctx context.Context, id, driver, upper string, spec Con
 		if err == nil {
 			col := Collection{Method: "upper", Cut: cut}
 			for _, en := range entries {
-				if en.open != nil {
-					en.open = deadlineOpen(en.open, deadline, lim.Timeout)
+				if en.HasContent() {
+					en = en.WithContent(deadlineOpen(en.Open, deadline, lim.Timeout))
 				}
 				if err := spec.Collect(en); err != nil {
 					if errors.Is(err, errCollectCut) {
@@ -384,7 +304,7 @@ func (e *Engine) collectAPI(ctx context.Context, id, prefix string, visit func(W
 			en.Type = TypeFile
 			if !en.Listed {
 				size := hdr.Size
-				en.open = deadlineOpen(func() (io.ReadCloser, error) { return io.NopCloser(io.LimitReader(tr, size)), nil }, deadline, lim.Timeout)
+				en = en.WithContent(deadlineOpen(func() (io.ReadCloser, error) { return io.NopCloser(io.LimitReader(tr, size)), nil }, deadline, lim.Timeout))
 			}
 		case tar.TypeSymlink:
 			en.Type, en.Target = TypeSymlink, hdr.Linkname
@@ -392,7 +312,7 @@ func (e *Engine) collectAPI(ctx context.Context, id, prefix string, visit func(W
 			// A hard link: the archive does not repeat the content of its earlier name.
 			en.Type, en.Size = TypeFile, 0
 			target := strings.TrimPrefix(path.Clean(hdr.Linkname), base+"/")
-			en.open = func() (io.ReadCloser, error) { return nil, fmt.Errorf("%s is a hard link to %s", rel, target) }
+			en = en.WithContent(func() (io.ReadCloser, error) { return nil, fmt.Errorf("%s is a hard link to %s", rel, target) })
 		default:
 			en.Type = TypeOther
 		}

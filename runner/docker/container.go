@@ -20,65 +20,6 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 )
 
-// ContainerSpec is one hardened container: no network, no capabilities, no privilege
-// escalation, limits on memory, CPU and processes, an init process, and only the
-// environment given here.
-type ContainerSpec struct {
-	Image      string
-	Cmd        []string
-	Env        []string // KEY=value; nothing of skillgate's own environment enters
-	User       string   // "1000:1000"
-	WorkingDir string
-	Labels     map[string]string
-
-	Memory    int64 // bytes; swap is not allowed on top of it; 0 means no limit
-	NanoCPUs  int64 // 1e9 is one CPU; 0 means no limit
-	PidsLimit int64 // 0 means no limit
-	Timeout   time.Duration
-
-	Binds []string // "hostpath:containerpath:ro"
-	// Trees are folders of skillgate's machine the container reads, and never changes,
-	// inside a folder it writes to: a cell's skills in its workspace.
-	Trees []Tree
-	// Gateway is the gateway's folder ("hostpath:containerpath"), which
-	// holds its socket and the forwarder: bound read-only here; a backend
-	// whose cells run elsewhere relays it.
-	Gateway string
-
-	// OutputCap is how many bytes of stdout, and of stderr, are kept; the rest is counted
-	// and discarded as it streams. It must be positive.
-	OutputCap int64
-
-	// CollectPrefix is the folder in the container whose changes are collected, such as
-	// "/workspace"; changes elsewhere are ignored. Empty collects nothing.
-	CollectPrefix string
-	// Collect receives every entry below CollectPrefix that differs from the image, in
-	// path order, once the container has exited; it reads a file's content through the
-	// entry while it is visited. An error it returns fails the run, except errCollectCut,
-	// which ends the collection as cut.
-	Collect func(WorkspaceEntry) error
-	// CollectLimits bound the collection; what they cut is in the outcome.
-	CollectLimits CollectLimits
-	// CollectAPI reads the changes through the engine's API even where the upper layer
-	// could be read, so that both ways stay tested.
-	CollectAPI bool
-
-	// Files are written into the container before it starts (the prompt file, for one),
-	// owned by root, so the container's user can read them but never change them.
-	Files []SpecFile
-	// Stdin, when set, is the container's standard input, closed after it.
-	Stdin []byte
-}
-
-// Tree is a folder of skillgate's machine (Host) that a container sees at Path, read-only,
-// where Path lies inside a folder the container writes to, whose other files stay its
-// own: bound there by an engine of this machine; copied in by a backend whose containers
-// run elsewhere. A folder at Path in the image is hidden by it.
-type Tree struct {
-	Host string
-	Path string // absolute in the container
-}
-
 // treeBinds are the read-only binds of trees.
 func treeBinds(trees []Tree) []string {
 	out := make([]string, 0, len(trees))
@@ -86,38 +27,6 @@ func treeBinds(trees []Tree) []string {
 		out = append(out, t.Host+":"+path.Clean(t.Path)+":ro")
 	}
 	return out
-}
-
-// SpecFile is one file a ContainerSpec puts into its container before the start.
-type SpecFile struct {
-	Path string // absolute in the container
-	Mode int64
-	Data []byte
-}
-
-// ContainerDurations are the phases of RunContainer, for telemetry.
-type ContainerDurations struct {
-	Create  time.Duration // create and attach
-	Start   time.Duration
-	Agent   time.Duration // from start to exit
-	Collect time.Duration // inspect, diff, copy out, commit
-}
-
-// ContainerOutcome is what a finished container left: how it ended, its output and its
-// file changes.
-type ContainerOutcome struct {
-	ExitCode  int
-	TimedOut  bool
-	OOMKilled bool
-
-	Stdout, Stderr           []byte // at most OutputCap bytes each
-	StdoutBytes, StderrBytes int64  // all the bytes written
-	Truncated                bool   // some output was discarded
-
-	// Collection says how the changes below CollectPrefix were read, and what was cut.
-	Collection Collection
-
-	Durations ContainerDurations
 }
 
 // createContainer creates the hardened container for spec and returns its ID.
@@ -182,11 +91,6 @@ func (e *Engine) createContainer(ctx context.Context, spec ContainerSpec, keepSt
 	}
 	return created.ID, nil
 }
-
-// ErrImageMissing says a container's image is gone from the engine: removed since it was
-// built or found (by skillgate gc, docker rmi, another process). Whoever built it can
-// build it again.
-var ErrImageMissing = errors.New("image missing")
 
 // RunContainer runs spec to its end and removes the container, also when ctx is cancelled.
 // An error means the engine failed, not the agent: a non-zero exit, a timeout or an OOM

@@ -14,6 +14,9 @@
 // left, by the labels it puts on everything.
 //
 // It knows nothing of suites, plans or grades: it imports no package of
-// pipeline, and runner hands it specs. Its entry types are its own words,
-// which runner checks are those of the stored changes.
+// pipeline, and runner hands it specs. The specs, outcomes, build context
+// and labels it speaks are runner/backend's neutral types, which
+// backend.go names again here; it never imports runner/kube. Its entry
+// types are the seam's words, which runner checks are those of the stored
+// changes.
 package docker

@@ -10,38 +10,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path"
 	"slices"
-	"strings"
 
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/opencontainers/go-digest"
-)
 
-// layerBase is the base image of a Dockerfile that only unpacks the context's entries on
-// an image ("FROM base" then "ADD " + LayerTar + " /"): such an image is its base's layers
-// and one more, which the engine can load without a build. Every folder leading to an
-// entry must be an entry too: a layer lacking one would make it anew, owned by root,
-// hiding the base's, where ADD keeps the base's folder as it is; such a context is built.
-func layerBase(bc *BuildContext) (string, bool) {
-	if bc.tree || len(bc.args) > 0 || len(bc.entries) == 0 {
-		return "", false
-	}
-	for name := range bc.entries {
-		for d := path.Dir(name); d != "."; d = path.Dir(d) {
-			if e, ok := bc.entries[d]; !ok || e.hdr.Typeflag != tar.TypeDir {
-				return "", false
-			}
-		}
-	}
-	lines := strings.Split(strings.TrimSpace(bc.dockerfile), "\n")
-	if len(lines) != 2 || lines[1] != "ADD "+LayerTar+" /" {
-		return "", false
-	}
-	base, ok := strings.CutPrefix(lines[0], "FROM ")
-	return base, ok && base != "scratch" && base != "" && !strings.ContainsAny(base, " \t")
-}
+	"github.com/skillgate/skillgate/runner/backend"
+)
 
 // loadedConfig is the image configuration loadLayers writes: the base's, with its layers,
 // one more, and the labels added.
@@ -63,13 +39,6 @@ type loadedHistory struct {
 	CreatedBy string `json:"created_by"`
 }
 
-// ImageBuild is one image of BuildImages: its tag, its labels and its build context.
-type ImageBuild struct {
-	Tag     string
-	Labels  map[string]string
-	Context *BuildContext
-}
-
 // BuildImages builds images in order, each tagged, labelled and built as BuildImage
 // builds it, and returns their IDs. A context may be FROM an earlier image of builds,
 // named by its tag. When every context only adds a layer on an image, in the engine or
@@ -81,8 +50,8 @@ func (e *Engine) BuildImages(ctx context.Context, builds []ImageBuild) ([]string
 	bases := make([]string, len(builds))
 	for i, b := range builds {
 		base, ok := "", false
-		if err := b.Context.check(); err == nil {
-			base, ok = layerBase(b.Context)
+		if err := b.Context.Check(); err == nil {
+			base, ok = backend.LayerBase(b.Context)
 		}
 		if !ok {
 			ids := make([]string, len(builds))
@@ -283,11 +252,10 @@ func writeLoadArchive(w io.Writer, builds []ImageBuild, describe func(i int, lay
 	}
 	for i, b := range builds {
 		bc := b.Context
-		if err := bc.check(); err != nil {
+		if err := bc.Check(); err != nil {
 			return err
 		}
-		entries := bc.sorted()
-		size, err := layerSize(entries)
+		size, err := bc.LayerSize()
 		if err != nil {
 			return err
 		}
@@ -296,13 +264,7 @@ func writeLoadArchive(w io.Writer, builds []ImageBuild, describe func(i int, lay
 			return err
 		}
 		h := sha256.New()
-		inner := tar.NewWriter(io.MultiWriter(outer, h))
-		for _, e := range entries {
-			if err := writeEntry(inner, e); err != nil {
-				return err
-			}
-		}
-		if err := inner.Close(); err != nil {
+		if err := bc.WriteEntries(io.MultiWriter(outer, h)); err != nil {
 			return err
 		}
 		config, err := describe(i, layer, "sha256:"+hex.EncodeToString(h.Sum(nil)))

@@ -15,50 +15,12 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 )
 
-// SessionSpec is a hardened container that stays up while commands run in it one by one,
-// such as a cell's run: checks: no network, no capabilities, no privilege escalation,
-// limits, the labels to sweep it by.
-type SessionSpec struct {
-	Image      string
-	User       string
-	WorkingDir string
-	Env        []string
-	Binds      []string // "hostpath:containerpath:ro"
-	Trees      []Tree   // read-only inside a folder the session writes to (ContainerSpec.Trees)
-	Labels     map[string]string
-	Memory     int64
-	NanoCPUs   int64
-	PidsLimit  int64
-}
-
 // Session is a running SessionSpec. Each Exec is its own process, whose exit code the
 // engine reports: nothing a command prints can pass for another command's result.
 type Session struct {
 	e    *Engine
 	id   string
 	dead bool
-}
-
-// ExecSpec is one command of a session.
-type ExecSpec struct {
-	Cmd []string
-	Env []string
-	// User runs the command; empty is the session's.
-	User string
-	// Timeout ends the command by killing the whole session; 0 means none.
-	Timeout time.Duration
-	// OutputCap is how many bytes of its output (stdout and stderr together) are kept.
-	OutputCap int64
-}
-
-// ExecOutcome is how a command of a session ended.
-type ExecOutcome struct {
-	ExitCode int
-	// Output is stdout and stderr as they came, at most OutputCap bytes; Bytes counts all.
-	Output []byte
-	Bytes  int64
-	// TimedOut: the command ran past its timeout and the session was killed with it.
-	TimedOut bool
 }
 
 // StartSession starts a session. Its main process is a shell waiting on a standard input

@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/internal/bounded"
 )
@@ -40,20 +40,11 @@ var errPodDeadline = errors.New("the pod ran past its deadline")
 // RunContainer runs spec as a Pod to its end and deletes the Pod, also when
 // ctx is cancelled. An error means the cluster failed, not the agent: a
 // non-zero exit, a timeout or an OOM kill is an outcome.
-func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (out *docker.ContainerOutcome, err error) {
-	if spec.Image == "" {
-		return nil, errors.New("run pod: no image")
+func (c *Cluster) RunContainer(ctx context.Context, spec backend.ContainerSpec) (out *backend.ContainerOutcome, err error) {
+	if err := c.checkCellSpec(ctx, spec); err != nil {
+		return nil, err
 	}
-	if len(spec.Cmd) == 0 {
-		return nil, errors.New("run pod: no command (a Pod's image command is not known here)")
-	}
-	if spec.OutputCap <= 0 {
-		return nil, errors.New("run pod: OutputCap must be positive")
-	}
-	if err := c.checkPids(ctx, spec.PidsLimit); err != nil {
-		return nil, fmt.Errorf("run pod: %w", err)
-	}
-	out = &docker.ContainerOutcome{}
+	out = &backend.ContainerOutcome{}
 	t0 := time.Now()
 	base, baseID, layers := c.resolve(spec.Image)
 	image, want, err := c.podImage(ctx, base, baseID)
@@ -83,11 +74,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	}
 	g.trees = append(g.trees, trees...)
 	relayed := spec.Gateway != "" && !c.hostPath
-	env := make([]corev1.EnvVar, 0, len(spec.Env))
-	for _, kv := range spec.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		env = append(env, corev1.EnvVar{Name: k, Value: v})
-	}
+	env := podEnv(spec.Env)
 	shape := podShape{image: image, user: spec.User, folders: folders, memory: spec.Memory, cpus: spec.NanoCPUs,
 		labels: spec.Labels, prefix: "skillgate-cell-"}
 	if spec.Timeout > 0 {
@@ -108,7 +95,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	// only reads.
 	for i, m := range pod.Spec.Containers[1].VolumeMounts {
 		switch {
-		case m.MountPath == docker.Workspace:
+		case m.MountPath == backend.Workspace:
 			pod.Spec.Containers[1].VolumeMounts[i].ReadOnly = true
 		case relayed && m.MountPath == gwDir:
 			pod.Spec.Containers[1].VolumeMounts[i].ReadOnly = false
@@ -184,7 +171,7 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	if errors.Is(err, errPodDeadline) {
 		// Nothing of the Pod runs any more to read its workspace from.
 		out.TimedOut, out.ExitCode = true, 137
-		out.Collection = docker.Collection{Method: "api", Cut: "the pod's deadline (activeDeadlineSeconds) ended it before its workspace was read"}
+		out.Collection = backend.Collection{Method: "api", Cut: "the pod's deadline (activeDeadlineSeconds) ended it before its workspace was read"}
 		out.Durations.Collect = time.Since(t3)
 		return out, nil
 	}
@@ -197,6 +184,33 @@ func (c *Cluster) RunContainer(ctx context.Context, spec docker.ContainerSpec) (
 	}
 	out.Durations.Collect = time.Since(t3)
 	return out, nil
+}
+
+// checkCellSpec refuses a cell's spec a Pod cannot run.
+func (c *Cluster) checkCellSpec(ctx context.Context, spec backend.ContainerSpec) error {
+	if spec.Image == "" {
+		return errors.New("run pod: no image")
+	}
+	if len(spec.Cmd) == 0 {
+		return errors.New("run pod: no command (a Pod's image command is not known here)")
+	}
+	if spec.OutputCap <= 0 {
+		return errors.New("run pod: OutputCap must be positive")
+	}
+	if err := c.checkPids(ctx, spec.PidsLimit); err != nil {
+		return fmt.Errorf("run pod: %w", err)
+	}
+	return nil
+}
+
+// podEnv is a spec's environment (KEY=value) as a container's.
+func podEnv(kvs []string) []corev1.EnvVar {
+	env := make([]corev1.EnvVar, 0, len(kvs))
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		env = append(env, corev1.EnvVar{Name: k, Value: v})
+	}
+	return env
 }
 
 // createPod creates the Pod, not cancelled midway: the API might create it
@@ -284,7 +298,7 @@ func (c *Cluster) waitTerminated(ctx context.Context, pod, container string, ini
 
 // seed streams the cell's content into the Pod's seed container and waits
 // for it to have unpacked it.
-func (c *Cluster) seed(ctx context.Context, pod string, want imageWant, layers []*docker.BuildContext, trees []tree, files []docker.SpecFile, folders []folder) error {
+func (c *Cluster) seed(ctx context.Context, pod string, want imageWant, layers []*backend.BuildContext, trees []tree, files []backend.SpecFile, folders []folder) error {
 	var checked error
 	st, err := c.waitRunning(ctx, pod, seedContainer, true, func(p *corev1.Pod) { checked = checkImageID(p, seedContainer, true, want) })
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 )
 
 // Config names the cluster and the namespace as kubectl finds them.
@@ -65,8 +65,9 @@ type Cluster struct {
 	pods      *podWatch
 	hostPath  bool
 
+	local      func(context.Context) (backend.LocalEngine, error)
 	dockerOnce sync.Once
-	docker     *docker.Engine
+	docker     backend.LocalEngine
 	dockerErr  error
 
 	mu    sync.Mutex
@@ -79,10 +80,11 @@ type Cluster struct {
 
 // Connect loads the kubeconfig as kubectl does, checks that the cluster
 // answers, makes sure the namespace's network policy for skillgate's Pods
-// exists and starts watching them.
-func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
+// exists and starts watching them. local connects, on first use, to the
+// engine of skillgate's machine that builds and names the images.
+func Connect(ctx context.Context, cfg Config, local func(context.Context) (backend.LocalEngine, error)) (*Cluster, error) {
 	if cfg.Registry != "" {
-		if err := docker.CheckRegistry(cfg.Registry); err != nil {
+		if err := backend.CheckRegistry(cfg.Registry); err != nil {
 			return nil, fmt.Errorf("connect kubernetes cluster: %w", err)
 		}
 	}
@@ -116,7 +118,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	if _, err := cs.CoreV1().Namespaces().Get(pctx, ns, metav1.GetOptions{}); err != nil {
 		return nil, fmt.Errorf("connect kubernetes cluster %s, namespace %s: %w", rc.Host, ns, err)
 	}
-	c := &Cluster{cs: cs, rest: rc, namespace: ns, registry: cfg.Registry, cells: map[string]*cellImage{}, hostPath: cfg.HostPath}
+	c := &Cluster{cs: cs, rest: rc, namespace: ns, registry: cfg.Registry, cells: map[string]*cellImage{}, hostPath: cfg.HostPath, local: local}
 	if err := c.ensureNetworkPolicy(pctx); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 	"github.com/skillgate/skillgate/runner/internal/bounded"
 )
 
@@ -22,8 +22,8 @@ import (
 // has no change list. The limits bound it as they bound the Docker engine's:
 // limits.collect.entries counts every entry listed, the timeout the whole
 // read.
-func (c *Cluster) collect(ctx context.Context, pod string, spec docker.ContainerSpec) (docker.Collection, error) {
-	col := docker.Collection{Method: "api"}
+func (c *Cluster) collect(ctx context.Context, pod string, spec backend.ContainerSpec) (backend.Collection, error) {
+	col := backend.Collection{Method: "api"}
 	lim := spec.CollectLimits
 	var deadline time.Time
 	cctx, cancel := context.WithCancel(ctx)
@@ -71,29 +71,29 @@ func (c *Cluster) collect(ctx context.Context, pod string, spec docker.Container
 				col.Cut = fmt.Sprintf("more than %d paths in the workspace (limits.collect.entries): the rest was not collected", lim.Entries)
 				return nil
 			}
-			en := docker.WorkspaceEntry{Path: rel, Mode: hdr.FileInfo().Mode().Perm(), Size: hdr.Size}
+			en := backend.WorkspaceEntry{Path: rel, Mode: hdr.FileInfo().Mode().Perm(), Size: hdr.Size}
 			switch hdr.Typeflag {
 			case tar.TypeDir:
-				en.Type = docker.TypeDir
+				en.Type = backend.TypeDir
 			case tar.TypeReg:
-				en.Type = docker.TypeFile
+				en.Type = backend.TypeFile
 				size := hdr.Size
 				en = en.WithContent(func() (io.ReadCloser, error) {
 					return io.NopCloser(&deadlineReader{r: io.LimitReader(tr, size), deadline: deadline, reason: cutTime}), nil
 				})
 			case tar.TypeSymlink:
-				en.Type, en.Target = docker.TypeSymlink, hdr.Linkname
+				en.Type, en.Target = backend.TypeSymlink, hdr.Linkname
 			case tar.TypeLink:
 				// A hard link: the archive does not repeat its earlier name's content.
-				en.Type, en.Size = docker.TypeFile, 0
+				en.Type, en.Size = backend.TypeFile, 0
 				target := strings.TrimPrefix(path.Clean("/"+hdr.Linkname), "/")
 				en = en.WithContent(func() (io.ReadCloser, error) { return nil, fmt.Errorf("%s is a hard link to %s", rel, target) })
 			default:
-				en.Type = docker.TypeOther
+				en.Type = backend.TypeOther
 			}
 			col.Entries++
 			if err := spec.Collect(en); err != nil {
-				var cut docker.CollectCut
+				var cut backend.CollectCut
 				if errors.As(err, &cut) {
 					col.Cut = cut.Reason
 					return nil
@@ -133,7 +133,7 @@ type deadlineReader struct {
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
 	if !d.deadline.IsZero() && time.Now().After(d.deadline) {
-		return 0, docker.CollectCut{Reason: d.reason}
+		return 0, backend.CollectCut{Reason: d.reason}
 	}
 	return d.r.Read(p)
 }

@@ -17,13 +17,15 @@
 // the agent's output is read by attaching to it, and its workspace comes
 // back through an exec of tar in a container that holds the folder
 // read-only once the agent has ended. Images are still built and named by
-// the local Docker engine (runner/docker): a cell image here is the
+// the local Docker engine (runner/docker, handed to Connect as a
+// backend.LocalEngine): a cell image here is the
 // content of its build context, kept in memory and streamed into each Pod
 // that starts from it, and an agent image must be in the cluster already:
 // loaded into the node, or pushed to a registry the nodes pull from
 // (Config.Registry), where a Pod names it by the digest the push recorded
 // for the local engine's build.
 //
-// It knows nothing of suites or plans: runner hands it the specs of
-// runner/docker and reads back the same outcomes.
+// It knows nothing of suites or plans: runner hands it the neutral specs of
+// runner/backend and reads back the same outcomes. It imports runner/backend
+// and never runner/docker.
 package kube

@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 )
 
 // cellImage is a cell image as this backend keeps it: the image it is
@@ -26,14 +26,14 @@ type cellImage struct {
 	labels map[string]string
 	// layers are unpacked in order: the cell's content, then what a
 	// case's setup left, built on it.
-	layers []*docker.BuildContext
+	layers []*backend.BuildContext
 }
 
 // engine is the local Docker engine that builds and names images, connected
 // on first use.
-func (c *Cluster) engine(ctx context.Context) (*docker.Engine, error) {
+func (c *Cluster) engine(ctx context.Context) (backend.LocalEngine, error) {
 	c.dockerOnce.Do(func() {
-		c.docker, c.dockerErr = docker.NewEngine(ctx)
+		c.docker, c.dockerErr = c.local(ctx)
 		if c.dockerErr != nil {
 			c.dockerErr = fmt.Errorf("the kubernetes backend builds and names images with a local Docker engine: %w", c.dockerErr)
 		}
@@ -42,11 +42,11 @@ func (c *Cluster) engine(ctx context.Context) (*docker.Engine, error) {
 }
 
 // cellFrom is the base image of a cell image's Dockerfile: "FROM base" and
-// "ADD " + docker.LayerTar + " /", nothing else, is what this backend can
+// "ADD " + backend.LayerTar + " /", nothing else, is what this backend can
 // stream instead of building.
 func cellFrom(dockerfile string) (string, bool) {
 	lines := strings.Split(strings.TrimSpace(dockerfile), "\n")
-	if len(lines) != 2 || lines[1] != "ADD "+docker.LayerTar+" /" {
+	if len(lines) != 2 || lines[1] != "ADD "+backend.LayerTar+" /" {
 		return "", false
 	}
 	base, ok := strings.CutPrefix(lines[0], "FROM ")
@@ -79,7 +79,7 @@ func (c *Cluster) ImageLabels(ctx context.Context, ref string) (string, map[stri
 	if ok {
 		return ci.id, maps.Clone(ci.labels), true, nil
 	}
-	if strings.HasPrefix(ref, docker.CellImageRepo+":") {
+	if strings.HasPrefix(ref, backend.CellImageRepo+":") {
 		return "", nil, false, nil
 	}
 	e, err := c.engine(ctx)
@@ -91,7 +91,7 @@ func (c *Cluster) ImageLabels(ctx context.Context, ref string) (string, map[stri
 
 // BuildImage keeps a cell image's context, to stream into its Pods, and
 // has the local Docker engine build any other image (an agent's).
-func (c *Cluster) BuildImage(ctx context.Context, tag string, labels map[string]string, bc *docker.BuildContext) (string, error) {
+func (c *Cluster) BuildImage(ctx context.Context, tag string, labels map[string]string, bc *backend.BuildContext) (string, error) {
 	df := dockerfileOf(bc)
 	base, ok := cellFrom(df)
 	if !ok {
@@ -110,14 +110,14 @@ func (c *Cluster) BuildImage(ctx context.Context, tag string, labels map[string]
 	if err != nil {
 		return "", fmt.Errorf("build image %s: %w", tag, err)
 	}
-	ci := &cellImage{tag: tag, id: d.String(), base: base, labels: maps.Clone(labels), layers: []*docker.BuildContext{bc}}
+	ci := &cellImage{tag: tag, id: d.String(), base: base, labels: maps.Clone(labels), layers: []*backend.BuildContext{bc}}
 	c.mu.Lock()
 	parent, chained := c.cells[base]
 	c.mu.Unlock()
 	if chained {
 		// On a cell image (a setup's changes): its base and layers first.
 		ci.base, ci.baseID = parent.base, parent.baseID
-		ci.layers = append(append([]*docker.BuildContext{}, parent.layers...), bc)
+		ci.layers = append(append([]*backend.BuildContext{}, parent.layers...), bc)
 	} else if e, err := c.engine(ctx); err == nil {
 		if id, ok, err := e.ImageExists(ctx, base); err == nil && ok {
 			ci.baseID = id
@@ -131,16 +131,16 @@ func (c *Cluster) BuildImage(ctx context.Context, tag string, labels map[string]
 
 // ImageInfo inspects a cell image of this backend or an image of the local
 // Docker engine (an environment's, pinned by digest).
-func (c *Cluster) ImageInfo(ctx context.Context, ref string) (docker.ImageInfo, bool, error) {
+func (c *Cluster) ImageInfo(ctx context.Context, ref string) (backend.ImageInfo, bool, error) {
 	c.mu.Lock()
 	ci, ok := c.cells[ref]
 	c.mu.Unlock()
 	if ok {
-		return docker.ImageInfo{ID: ci.id, Labels: maps.Clone(ci.labels)}, true, nil
+		return backend.ImageInfo{ID: ci.id, Labels: maps.Clone(ci.labels)}, true, nil
 	}
 	e, err := c.engine(ctx)
 	if err != nil {
-		return docker.ImageInfo{}, false, err
+		return backend.ImageInfo{}, false, err
 	}
 	return e.ImageInfo(ctx, ref)
 }
@@ -175,7 +175,7 @@ func (c *Cluster) Tag(ctx context.Context, source, target string) error {
 }
 
 // dockerfileOf reads back a build context's Dockerfile from its stream.
-func dockerfileOf(bc *docker.BuildContext) string {
+func dockerfileOf(bc *backend.BuildContext) string {
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := bc.WriteTo(pw)
@@ -193,7 +193,7 @@ func dockerfileOf(bc *docker.BuildContext) string {
 
 // resolve is the image a Pod starts from and the cell content it receives:
 // a cell image's base and context, or ref itself with no content.
-func (c *Cluster) resolve(ref string) (base, baseID string, layers []*docker.BuildContext) {
+func (c *Cluster) resolve(ref string) (base, baseID string, layers []*backend.BuildContext) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ci, ok := c.cells[ref]; ok {
@@ -304,7 +304,7 @@ func (e *ImageMissingError) Error() string {
 // layerEntries streams the entries of a build context's layer to fn, each
 // with its content readable from the tar reader while fn runs; the stream
 // checks every file of a plan's tree against its digest as it goes.
-func layerEntries(bc *docker.BuildContext, fn func(*tar.Header, io.Reader) error) error {
+func layerEntries(bc *backend.BuildContext, fn func(*tar.Header, io.Reader) error) error {
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := bc.WriteTo(pw)
@@ -320,7 +320,7 @@ func layerEntries(bc *docker.BuildContext, fn func(*tar.Header, io.Reader) error
 		if err != nil {
 			return err
 		}
-		if hdr.Name != docker.LayerTar {
+		if hdr.Name != backend.LayerTar {
 			continue
 		}
 		tr := tar.NewReader(outer)

@@ -14,7 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 	"github.com/skillgate/skillgate/runner/gateway"
 	"github.com/skillgate/skillgate/runner/gateway/tunnel"
 	"github.com/skillgate/skillgate/runner/internal/bounded"
@@ -65,12 +65,12 @@ func (c *Cluster) hostFolders(binds []string, have []folder) (given, error) {
 	return g, nil
 }
 
-// copiedTrees are the trees given (docker.ContainerSpec.Trees) as the seed
+// copiedTrees are the trees given (backend.ContainerSpec.Trees) as the seed
 // stream copies them into the Pod: each must lie inside one of its folders
 // (a cell's skills in the workspace). The copies are the agent's, their
 // files read-only by mode; the folders of skillgate's machine are never
 // reached from the Pod.
-func copiedTrees(trees []docker.Tree, folders []folder) ([]tree, error) {
+func copiedTrees(trees []backend.Tree, folders []folder) ([]tree, error) {
 	out := make([]tree, 0, len(trees))
 	for _, t := range trees {
 		p := path.Clean(t.Path)

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 )
 
 // Names of a Pod's containers.
@@ -61,8 +61,8 @@ func writableFolders(env []string) []folder {
 			home = path.Clean(v)
 		}
 	}
-	fs := []folder{{path: docker.Workspace}, {path: "/tmp"}}
-	if home != docker.Workspace && home != "/tmp" {
+	fs := []folder{{path: backend.Workspace}, {path: "/tmp"}}
+	if home != backend.Workspace && home != "/tmp" {
 		fs = append(fs, folder{path: home})
 	}
 	return fs
@@ -223,7 +223,7 @@ func (s podShape) pod(containers []corev1.Container, roFor map[string]bool, extr
 // whoever unpacks it. An entry outside every folder cannot be placed in a Pod
 // whose root is read-only: it is an error. A folder's own entry and those
 // above it are left out (the folders exist).
-func seedStream(w io.Writer, layers []*docker.BuildContext, trees []tree, files []docker.SpecFile, folders []folder) error {
+func seedStream(w io.Writer, layers []*backend.BuildContext, trees []tree, files []backend.SpecFile, folders []folder) error {
 	tw := tar.NewWriter(w)
 	place := func(h *tar.Header, r io.Reader) error {
 		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
@@ -311,7 +311,7 @@ func folderList(folders []folder) string {
 
 // filesFolders are the top folders of the files given: each becomes a folder
 // of the Pod that its agent reads but cannot change.
-func filesFolders(files []docker.SpecFile, have []folder) []folder {
+func filesFolders(files []backend.SpecFile, have []folder) []folder {
 	var out []folder
 	seen := map[string]bool{}
 	for _, f := range files {

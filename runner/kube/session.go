@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 	"github.com/skillgate/skillgate/runner/internal/bounded"
 )
 
@@ -30,7 +30,7 @@ type Session struct {
 // content is streamed into it first). Its root is read-only: its commands
 // write to the workspace, the home, /tmp and the folders given, which is
 // where CopyIn may unpack.
-func (c *Cluster) StartSession(ctx context.Context, spec docker.SessionSpec, folders ...string) (*Session, error) {
+func (c *Cluster) StartSession(ctx context.Context, spec backend.SessionSpec, folders ...string) (*Session, error) {
 	base, baseID, layers := c.resolve(spec.Image)
 	image, want, err := c.podImage(ctx, base, baseID)
 	if err != nil {
@@ -142,7 +142,7 @@ func (s *Session) placed(in io.Reader, w io.Writer) error {
 // Exec runs one command to its end. An error means the cluster failed; a
 // non-zero exit or a timeout is an outcome. After a timeout the session is
 // dead: start another.
-func (s *Session) Exec(ctx context.Context, spec docker.ExecSpec) (*docker.ExecOutcome, error) {
+func (s *Session) Exec(ctx context.Context, spec backend.ExecSpec) (*backend.ExecOutcome, error) {
 	if s.dead {
 		return nil, errors.New("exec in session: the session was killed")
 	}
@@ -160,7 +160,7 @@ func (s *Session) Exec(ctx context.Context, spec docker.ExecSpec) (*docker.ExecO
 	defer cancel()
 	out := bounded.NewBuffer(max(spec.OutputCap, 1))
 	code, err := s.c.exec(ectx, s.name, sessionContainer, cmd, streamOpts{stdout: out, stderr: out})
-	res := &docker.ExecOutcome{ExitCode: code}
+	res := &backend.ExecOutcome{ExitCode: code}
 	switch {
 	case ctx.Err() != nil:
 		s.kill()

@@ -12,6 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skillgate/skillgate/runner/backend"
+	"github.com/skillgate/skillgate/runner/docker"
+
 	"github.com/skillgate/skillgate/runner/kube"
 )
 
@@ -48,7 +51,7 @@ func Cluster(t testing.TB) *kube.Cluster {
 func ClusterWith(t testing.TB, cfg kube.Config) *kube.Cluster {
 	t.Helper()
 	cfg.Kubeconfig = Kubeconfig(t)
-	c, err := kube.Connect(context.Background(), cfg)
+	c, err := kube.Connect(context.Background(), cfg, LocalEngine)
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set and the cluster does not answer: %v", err)
@@ -96,4 +99,14 @@ func repoRoot(t testing.TB) string {
 		t.Fatalf("find the module root: %v", err)
 	}
 	return filepath.Dir(strings.TrimSpace(string(mod)))
+}
+
+// LocalEngine connects to the local Docker engine, which builds and names
+// the images of the test cluster's Pods.
+func LocalEngine(ctx context.Context) (backend.LocalEngine, error) {
+	e, err := docker.NewEngine(ctx)
+	if err != nil {
+		return nil, err // not a nil *docker.Engine in a non-nil LocalEngine
+	}
+	return e, nil
 }

@@ -1,4 +1,4 @@
-package runner
+package images
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/skillgate/skillgate/runner/agent"
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
 )
 
 // userSkillTrees hide the user-level skill folders the agent's kind scans (see
@@ -14,7 +14,7 @@ import (
 // neither a baseline nor a skill arm finds a skill the image holds outside its
 // workspace: an agent image layered on an environment, or a suite's own image, may
 // hold some.
-func (im *images) userSkillTrees() ([]docker.Tree, error) {
+func (im *Images) UserSkillTrees() ([]backend.Tree, error) {
 	dirs := agent.Of(im.plan.Agent.Kind).UserSkillDirs
 	if len(dirs) == 0 {
 		return nil, nil
@@ -23,9 +23,9 @@ func (im *images) userSkillTrees() ([]docker.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hide the agent's user-level skill folders: %w", err)
 	}
-	out := make([]docker.Tree, 0, len(dirs))
+	out := make([]backend.Tree, 0, len(dirs))
 	for _, d := range dirs {
-		out = append(out, docker.Tree{Host: empty, Path: d})
+		out = append(out, backend.Tree{Host: empty, Path: d})
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package runner
+package cell
 
 import (
 	"context"
@@ -11,7 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skillgate/skillgate/runner/docker"
+	"github.com/skillgate/skillgate/runner/backend"
+	"github.com/skillgate/skillgate/runner/checks"
+
+	"github.com/skillgate/skillgate/runner/images"
+
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -67,8 +71,8 @@ func setupKey(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm, cellID string) d
 
 // setupImage runs the case's setup on the cell image (once per invocation) and returns its
 // outcome.
-func (r *cellRunner) setupImage(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, cellRef, cellID string) *setupBuild {
-	key := setupKey(r.plan, pc, arm, cellID)
+func (r *Runner) setupImage(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, cellRef, cellID string) *setupBuild {
+	key := setupKey(r.Plan, pc, arm, cellID)
 	r.setups.mu.Lock()
 	if r.setups.runs == nil {
 		r.setups.runs = map[digest.Digest]*setupBuild{}
@@ -85,21 +89,21 @@ func (r *cellRunner) setupImage(ctx context.Context, c plan.Cell, pc plan.PlanCa
 
 // forgetSetup drops a setup run whose image the engine lost, so the next cell runs it
 // again.
-func (r *cellRunner) forgetSetup(pc plan.PlanCase, arm plan.PlanArm, cellID string) {
+func (r *Runner) forgetSetup(pc plan.PlanCase, arm plan.PlanArm, cellID string) {
 	r.setups.mu.Lock()
 	defer r.setups.mu.Unlock()
-	delete(r.setups.runs, setupKey(r.plan, pc, arm, cellID))
+	delete(r.setups.runs, setupKey(r.Plan, pc, arm, cellID))
 }
 
 // closeSetups removes the setup runs' blobs.
-func (r *cellRunner) closeSetups() {
+func (r *Runner) CloseSetups() {
 	if r.setups.dir != "" {
 		os.RemoveAll(r.setups.dir)
 	}
 }
 
-func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, cellRef, cellID string, key digest.Digest, b *setupBuild) {
-	lim := r.plan.Limits
+func (r *Runner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase, arm plan.PlanArm, cellRef, cellID string, key digest.Digest, b *setupBuild) {
+	lim := r.Plan.Limits
 	t := pc.Setup.Timeout
 	if t == "" {
 		t = lim.Setup
@@ -119,14 +123,14 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 		b.err = fmt.Errorf("parse limits.collect.timeout %q: %w", lim.Collect.Timeout, err)
 		return
 	}
-	outputCap, err := checkOutputCap(lim)
+	outputCap, err := checks.CheckOutputCap(lim)
 	if err != nil {
 		b.err = err
 		return
 	}
 	r.setups.mu.Lock()
 	if r.setups.dir == "" {
-		r.setups.dir, err = r.store.Stage()
+		r.setups.dir, err = r.Store.Stage()
 	}
 	root := r.setups.dir
 	r.setups.mu.Unlock()
@@ -138,37 +142,37 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 		b.err = fmt.Errorf("run setup: %w", err)
 		return
 	}
-	col, err := r.collector(pc, arm, b.blobs, nil)
+	col, err := r.Collector(pc, arm, b.blobs, nil)
 	if err != nil {
 		b.err = err
 		return
 	}
-	trees, err := r.images.skillTrees(arm)
+	trees, err := r.Images.SkillTrees(arm)
 	if err != nil {
 		b.err = err
 		return
 	}
-	env := append(environmentEnv(r.plan, pc.Environment), "WORLD="+docker.Workspace)
-	env = append(env, caseDirEnv(pc)...)
-	spec := docker.ContainerSpec{
-		Image: cellRef, Cmd: []string{shellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: env,
-		User: r.plan.Agent.User, WorkingDir: docker.Workspace,
+	env := append(images.EnvironmentEnv(r.Plan, pc.Environment), "WORLD="+backend.Workspace)
+	env = append(env, checks.CaseDirEnv(pc)...)
+	spec := backend.ContainerSpec{
+		Image: cellRef, Cmd: []string{checks.ShellOf(pc.Setup.Shell), "-c", pc.Setup.Run}, Env: env,
+		User: r.Plan.Agent.User, WorkingDir: backend.Workspace,
 		Labels: map[string]string{
-			docker.LabelRun: r.runID, docker.LabelOut: r.outLabel, docker.LabelCell: c.ID,
-			docker.LabelPlan: r.plan.Digest.Encoded()[:16], docker.LabelSuite: r.plan.Suite.Name, docker.LabelKind: "setup",
+			backend.LabelRun: r.RunID, backend.LabelOut: r.OutLabel, backend.LabelCell: c.ID,
+			backend.LabelPlan: r.Plan.Digest.Encoded()[:16], backend.LabelSuite: r.Plan.Suite.Name, backend.LabelKind: "setup",
 		},
 		Memory: mem, NanoCPUs: int64(lim.CPUs * 1e9), PidsLimit: lim.Pids, Timeout: timeout,
-		Binds: caseDirBinds(r.store, pc), Trees: trees, OutputCap: outputCap,
-		CollectPrefix: docker.Workspace, Collect: col.visit,
-		CollectLimits: docker.CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
+		Binds: checks.CaseDirBinds(r.Store, pc), Trees: trees, OutputCap: outputCap,
+		CollectPrefix: backend.Workspace, Collect: col.visit,
+		CollectLimits: backend.CollectLimits{Entries: lim.Collect.Entries, Timeout: collectTimeout},
 	}
 	t0 := time.Now()
-	oc, err := r.engine.RunContainer(ctx, spec)
+	oc, err := r.Engine.RunContainer(ctx, spec)
 	if err != nil {
 		b.err = fmt.Errorf("run setup of %s: %w", pc.ID, err)
 		return
 	}
-	output := r.redact.String(strings.ToValidUTF8(string(oc.Stdout)+string(oc.Stderr), "\uFFFD"))
+	output := r.Redact.String(strings.ToValidUTF8(string(oc.Stdout)+string(oc.Stderr), "\uFFFD"))
 	b.record = store.Setup{Run: pc.Setup.Run, ExitCode: oc.ExitCode, TimedOut: oc.TimedOut, Seconds: time.Since(t0).Seconds(), Output: output, Changes: []grade.FileChange{}}
 	switch {
 	case oc.TimedOut:
@@ -181,7 +185,7 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 		b.failed = "setup left more in the workspace than limits.collect keeps: " + oc.Collection.Cut
 	}
 	if b.failed != "" {
-		if tail := lastBytes(output, 2000); tail != "" {
+		if tail := LastBytes(output, 2000); tail != "" {
 			b.failed += ": " + tail
 		}
 		return
@@ -203,35 +207,35 @@ func (r *cellRunner) runSetup(ctx context.Context, c plan.Cell, pc plan.PlanCase
 
 // buildSetupImage lays what a setup left on its cell image: the changed entries unpacked
 // over it, then, as root, the paths it deleted removed.
-func (r *cellRunner) buildSetupImage(ctx context.Context, pc plan.PlanCase, key digest.Digest, cellRef string, b *setupBuild) (ref, id string, err error) {
-	uid, gid, err := owner(r.plan.Agent.User)
+func (r *Runner) buildSetupImage(ctx context.Context, pc plan.PlanCase, key digest.Digest, cellRef string, b *setupBuild) (ref, id string, err error) {
+	uid, gid, err := images.Owner(r.Plan.Agent.User)
 	if err != nil {
 		return "", "", err
 	}
-	dockerfile := "FROM " + cellRef + "\nADD " + docker.LayerTar + " /\n"
-	del := deletedList(b.record.Changes)
+	dockerfile := "FROM " + cellRef + "\nADD " + backend.LayerTar + " /\n"
+	del := checks.DeletedList(b.record.Changes)
 	if len(del) > 0 {
-		dockerfile += "USER 0:0\nRUN cd " + docker.Workspace + " && xargs -0 rm -rf -- < " + checkSetupDelete + " && rm -rf " + checkDir + "\nUSER " + r.plan.Agent.User + "\n"
+		dockerfile += "USER 0:0\nRUN cd " + backend.Workspace + " && xargs -0 rm -rf -- < " + checks.CheckSetupDelete + " && rm -rf " + checks.CheckDir + "\nUSER " + r.Plan.Agent.User + "\n"
 	}
-	bc := docker.NewBuildContext(dockerfile)
-	addChanges(bc, b.record.Changes, b.blobs, uid, gid)
+	bc := backend.NewBuildContext(dockerfile)
+	checks.AddChanges(bc, b.record.Changes, b.blobs, uid, gid)
 	if len(del) > 0 {
-		bc.AddDir(strings.TrimPrefix(checkDir, "/"), 0o555, 0, 0)
-		bc.AddFile(strings.TrimPrefix(checkSetupDelete, "/"), 0o444, 0, 0, del)
+		bc.AddDir(strings.TrimPrefix(checks.CheckDir, "/"), 0o555, 0, 0)
+		bc.AddFile(strings.TrimPrefix(checks.CheckSetupDelete, "/"), 0o444, 0, 0, del)
 	}
 	d, err := bc.Digest()
 	if err != nil {
 		return "", "", fmt.Errorf("build the setup image of %s: %w", pc.ID, err)
 	}
 	ikey := digest.FromString(key.String() + "\n" + d.String())
-	tag := docker.CellImageRepo + ":" + ikey.Encoded()[:24]
-	if got, labels, ok, err := r.engine.ImageLabels(ctx, tag); err != nil {
+	tag := backend.CellImageRepo + ":" + ikey.Encoded()[:24]
+	if got, labels, ok, err := r.Engine.ImageLabels(ctx, tag); err != nil {
 		return "", "", err
-	} else if ok && labels[docker.LabelCellKey] == ikey.String() {
+	} else if ok && labels[backend.LabelCellKey] == ikey.String() {
 		return tag, got, nil
 	}
-	labels := map[string]string{docker.LabelImage: "cell", docker.LabelSuite: r.plan.Suite.Name, docker.LabelCellKey: ikey.String()}
-	if id, err = r.engine.BuildImage(ctx, tag, labels, bc); err != nil {
+	labels := map[string]string{backend.LabelImage: "cell", backend.LabelSuite: r.Plan.Suite.Name, backend.LabelCellKey: ikey.String()}
+	if id, err = r.Engine.BuildImage(ctx, tag, labels, bc); err != nil {
 		return "", "", fmt.Errorf("build the setup image of %s: %w", pc.ID, err)
 	}
 	return tag, id, nil
@@ -277,8 +281,8 @@ func copyFile(src, dst string) error {
 	return err
 }
 
-// lastBytes is the end of s, at most n bytes of it, trimmed.
-func lastBytes(s string, n int) string {
+// LastBytes is the end of s, at most n bytes of it, trimmed.
+func LastBytes(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) > n {
 		s = "..." + strings.ToValidUTF8(s[len(s)-n:], "")

@@ -1,4 +1,4 @@
-package runner
+package readback
 
 import (
 	"errors"
@@ -24,12 +24,12 @@ import (
 // named with its size, its content left in the store.
 const evidenceDiffBytes = 1 << 20
 
-// cellEvidence reads from the store what the report shows of each graded cell beyond
+// CellEvidence reads from the store what the report shows of each graded cell beyond
 // its grade: what its agent was asked, its session turn by turn, its answer, the diff of
 // every file it changed, its checks, the judge's reply, its durations and cost. It reads
 // only the run folder (a skill stored without its snapshot reads as unchanged), so
 // `skillgate report` rebuilds it with no suite folder.
-func cellEvidence(p *plan.Plan, st *store.Store, results []grade.CellResult) (*report.Evidence, error) {
+func CellEvidence(p *plan.Plan, st *store.Store, results []grade.CellResult) (*report.Evidence, error) {
 	cases, arms := p.CasesByID(), p.ArmsByName()
 	ev := &report.Evidence{Cells: map[string]report.CellEvidence{}, Plan: p}
 	agentPlan := agentPlans(p)
@@ -100,11 +100,11 @@ func rolloutEvidence(p *plan.Plan, st *store.Store, pc plan.PlanCase, arm plan.P
 		return ce, err
 	}
 	ce.Answer = string(answer)
-	stdout, err := readOptional(filepath.Join(dir, store.FileStdout))
+	stdout, err := ReadOptional(filepath.Join(dir, store.FileStdout))
 	if err != nil {
 		return ce, err
 	}
-	stderr, err := readOptional(filepath.Join(dir, store.FileStderr))
+	stderr, err := ReadOptional(filepath.Join(dir, store.FileStderr))
 	if err != nil {
 		return ce, err
 	}
@@ -165,8 +165,8 @@ func samplingText(s *gateway.Sampling) string {
 	return strings.Join(parts, ", ")
 }
 
-// readOptional reads a stored file; one the rollout never wrote reads as empty.
-func readOptional(file string) ([]byte, error) {
+// ReadOptional reads a stored file; one the rollout never wrote reads as empty.
+func ReadOptional(file string) ([]byte, error) {
 	b, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -181,4 +181,26 @@ func firstNonEmpty(xs ...string) string {
 		}
 	}
 	return ""
+}
+
+// agentPlans gives a cell's agent's share of the plan by the cell's ID
+// (the plan itself on one agent), each share made once.
+func agentPlans(p *plan.Plan) func(cell string) *plan.Plan {
+	if len(p.Agents) == 0 {
+		return func(string) *plan.Plan { return p }
+	}
+	agentOf := make(map[string]string, len(p.Cells))
+	for _, c := range p.Cells {
+		agentOf[c.ID] = c.Agent
+	}
+	shares := map[string]*plan.Plan{}
+	return func(cell string) *plan.Plan {
+		name := agentOf[cell]
+		if q, ok := shares[name]; ok {
+			return q
+		}
+		q := p.ForAgent(name)
+		shares[name] = q
+		return q
+	}
 }

@@ -1,4 +1,4 @@
-package runner
+package images
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/runner/agent"
+	"github.com/skillgate/skillgate/runner/backend"
 	"github.com/skillgate/skillgate/runner/debian"
-	"github.com/skillgate/skillgate/runner/docker"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 
@@ -34,7 +34,7 @@ const EnvImageRepo = "skillgate/env"
 
 // environmentImage is the image of environment name: its reference and ID, both "" for an
 // environment that only adds variables to the agent's own image.
-func (im *images) environmentImage(ctx context.Context, name string) (ref, id string, err error) {
+func (im *Images) EnvironmentImage(ctx context.Context, name string) (ref, id string, err error) {
 	im.mu.Lock()
 	if im.envs == nil {
 		im.envs = map[string]*imageBuild{}
@@ -67,7 +67,7 @@ func (im *images) environmentImage(ctx context.Context, name string) (ref, id st
 // debianImage returns skillgate's Debian root of release with the extra packages,
 // bootstrapping and importing it first when the engine lacks it. A root with no extra
 // packages is also tagged skillgate/debian:RELEASE, the name Dockerfiles give it.
-func (im *images) debianImage(ctx context.Context, release string, packages []string) (ref, id string, err error) {
+func (im *Images) debianImage(ctx context.Context, release string, packages []string) (ref, id string, err error) {
 	mirror, err := debian.HostMirror(release)
 	if err != nil {
 		return "", "", err
@@ -95,11 +95,11 @@ func (im *images) debianImage(ctx context.Context, release string, packages []st
 
 // ensureDebian finds the root's image by tag and key, else builds it, one process at a
 // time per key.
-func (im *images) ensureDebian(ctx context.Context, root debian.Root) (string, error) {
+func (im *Images) ensureDebian(ctx context.Context, root debian.Root) (string, error) {
 	tag, key := root.Tag(), root.Key().String()
 	found := func() (string, bool, error) {
 		info, ok, err := im.engine.ImageInfo(ctx, tag)
-		if err != nil || !ok || info.Labels[docker.LabelEnvKey] != key {
+		if err != nil || !ok || info.Labels[backend.LabelEnvKey] != key {
 			return "", false, err
 		}
 		return info.ID, true, nil
@@ -123,8 +123,8 @@ func (im *images) ensureDebian(ctx context.Context, root debian.Root) (string, e
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(debian.Tar(ctx, dir, pw)) }()
 	labels := map[string]string{
-		docker.LabelImage: "debian", docker.LabelEnvKey: key, docker.LabelDebianRelease: root.Release,
-		docker.LabelDebianPackages: strings.Join(root.Includes(), " "), docker.LabelDebianMirror: root.Mirror,
+		backend.LabelImage: "debian", backend.LabelEnvKey: key, backend.LabelDebianRelease: root.Release,
+		backend.LabelDebianPackages: strings.Join(root.Includes(), " "), backend.LabelDebianMirror: root.Mirror,
 	}
 	id, err := im.engine.ImportImage(ctx, tag, labels, debian.ImageChanges, pr)
 	pr.CloseWithError(errors.New("import ended"))
@@ -148,7 +148,7 @@ var debianName = regexp.MustCompile(`^` + regexp.QuoteMeta(debian.Repo) + `:([a-
 // off: BASE is the image of the environment it is built from, a FROM naming
 // skillgate/debian:RELEASE gets that root built first, and any other image it names must
 // be in the engine. Its tag and key digest the folder's tree and every base's image ID.
-func (im *images) dockerfileImage(ctx context.Context, name string, pe plan.PlanEnvironment) (ref, id string, err error) {
+func (im *Images) dockerfileImage(ctx context.Context, name string, pe plan.PlanEnvironment) (ref, id string, err error) {
 	if pe.Tree == nil {
 		return "", "", errors.New("the plan has no tree of its Dockerfile folder")
 	}
@@ -156,13 +156,13 @@ func (im *images) dockerfileImage(ctx context.Context, name string, pe plan.Plan
 	if err != nil {
 		return "", "", err
 	}
-	bc, err := docker.NewTreeContext(dir, treeFiles(*pe.Tree))
+	bc, err := backend.NewTreeContext(dir, TreeFiles(*pe.Tree))
 	if err != nil {
 		return "", "", err
 	}
 	bases := []string{"tree " + pe.Tree.Digest.String()}
 	if from := pe.Dockerfile.From; from != "" {
-		baseRef, baseID, err := im.environmentImage(ctx, from)
+		baseRef, baseID, err := im.EnvironmentImage(ctx, from)
 		if err != nil {
 			return "", "", err
 		}
@@ -200,11 +200,11 @@ func (im *images) dockerfileImage(ctx context.Context, name string, pe plan.Plan
 	if err != nil {
 		return "", "", err
 	}
-	if ok && info.Labels[docker.LabelEnvKey] == key.String() {
+	if ok && info.Labels[backend.LabelEnvKey] == key.String() {
 		return tag, info.ID, nil
 	}
 	t0 := time.Now()
-	labels := map[string]string{docker.LabelImage: "environment", docker.LabelEnvKey: key.String(), docker.LabelSuite: im.plan.Suite.Name}
+	labels := map[string]string{backend.LabelImage: "environment", backend.LabelEnvKey: key.String(), backend.LabelSuite: im.plan.Suite.Name}
 	if id, err = im.engine.BuildImage(ctx, tag, labels, bc); err != nil {
 		return "", "", err
 	}
@@ -240,7 +240,7 @@ func dockerfileFroms(file string) ([]string, error) {
 
 // pinnedImage finds an environment's image by reference and checks its digest: the image
 // ID, or one of the repository digests it was pulled by.
-func (im *images) pinnedImage(ctx context.Context, name string, pe plan.PlanEnvironment) (ref, id string, err error) {
+func (im *Images) pinnedImage(ctx context.Context, name string, pe plan.PlanEnvironment) (ref, id string, err error) {
 	want := pe.Image
 	info, ok, err := im.engine.ImageInfo(ctx, want.Ref)
 	if err != nil {
@@ -263,16 +263,16 @@ func (im *images) pinnedImage(ctx context.Context, name string, pe plan.PlanEnvi
 // agentImageIn is the agent's image in environment env: the agent's own for none (or one
 // that only adds variables); for claude-code and codex, skillgate's CLI layered on the
 // environment's image; for any other agent, the environment's image itself.
-func (im *images) agentImageIn(ctx context.Context, env string) (ref, id, version string, err error) {
+func (im *Images) AgentImageIn(ctx context.Context, env string) (ref, id, version string, err error) {
 	if env == "" {
-		return im.agentImage(ctx)
+		return im.AgentImage(ctx)
 	}
-	envRef, envID, err := im.environmentImage(ctx, env)
+	envRef, envID, err := im.EnvironmentImage(ctx, env)
 	if err != nil {
 		return "", "", "", err
 	}
 	if envRef == "" {
-		return im.agentImage(ctx)
+		return im.AgentImage(ctx)
 	}
 	im.mu.Lock()
 	key := "environment " + env
@@ -305,23 +305,23 @@ func (im *images) agentImageIn(ctx context.Context, env string) (ref, id, versio
 		case !ok:
 			b.err = fmt.Errorf("environment %s: the engine lost %s", env, ref)
 		default:
-			b.ref, b.id, b.version = ref, id, labels[docker.LabelAgentVersion]
+			b.ref, b.id, b.version = ref, id, labels[backend.LabelAgentVersion]
 		}
 	})
 	return b.ref, b.id, b.version, b.err
 }
 
 // environmentInputs is what a rollout records of the environment its cell ran in.
-func (im *images) environmentInputs(ctx context.Context, env string) *plan.EnvironmentInputs {
+func (im *Images) EnvironmentInputs(ctx context.Context, env string) *plan.EnvironmentInputs {
 	if env == "" {
 		return nil
 	}
-	_, id, _ := im.environmentImage(ctx, env)
+	_, id, _ := im.EnvironmentImage(ctx, env)
 	return &plan.EnvironmentInputs{Name: env, Digest: im.plan.Environments[env].Digest, Image: id}
 }
 
-// environmentEnv is what environment env adds to the environment of what runs in it.
-func environmentEnv(p *plan.Plan, env string) []string {
+// EnvironmentEnv is what environment env adds to the environment of what runs in it.
+func EnvironmentEnv(p *plan.Plan, env string) []string {
 	pe, ok := p.Environments[env]
 	if !ok {
 		return nil

@@ -1,4 +1,4 @@
-package runner
+package checks
 
 import (
 	"encoding/json"
@@ -16,16 +16,32 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
+// CalibrationVersion names the calibration prompts and checks; it enters
+// every calibration key, so changing them reruns calibration.
+const CalibrationVersion = "calibrate-v1"
+
+// CalCell is one calibration cell: a synthetic case with an empty
+// workspace, run in one arm, and how its answer is checked.
+type CalCell struct {
+	Check string
+	Arm   plan.PlanArm
+	Case  plan.PlanCase
+	Cell  plan.Cell
+	// asked describes the question, for the check's detail.
+	Asked string
+	Grade func(answer string) (passed bool, why string)
+}
+
 // Markers the none check asks the agent to answer with.
 const (
 	calibrationYes = suite.CalibrationYes
 	calibrationNo  = suite.CalibrationNo
 )
 
-// calibrationCells are the calibration cells of p's arms (only those
+// CalibrationCells are the calibration cells of p's arms (only those
 // named, when any are), in authored order: skill or none, then shell
 // where it runs.
-func calibrationCells(p *plan.Plan, suiteDir string, only []string) ([]calCell, error) {
+func CalibrationCells(p *plan.Plan, suiteDir string, only []string) ([]CalCell, error) {
 	var arms []plan.PlanArm
 	for _, a := range p.Arms {
 		if len(only) == 0 || slices.Contains(only, a.Name) {
@@ -54,7 +70,7 @@ func calibrationCells(p *plan.Plan, suiteDir string, only []string) ([]calCell, 
 		}
 	}
 	slices.Sort(names)
-	var out []calCell
+	var out []CalCell
 	for _, arm := range arms {
 		switch {
 		case len(arm.Skills) > 0:
@@ -75,7 +91,7 @@ func calibrationCells(p *plan.Plan, suiteDir string, only []string) ([]calCell, 
 
 // newCalCell makes the calibration cell asking prompt in arm; its key
 // digests everything that decides what the agent does, like a plan cell's.
-func newCalCell(p *plan.Plan, check string, arm plan.PlanArm, prompt string) calCell {
+func newCalCell(p *plan.Plan, check string, arm plan.PlanArm, prompt string) CalCell {
 	id := "calibrate:" + check
 	kb, _ := json.Marshal(struct {
 		Calibration string        `json:"calibration"`
@@ -84,21 +100,21 @@ func newCalCell(p *plan.Plan, check string, arm plan.PlanArm, prompt string) cal
 		Arm         digest.Digest `json:"arm"`
 		Check       string        `json:"check"`
 		Prompt      string        `json:"prompt"`
-	}{calibrationVersion, p.Agent.Digest, p.Limits.Digest, arm.Digest, check, prompt})
-	return calCell{
-		check: check, arm: arm,
-		pc:   plan.PlanCase{Case: suite.Case{ID: id, Prompt: prompt, Kind: "calibration", Tags: []string{}, Assert: []suite.Assertion{}, Rubric: []string{}}},
-		cell: plan.Cell{ID: plan.CellID(id, arm.Name, 1), Case: id, Arm: arm.Name, Trial: 1, Rollout: digest.FromBytes(kb)},
+	}{CalibrationVersion, p.Agent.Digest, p.Limits.Digest, arm.Digest, check, prompt})
+	return CalCell{
+		Check: check, Arm: arm,
+		Case: plan.PlanCase{Case: suite.Case{ID: id, Prompt: prompt, Kind: "calibration", Tags: []string{}, Assert: []suite.Assertion{}, Rubric: []string{}}},
+		Cell: plan.Cell{ID: plan.CellID(id, arm.Name, 1), Case: id, Arm: arm.Name, Trial: 1, Rollout: digest.FromBytes(kb)},
 	}
 }
 
-func shellCheck(p *plan.Plan, arm plan.PlanArm) calCell {
-	nonce := digest.FromString(calibrationVersion + " " + p.Agent.Digest.String() + " " + arm.Digest.String()).Encoded()[:12]
+func shellCheck(p *plan.Plan, arm plan.PlanArm) CalCell {
+	nonce := digest.FromString(CalibrationVersion + " " + p.Agent.Digest.String() + " " + arm.Digest.String()).Encoded()[:12]
 	want := "skillgate-calibration-" + nonce
 	cmd := "echo " + want
 	c := newCalCell(p, verdict.CalibrationShell, arm, suite.CalibrationShellPrompt(cmd))
-	c.asked = fmt.Sprintf("asked to run %q", cmd)
-	c.grade = func(answer string) (bool, string) {
+	c.Asked = fmt.Sprintf("asked to run %q", cmd)
+	c.Grade = func(answer string) (bool, string) {
 		if strings.Contains(answer, want) {
 			return true, "the answer holds its output"
 		}
@@ -107,15 +123,15 @@ func shellCheck(p *plan.Plan, arm plan.PlanArm) calCell {
 	return c
 }
 
-func noneCheck(p *plan.Plan, arm plan.PlanArm, names []string) calCell {
+func noneCheck(p *plan.Plan, arm plan.PlanArm, names []string) CalCell {
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = fmt.Sprintf("%q", n)
 	}
 	list := strings.Join(quoted, " or ")
 	c := newCalCell(p, verdict.CalibrationNone, arm, suite.CalibrationNonePrompt(names))
-	c.asked = "asked whether a skill named " + list + " is available"
-	c.grade = func(answer string) (bool, string) {
+	c.Asked = "asked whether a skill named " + list + " is available"
+	c.Grade = func(answer string) (bool, string) {
 		yes, no := strings.Contains(answer, calibrationYes), strings.Contains(answer, calibrationNo)
 		switch {
 		case no && !yes:
@@ -153,13 +169,13 @@ func readSkillCopy(p *plan.Plan, suiteDir, arm, key string) (skillCopy, error) {
 // skillCheck asks the arm's agent to quote a line of one of its skills'
 // SKILL.md: the first skill whose copy holds a line no differing copy of
 // the same name (in any arm) holds, else the arm's first skill.
-func skillCheck(p *plan.Plan, suiteDir string, arm plan.PlanArm) (calCell, error) {
+func skillCheck(p *plan.Plan, suiteDir string, arm plan.PlanArm) (CalCell, error) {
 	var others []skillCopy
 	for _, a := range p.Arms {
 		for _, k := range plan.ArmSkills(p, a) {
 			c, err := readSkillCopy(p, suiteDir, a.Name, k)
 			if err != nil {
-				return calCell{}, err
+				return CalCell{}, err
 			}
 			others = append(others, c)
 		}
@@ -175,7 +191,7 @@ func skillCheck(p *plan.Plan, suiteDir string, arm plan.PlanArm) (calCell, error
 	for _, k := range arm.Skills {
 		own, err := readSkillCopy(p, suiteDir, arm.Name, k)
 		if err != nil {
-			return calCell{}, err
+			return CalCell{}, err
 		}
 		var differing []skillCopy
 		for _, o := range others {
@@ -196,11 +212,11 @@ func skillCheck(p *plan.Plan, suiteDir string, arm plan.PlanArm) (calCell, error
 		}
 	}
 	if chosen == nil {
-		return calCell{}, fmt.Errorf("calibrate: arm %s: no SKILL.md of its skills holds a line to quote", arm.Name)
+		return CalCell{}, fmt.Errorf("calibrate: arm %s: no SKILL.md of its skills holds a line to quote", arm.Name)
 	}
 	name, line, prefix := chosen.copy.name, chosen.line, chosen.prefix
 	c := newCalCell(p, verdict.CalibrationSkill, arm, suite.CalibrationSkillPrompt(name, prefix))
-	c.asked = fmt.Sprintf("asked to quote the line of skill %s's SKILL.md starting with %q", name, prefix)
+	c.Asked = fmt.Sprintf("asked to quote the line of skill %s's SKILL.md starting with %q", name, prefix)
 	// The lines other copies hold under the same prefix: quoting one of
 	// them shows which copy the agent read.
 	type wrong struct{ arm, key, line string }
@@ -215,7 +231,7 @@ func skillCheck(p *plan.Plan, suiteDir string, arm plan.PlanArm) (calCell, error
 			}
 		}
 	}
-	c.grade = func(answer string) (bool, string) {
+	c.Grade = func(answer string) (bool, string) {
 		if containsLine(answer, line) {
 			if len(wrongs) == 0 && !chosen.unique && !chosen.differs {
 				return true, "the answer holds the line"

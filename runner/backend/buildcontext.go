@@ -1,4 +1,4 @@
-package docker
+package backend
 
 import (
 	"archive/tar"
@@ -25,9 +25,9 @@ import (
 // user needs no "RUN chown -R", which would copy the whole fixture into another layer.
 const LayerTar = "skillgate-layer.tar"
 
-// layerEpoch is the modification time of every entry: fixed so that equal inputs give equal
+// LayerEpoch is the modification time of every entry: fixed so that equal inputs give equal
 // context bytes, and so equal layers.
-var layerEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+var LayerEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // maxEntrySize keeps every entry's size in the ustar size field, so the layer's length can
 // be computed from its headers before the host files are streamed into it.
@@ -236,7 +236,7 @@ func (b *BuildContext) add(p string, typ byte, mode int64, uid, gid int, e *laye
 		Uid:      uid,
 		Gid:      gid,
 		Size:     size,
-		ModTime:  layerEpoch,
+		ModTime:  LayerEpoch,
 	}
 	b.entries[strings.TrimSuffix(name, "/")] = e
 }
@@ -288,7 +288,7 @@ func normalMode(m fs.FileMode) int64 {
 }
 
 // check reports a failed Add and a Dockerfile that would ignore the entries.
-func (b *BuildContext) check() error {
+func (b *BuildContext) Check() error {
 	if b.err != nil {
 		return b.err
 	}
@@ -301,7 +301,7 @@ func (b *BuildContext) check() error {
 // WriteTo writes the context as a tar stream: the Dockerfile, then LayerTar holding the
 // entries sorted by path. Equal inputs give equal bytes.
 func (b *BuildContext) WriteTo(w io.Writer) (int64, error) {
-	if err := b.check(); err != nil {
+	if err := b.Check(); err != nil {
 		return 0, err
 	}
 	cw := &countingWriter{w: w}
@@ -321,7 +321,7 @@ func (b *BuildContext) WriteTo(w io.Writer) (int64, error) {
 		Name:     "Dockerfile",
 		Mode:     0o644,
 		Size:     int64(len(b.dockerfile)),
-		ModTime:  layerEpoch,
+		ModTime:  LayerEpoch,
 	})
 	if err == nil {
 		_, err = io.WriteString(tw, b.dockerfile)
@@ -364,7 +364,7 @@ func (b *BuildContext) writeLayer(outer *tar.Writer) error {
 		Name:     LayerTar,
 		Mode:     0o644,
 		Size:     size,
-		ModTime:  layerEpoch,
+		ModTime:  LayerEpoch,
 	})
 	if err != nil {
 		return err
@@ -475,14 +475,26 @@ func (b *BuildContext) Layer() ([]byte, error) {
 		return nil, b.err
 	}
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range b.sorted() {
-		if err := writeEntry(tw, e); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
+	if err := b.WriteEntries(&buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
+
+// WriteEntries writes the context's entries to w as one tar, without a
+// Dockerfile: Layer's bytes, LayerSize long.
+func (b *BuildContext) WriteEntries(w io.Writer) error {
+	tw := tar.NewWriter(w)
+	for _, e := range b.sorted() {
+		if err := writeEntry(tw, e); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// LayerSize is the exact length of what WriteEntries writes.
+func (b *BuildContext) LayerSize() (int64, error) { return layerSize(b.sorted()) }
+
+// BuildArgs are the build arguments SetBuildArg set.
+func (b *BuildContext) BuildArgs() map[string]*string { return b.args }

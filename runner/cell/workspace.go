@@ -1,4 +1,4 @@
-package runner
+package cell
 
 import (
 	"crypto/sha256"
@@ -11,8 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skillgate/skillgate/runner/docker"
-
+	"github.com/skillgate/skillgate/runner/backend"
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -21,11 +20,11 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
-// initialWorkspace is a cell's workspace before its agent runs, by workspace path: the
+// InitialWorkspace is a cell's workspace before its agent runs, by workspace path: the
 // case's fixture files (with its overlay's) and the arm's installed skills, as the plan
 // digested them. A skill's folder holds its tree alone: it hides what the fixture has
 // there.
-func initialWorkspace(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) map[string]plan.TreeEntry {
+func InitialWorkspace(p *plan.Plan, pc plan.PlanCase, arm plan.PlanArm) map[string]plan.TreeEntry {
 	files := map[string]plan.TreeEntry{}
 	t, _ := p.CaseTree(pc) // merged when the plan was compiled
 	for rel, e := range t.Files {
@@ -115,7 +114,7 @@ func (w *workspaceCollector) under(dir string, f func(string)) {
 }
 
 // visit takes one entry of the container's workspace.
-func (w *workspaceCollector) visit(e docker.WorkspaceEntry) error {
+func (w *workspaceCollector) visit(e backend.WorkspaceEntry) error {
 	if e.Path == "" || strings.ContainsRune(e.Path, 0) {
 		return nil
 	}
@@ -152,7 +151,7 @@ func (w *workspaceCollector) visit(e docker.WorkspaceEntry) error {
 		ch.Kind = grade.ChangeModified
 	}
 	switch e.Type {
-	case docker.TypeDir:
+	case backend.TypeDir:
 		if e.Opaque {
 			w.under(e.Path, remove)
 			removeDirs(e.Path)
@@ -161,12 +160,12 @@ func (w *workspaceCollector) visit(e docker.WorkspaceEntry) error {
 			return nil // a folder only holds what is listed below it
 		}
 		// A folder where the fixture had a file or link.
-	case docker.TypeSymlink:
+	case backend.TypeSymlink:
 		ch.Target = e.Target
 		if had && init.Mode == "symlink" && init.Digest == digest.FromString(filepath.ToSlash(e.Target)) {
 			return nil
 		}
-	case docker.TypeFile:
+	case backend.TypeFile:
 		ch.Exec, ch.Size = e.Mode&0o111 != 0, e.Size
 		same, err := w.store(e, &ch, init, had)
 		if err != nil {
@@ -182,7 +181,7 @@ func (w *workspaceCollector) visit(e docker.WorkspaceEntry) error {
 
 // store streams a regular file's content into a blob, unless a limit cuts it, and says
 // whether it is byte for byte the initial file.
-func (w *workspaceCollector) store(e docker.WorkspaceEntry, ch *grade.FileChange, init plan.TreeEntry, had bool) (same bool, err error) {
+func (w *workspaceCollector) store(e backend.WorkspaceEntry, ch *grade.FileChange, init plan.TreeEntry, had bool) (same bool, err error) {
 	switch {
 	case w.lim.FileBytes > 0 && e.Size > w.lim.FileBytes:
 		ch.Cut = fmt.Sprintf("%d bytes, over limits.collect.fileBytes (%d)", e.Size, w.lim.FileBytes)
@@ -221,7 +220,7 @@ func (w *workspaceCollector) store(e docker.WorkspaceEntry, ch *grade.FileChange
 		err = cerr
 	}
 	if err != nil {
-		var cut docker.CollectCut
+		var cut backend.CollectCut
 		if errors.As(err, &cut) {
 			ch.Cut = cut.Reason
 			return false, cut

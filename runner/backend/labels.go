@@ -1,4 +1,4 @@
-package docker
+package backend
 
 // Labels skillgate puts on what it creates.
 const (
@@ -25,4 +25,17 @@ const CellImageRepo = "skillgate/cell"
 const (
 	LabelAgent        = "dev.skillgate.agent"
 	LabelAgentVersion = "dev.skillgate.agent-version"
+)
+
+// Labels of an environment's images.
+const (
+	// LabelEnvKey is the digest of all an environment image was built from (a
+	// Debian root's release, packages and mirror; a Dockerfile folder's tree and its
+	// base image ID); an image found by its tag is reused only when it carries it.
+	LabelEnvKey = "dev.skillgate.env-key"
+	// LabelDebianRelease and LabelDebianPackages describe a Debian root.
+	LabelDebianRelease  = "dev.skillgate.debian-release"
+	LabelDebianPackages = "dev.skillgate.debian-packages"
+	// LabelDebianMirror is the mirror a Debian root was bootstrapped from.
+	LabelDebianMirror = "dev.skillgate.debian-mirror"
 )

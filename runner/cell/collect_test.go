@@ -1,4 +1,4 @@
-package runner
+package cell
 
 import (
 	"context"
@@ -15,8 +15,10 @@ import (
 	"github.com/skillgate/skillgate/runner/docker/dockertest"
 
 	"github.com/opencontainers/go-digest"
+
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/suite"
 	"github.com/skillgate/skillgate/runner/redact"
 )
 
@@ -181,7 +183,7 @@ func TestEntryTypesAreStoredTypes(t *testing.T) {
 // initial workspace, a setup's changes make another, and what one trial's collection
 // sees never reaches another's through the shared index.
 func TestWorkspaceIndexPerCellImage(t *testing.T) {
-	s := copyTestdataSuite(t, nil, filepath.Join("run", "pinned"))
+	s := pinnedSuite(t)
 	pc := s.Plan.Cases[0]
 	var forced plan.PlanArm
 	for _, a := range s.Plan.Arms {
@@ -223,4 +225,23 @@ func TestWorkspaceIndexPerCellImage(t *testing.T) {
 	if got := two.changes(false); len(got) != 0 {
 		t.Errorf("another trial of the image sees %+v", got)
 	}
+}
+
+// pinnedSuite is the runner's testdata suite run/pinned, copied into a
+// repository of its own and compiled.
+func pinnedSuite(t *testing.T) struct{ Plan *plan.Plan } {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "pinned")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "testdata", "run", "pinned"))); err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.CompileDir(dir)
+	if err != nil {
+		t.Fatal(suite.PrintError(err, dir))
+	}
+	return struct{ Plan *plan.Plan }{p}
 }
