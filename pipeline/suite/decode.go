@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -63,16 +64,26 @@ var errLookupDiffers = errors.New("decode case by lookup: differs from JSON")
 // decodeCase decodes the case v by lookup: by its literals lits and the
 // schema's shape of #Case sh where the suite's files give them, else every
 // field Go declares. An error means it is to be decoded through JSON.
-func decodeCase(v cue.Value, lits []*ast.StructLit, sh *shape) (Case, error) {
+//
+// With src, the files the case's values come from are gathered into it on
+// the way (they are the positions of the values decodeLookup reads), so
+// caseSources need not walk the case again; a case decoded by its literals
+// gathers none, and its caller walks it.
+func decodeCase(v cue.Value, lits []*ast.StructLit, sh *shape, src *sourceSet) (Case, error) {
 	var c Case
 	var err error
 	if lits != nil && sh != nil {
 		err = decodePredicted(&lazyValue{v: v, done: true}, reflect.ValueOf(&c).Elem(), lits, sh)
 	} else {
-		err = decodeLookup(v, reflect.ValueOf(&c).Elem())
+		err = decodeLookup(v, reflect.ValueOf(&c).Elem(), src)
 	}
 	if err != nil || !verifyLookupDecode {
 		return c, err
+	}
+	if src != nil && lits == nil {
+		if got, want := src.list(), caseSources(v, src.dir); !slices.Equal(got, want) {
+			return c, fmt.Errorf("%w: sources %q, walked %q", errLookupDiffers, got, want)
+		}
 	}
 	b, err := v.MarshalJSON()
 	if err != nil {
@@ -200,8 +211,9 @@ func mirrored(sv cue.Value, t reflect.Type) bool {
 
 // decodeLookup decodes the concrete value v into rv as encoding/json would
 // decode v's JSON, reading each field Go declares by its path. It returns
-// errNotDecoded, or CUE's error, where it cannot.
-func decodeLookup(v cue.Value, rv reflect.Value) error {
+// errNotDecoded, or CUE's error, where it cannot. With src, it gathers the
+// files of the values it reads: those of the scalars, as caseSources does.
+func decodeLookup(v cue.Value, rv reflect.Value, src *sourceSet) error {
 	t := rv.Type()
 	byJSON := t.Kind() == reflect.Interface || t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8
 	if byJSON || t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
@@ -209,7 +221,16 @@ func decodeLookup(v cue.Value, rv reflect.Value) error {
 		if err != nil {
 			return err
 		}
+		src.walk(v)
 		return json.Unmarshal(b, rv.Addr().Interface())
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Struct, reflect.Slice, reflect.Map:
+		if v.Kind() == cue.NullKind {
+			src.add(v)
+		} // else its elements' files, read below
+	default:
+		src.add(v)
 	}
 	if v.Kind() == cue.NullKind {
 		switch t.Kind() {
@@ -221,7 +242,7 @@ func decodeLookup(v cue.Value, rv reflect.Value) error {
 	switch t.Kind() {
 	case reflect.Pointer:
 		p := reflect.New(t.Elem())
-		if err := decodeLookup(v, p.Elem()); err != nil {
+		if err := decodeLookup(v, p.Elem(), src); err != nil {
 			return err
 		}
 		rv.Set(p)
@@ -234,7 +255,7 @@ func decodeLookup(v cue.Value, rv reflect.Value) error {
 			if !fv.Exists() {
 				continue
 			}
-			if err := decodeLookup(fv, rv.FieldByIndex(f.index)); err != nil {
+			if err := decodeLookup(fv, rv.FieldByIndex(f.index), src); err != nil {
 				return err
 			}
 		}
@@ -246,7 +267,7 @@ func decodeLookup(v cue.Value, rv reflect.Value) error {
 		s := reflect.MakeSlice(t, 0, 4)
 		for i := 0; it.Next(); i++ {
 			s = reflect.Append(s, reflect.Zero(t.Elem()))
-			if err := decodeLookup(it.Value(), s.Index(i)); err != nil {
+			if err := decodeLookup(it.Value(), s.Index(i), src); err != nil {
 				return err
 			}
 		}
@@ -262,7 +283,7 @@ func decodeLookup(v cue.Value, rv reflect.Value) error {
 		m := reflect.MakeMap(t)
 		for it.Next() {
 			e := reflect.New(t.Elem()).Elem()
-			if err := decodeLookup(it.Value(), e); err != nil {
+			if err := decodeLookup(it.Value(), e, src); err != nil {
 				return err
 			}
 			m.SetMapIndex(reflect.ValueOf(it.Selector().Unquoted()).Convert(t.Key()), e)

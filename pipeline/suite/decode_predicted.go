@@ -103,7 +103,7 @@ func sameDefault(sv cue.Value, t reflect.Type) (reflect.Value, bool) {
 		return reflect.Value{}, false
 	}
 	d := reflect.New(t).Elem()
-	if decodeLookup(sv, d) != nil {
+	if decodeLookup(sv, d, nil) != nil {
 		return reflect.Value{}, false
 	}
 	return d, true
@@ -266,7 +266,7 @@ func (l *lazyValue) get() cue.Value {
 func decodePredicted(lv *lazyValue, rv reflect.Value, lits []*ast.StructLit, sh *shape) error {
 	fields, ok := plainFields(lits)
 	if !ok || sh == nil {
-		return decodeLookup(lv.get(), rv)
+		return decodeLookup(lv.get(), rv, nil)
 	}
 	for name := range fields {
 		if _, known := fieldsOf(rv.Type()).byName[name]; !known && !strings.HasPrefix(name, "#") && !strings.HasPrefix(name, "_") {
@@ -343,7 +343,7 @@ func decodePredicted(lv *lazyValue, rv reflect.Value, lits []*ast.StructLit, sh 
 		if !fv.Exists() {
 			continue
 		}
-		if err := decodeLookup(fv, out); err != nil {
+		if err := decodeLookup(fv, out, nil); err != nil {
 			return err
 		}
 	}
