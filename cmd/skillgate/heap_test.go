@@ -15,10 +15,7 @@ import (
 func TestShortLivedHeapPacing(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
-	old := softHeapLimit
-	softHeapLimit = 64 << 20
-	defer func() { softHeapLimit = old }()
-	shortLivedHeap()
+	shortLivedHeap(64 << 20)
 	if gogc, _ := pacing(); gogc == 100 {
 		t.Fatalf("GOGC is 100 before any collection, want collection off")
 	}

@@ -87,7 +87,7 @@ grades the results, and gives a verdict from a gate policy written as data.`,
 // wins.
 func shortLived(*cli.Context) error {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		shortLivedHeap()
+		shortLivedHeap(softHeapLimit)
 	}
 	return nil
 }
