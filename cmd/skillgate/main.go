@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/suite"
@@ -83,11 +82,12 @@ grades the results, and gives a verdict from a gate policy written as data.`,
 
 // shortLived tunes the garbage collector for a command that evaluates CUE
 // and exits within seconds: collecting only past a soft memory limit saves
-// a third of vet's time. A GOGC or GOMEMLIMIT the user set wins.
+// a third of vet's time; a suite whose live heap nears the limit gets Go's
+// default pacing back (shortLivedHeap). A GOGC or GOMEMLIMIT the user set
+// wins.
 func shortLived(*cli.Context) error {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetGCPercent(-1)
-		debug.SetMemoryLimit(1 << 30)
+		shortLivedHeap(softHeapLimit)
 	}
 	return nil
 }

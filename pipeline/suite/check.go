@@ -1,19 +1,15 @@
 package suite
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
-	"regexp/syntax"
 	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
-	"cuelang.org/go/cue/ast"
-	"cuelang.org/go/cue/build"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/token"
 )
@@ -184,64 +180,6 @@ func checkScript(c *checker, sc *Script, owner ...cue.Selector) {
 			c.add(sel, "%v", err)
 		}
 	}
-}
-
-// compileRE2 compiles a regular expression as skillgate matches it, and
-// says what went wrong in the terms of RE2, the syntax of Go's regexp.
-func compileRE2(re string) error {
-	_, err := regexp.Compile(re)
-	if err == nil {
-		return nil
-	}
-	why := err.Error()
-	var se *syntax.Error
-	if errors.As(err, &se) {
-		why = se.Code.String()
-		if se.Expr != "" && se.Expr != re {
-			why += " at `" + se.Expr + "`"
-		}
-	}
-	for _, look := range []string{"(?=", "(?!", "(?<=", "(?<!"} {
-		if strings.Contains(re, look) {
-			return fmt.Errorf("invalid regular expression %q: it uses lookaround (%s...), which RE2, the syntax of Go's regexp that skillgate reads, does not have", re, look)
-		}
-	}
-	return fmt.Errorf("invalid regular expression %q: %s (RE2 syntax, as Go's regexp reads it: no lookaround, no backreferences)", re, why)
-}
-
-// checkGlob refuses an allowed-writes glob that can never match a changed
-// file's path (relative, slash-separated, clean), and says what to write.
-func checkGlob(g string) error {
-	if _, err := path.Match(g, ""); err != nil {
-		return fmt.Errorf("invalid glob %q: %v", g, err)
-	}
-	switch {
-	case strings.Trim(g, "/") == "":
-		return fmt.Errorf("glob %q matches no file: name the files the agent may write, such as \"CHANGELOG.md\" or \"docs/**\" for a folder, or leave writes out to allow any change", g)
-	case strings.HasSuffix(g, "/"):
-		dir := strings.TrimRight(g, "/")
-		return fmt.Errorf("glob %q matches no file: a trailing slash matches no file path; write %q for everything in the folder", g, cleanGlob(dir)+"/**")
-	case strings.HasPrefix(g, "/"):
-		return fmt.Errorf("glob %q matches no file: paths are relative to the workspace; write %q", g, cleanGlob(g))
-	}
-	for _, el := range strings.Split(g, "/") {
-		switch el {
-		case "":
-			return fmt.Errorf("glob %q matches no file: it has an empty path element (//); write %q", g, cleanGlob(g))
-		case ".", "..":
-			return fmt.Errorf("glob %q matches no file: paths are clean, without %s elements; write %q", g, el, cleanGlob(g))
-		}
-	}
-	return nil
-}
-
-// cleanGlob is g made relative and clean.
-func cleanGlob(g string) string {
-	c := strings.TrimPrefix(path.Clean("/"+g), "/")
-	if c == "" {
-		return "**"
-	}
-	return c
 }
 
 // checkArmTargets checks every arm that installs its cases' targets: each
@@ -516,54 +454,4 @@ func checkAssertion(c *checker, a Assertion) error {
 		}
 	}
 	return nil
-}
-
-// checkDuplicateCases reports a case ID declared more than once: CUE would
-// silently merge two cases with one ID written in two files.
-func checkDuplicateCases(insts []*build.Instance) cueerrors.Error {
-	seen := map[string][]token.Pos{}
-	var order []string
-	for _, inst := range insts {
-		for _, f := range inst.Files {
-			ast.Walk(f, func(n ast.Node) bool {
-				fd, ok := n.(*ast.Field)
-				if !ok {
-					return true
-				}
-				if name, _, _ := ast.LabelName(fd.Label); name != "cases" {
-					return true
-				}
-				for _, id := range caseLabels(fd.Value) {
-					name, _, _ := ast.LabelName(id.Label)
-					if _, ok := seen[name]; !ok {
-						order = append(order, name)
-					}
-					seen[name] = append(seen[name], id.Label.Pos())
-				}
-				return false
-			}, nil)
-		}
-	}
-	var errs cueerrors.Error
-	for _, id := range order {
-		if ps := seen[id]; len(ps) > 1 {
-			errs = cueerrors.Append(errs, &suiteError{path: []string{"cases", cue.Str(id).String()}, pos: ps, msg: fmt.Sprintf("case %s is declared %d times; case IDs must be unique", id, len(ps))})
-		}
-	}
-	return errs
-}
-
-// caseLabels lists the fields of a `cases:` value written as a struct.
-func caseLabels(x ast.Expr) []*ast.Field {
-	st, ok := x.(*ast.StructLit)
-	if !ok {
-		return nil
-	}
-	var out []*ast.Field
-	for _, d := range st.Elts {
-		if fd, ok := d.(*ast.Field); ok {
-			out = append(out, fd)
-		}
-	}
-	return out
 }

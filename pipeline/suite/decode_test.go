@@ -86,7 +86,7 @@ func TestDecodeByLookupMatchesJSON(t *testing.T) {
 		if wantLits := id != "d"; (lits[id] != nil) != wantLits {
 			t.Errorf("case %s: literals found = %v, want %v", id, lits[id] != nil, wantLits)
 		}
-		got, err := decodeCase(it.Value(), lits[id], sh)
+		got, err := decodeCase(it.Value(), lits[id], sh, nil)
 		if err != nil {
 			t.Fatalf("case %s: %v", id, err)
 		}

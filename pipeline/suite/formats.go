@@ -56,48 +56,77 @@ func readFormats(v cue.Value, dir string) (cue.Value, cueerrors.Error) {
 // caseSources lists the files other than CUE files, relative to dir, that a
 // case's values come from: the user's files in another system's format
 // (read by CUE's @embed or by a format's reader), so a plan diff can name
-// the file a changed case was edited in.
+// the file a changed case was edited in. A case decoded by lookup gathers
+// them as it is read (decodeCase); this walk is for the others.
 func caseSources(v cue.Value, dir string) []string {
-	seen := map[string]bool{}
-	var walk func(cue.Value)
-	walk = func(x cue.Value) {
-		switch x.IncompleteKind() {
-		case cue.StructKind:
-			it, err := x.Fields()
-			if err != nil {
-				return
-			}
-			for it.Next() {
-				walk(it.Value())
-			}
-			return
-		case cue.ListKind:
-			it, err := x.List()
-			if err != nil {
-				return
-			}
-			for it.Next() {
-				walk(it.Value())
-			}
-			return
-		}
-		name := x.Pos().Filename()
-		if name == "" || strings.HasSuffix(name, ".cue") {
-			return
-		}
-		if filepath.IsAbs(name) {
-			if rel, err := filepath.Rel(dir, name); err == nil {
-				name = rel
-			}
-		}
-		seen[filepath.ToSlash(name)] = true
+	src := newSourceSet(dir)
+	src.walk(v)
+	return src.list()
+}
+
+// A sourceSet gathers the files, other than CUE files, that values come
+// from, relative to dir. A nil set gathers nothing.
+type sourceSet struct {
+	dir  string
+	seen map[string]bool
+}
+
+func newSourceSet(dir string) *sourceSet {
+	return &sourceSet{dir: dir, seen: map[string]bool{}}
+}
+
+// walk adds the files of every scalar in x.
+func (s *sourceSet) walk(x cue.Value) {
+	if s == nil {
+		return
 	}
-	walk(v)
-	if len(seen) == 0 {
+	switch x.IncompleteKind() {
+	case cue.StructKind:
+		it, err := x.Fields()
+		if err != nil {
+			return
+		}
+		for it.Next() {
+			s.walk(it.Value())
+		}
+		return
+	case cue.ListKind:
+		it, err := x.List()
+		if err != nil {
+			return
+		}
+		for it.Next() {
+			s.walk(it.Value())
+		}
+		return
+	}
+	s.add(x)
+}
+
+// add adds the file of the scalar x.
+func (s *sourceSet) add(x cue.Value) {
+	if s == nil {
+		return
+	}
+	name := x.Pos().Filename()
+	if name == "" || strings.HasSuffix(name, ".cue") {
+		return
+	}
+	if filepath.IsAbs(name) {
+		if rel, err := filepath.Rel(s.dir, name); err == nil {
+			name = rel
+		}
+	}
+	s.seen[filepath.ToSlash(name)] = true
+}
+
+// list is the files gathered, sorted; nil for none.
+func (s *sourceSet) list() []string {
+	if s == nil || len(s.seen) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
+	out := make([]string, 0, len(s.seen))
+	for k := range s.seen {
 		out = append(out, k)
 	}
 	slices.Sort(out)

@@ -346,10 +346,16 @@ func decodeSuite(v cue.Value, s *Suite, lenient bool, files []*ast.File) error {
 			defer wg.Done()
 			for i := w; i < len(vals); i += workers {
 				if byLookup {
-					c, err := decodeCase(vals[i], lits[ids[i]], caseShape)
+					var src *sourceSet
+					if len(s.Formats) > 0 {
+						src = newSourceSet(s.Dir)
+					}
+					c, err := decodeCase(vals[i], lits[ids[i]], caseShape, src)
 					if err == nil {
-						if len(s.Formats) > 0 {
+						if src != nil && lits[ids[i]] != nil {
 							c.Sources = caseSources(vals[i], s.Dir)
+						} else {
+							c.Sources = src.list()
 						}
 						cases[i] = c
 						continue
