@@ -52,6 +52,9 @@ type Options struct {
 	// model requests, matched by their content, instead of the plan's
 	// provider: no network, no credential.
 	Replay string
+	// Cache is the machine's cache folder the run folder pins its trees
+	// from (runner/cache); empty pins by copying the live folders.
+	Cache string
 	// TreesFrom is a run folder whose verified tree snapshots the cells
 	// run when there is no suite folder (replaying an imported run).
 	TreesFrom string
@@ -165,6 +168,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	defer unlock()
+	if err := useCache(st, opts); err != nil {
+		return nil, err
+	}
 	budget, err := spend.Open(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return nil, err
