@@ -47,10 +47,14 @@ func LinkTree(src, dst string, want plan.Tree) error {
 		return err
 	}
 	name := func(f liveEntry) string { return filepath.Join(src, filepath.FromSlash(f.rel)) }
+	made := map[string]bool{dst: true} // folders made: one MkdirAll per folder, not per file
 	regular, err := matchTree(files, want, name, "snapshot", func(f liveEntry, target string) error {
 		out := filepath.Join(dst, filepath.FromSlash(f.rel))
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
+		if d := filepath.Dir(out); !made[d] {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			made[d] = true
 		}
 		if target != "" {
 			return os.Symlink(target, out)
