@@ -81,6 +81,16 @@ func TestReuseAcrossSkillEdit(t *testing.T) {
 				t.Errorf("%s of the edited skill's arm is in the ledger: %+v", id, taken)
 			}
 		}
+		if _, _, err := Evaluate(context.Background(), s2.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 4, Cache: cacheDir}); err != nil {
+			t.Fatal(err)
+		}
+		page, err := os.ReadFile(filepath.Join(out, "report.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(page), `"reused":{"from":`); n != 3 {
+			t.Errorf("report.html marks %d cells reused, want 3", n)
+		}
 	}
 
 	// A taken record is verified: an answer edited in the source is refused.

@@ -7,7 +7,9 @@ import (
 	"github.com/skillgate/skillgate/runner/reuse"
 	"github.com/skillgate/skillgate/runner/store"
 
+	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/report"
 )
 
 // reuseFrom takes into the run folder the rollouts opts.Reuse holds under
@@ -52,8 +54,10 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // age says how long ago t was, to the unit that matters.
-func age(t time.Time) string {
-	d := time.Since(t)
+func age(t time.Time) string { return span(time.Since(t)) }
+
+// span says d to the unit that matters.
+func span(d time.Duration) string {
 	switch {
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d.Seconds()))
@@ -63,4 +67,24 @@ func age(t time.Time) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// markReused marks in the reports' evidence the cells whose rollouts run
+// --reuse took (the run folder's reused.json), with their age when taken.
+func markReused(out string, results []grade.CellResult, ev *report.Evidence) error {
+	ledger, err := reuse.Ledger(out)
+	if err != nil || len(ledger) == 0 {
+		return err
+	}
+	for _, res := range results {
+		t, ok := ledger[res.Rollout]
+		ce, okc := ev.Cells[res.Cell]
+		if !ok || !okc {
+			continue
+		}
+		id := res.Cell
+		ce.Reused = &report.ReusedEvidence{From: t.From, RanAt: t.RanAt.UTC().Format(time.RFC3339), Age: span(t.TakenAt.Sub(t.RanAt))}
+		ev.Cells[id] = ce
+	}
+	return nil
 }
