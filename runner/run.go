@@ -93,6 +93,9 @@ type Summary struct {
 	// Taken counts the rollouts run --reuse took from another run folder
 	// (or, in a dry run, would take); they are among Reused.
 	Taken int `json:"taken,omitempty"`
+	// ReuseRefused says, per model, why reused cells were refused and run
+	// again (a provider or agent that changed since they ran).
+	ReuseRefused []string `json:"reuseRefused,omitempty"`
 	// Statuses counts the selected cells' rollouts by status; cells not run
 	// (interrupted, dry run) are not counted.
 	Statuses    map[string]int `json:"statuses"`

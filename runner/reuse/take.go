@@ -268,3 +268,27 @@ func cmpStr(a, b string) int {
 	}
 	return 0
 }
+
+// Forget takes keys out of st's ledger: their reused rollouts were refused
+// and run again here.
+func Forget(st *store.Store, keys map[digest.Digest]bool) error {
+	old, err := Ledger(st.Dir)
+	if err != nil {
+		return err
+	}
+	var list []Taken
+	for k, t := range old {
+		if !keys[k] {
+			list = append(list, t)
+		}
+	}
+	slices.SortFunc(list, func(a, b Taken) int { return a.TakenAt.Compare(b.TakenAt)*2 + cmpStr(a.Cell, b.Cell) })
+	if list == nil {
+		list = []Taken{}
+	}
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return err
+	}
+	return st.PutFile(filepath.Join(st.Dir, FileLedger), append(b, '\n'))
+}
