@@ -35,7 +35,11 @@ func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (
 	for _, t := range res.Taken {
 		oldest, newest = minTime(oldest, t.RanAt), maxTime(newest, t.RanAt)
 	}
-	fmt.Fprintf(opts.Log, "%s %d cells from %s (stored rollouts of the same keys, verified; run %s to %s ago)\n", verb, len(res.Taken), opts.Reuse, age(newest), age(oldest))
+	saved := fmt.Sprintf("%.0f s of cells", res.SavedSeconds)
+	if res.SavedUSD > 0 {
+		saved = fmt.Sprintf("$%.4f and %s", res.SavedUSD, saved)
+	}
+	fmt.Fprintf(opts.Log, "%s %d cells from %s (stored rollouts of the same keys, verified; run %s to %s ago), saving %s as they cost when they ran\n", verb, len(res.Taken), opts.Reuse, age(newest), age(oldest), saved)
 	return len(res.Taken), nil
 }
 

@@ -38,6 +38,11 @@ type Result struct {
 	Taken []Taken
 	// Refused names the records that failed verification, with why.
 	Refused []string
+	// SavedUSD is what the taken rollouts' model calls cost when they ran
+	// (priced ones only), SavedSeconds their cells' time: what reusing
+	// them saves.
+	SavedUSD     float64
+	SavedSeconds float64
 }
 
 // Take copies into st the valid rollouts stored in from (a run folder or
@@ -75,6 +80,10 @@ func Take(from string, st *store.Store, p *plan.Plan, cells []plan.Cell, dryRun 
 			res.Refused = append(res.Refused, fmt.Sprintf("rollout %s (%s): %v", c.Rollout.Encoded()[:12], r.Cell, err))
 			continue
 		}
+		if r.Gateway != nil && r.Gateway.USD != nil {
+			res.SavedUSD += *r.Gateway.USD
+		}
+		res.SavedSeconds += r.Durations.Total
 		if dryRun {
 			res.Taken = append(res.Taken, Taken{Key: c.Rollout, Cell: c.ID, From: from, RanAt: r.StartedAt, TakenAt: now})
 			continue
