@@ -59,6 +59,9 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 		return nil, err
 	}
 	defer unlock()
+	if err := useCache(st, opts); err != nil {
+		return nil, err
+	}
 	cal := &verdict.Calibration{Checks: []verdict.CalibrationCheck{}}
 	var todo []checks.CalCell
 	for _, c := range cells {

@@ -106,6 +106,9 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		_, _, err := judge.JudgeCells(ctx, sp, cellJudge, adjudicator, opts.judging())
 		return err
 	})
+	if err == nil && opts.Reuse != "" && !opts.DryRun && ctx.Err() == nil {
+		sum, err = refuseDrifted(ctx, p, opts, sum)
+	}
 	if err != nil {
 		return sum, nil, err
 	}

@@ -47,6 +47,9 @@ func Grade(ctx context.Context, p *plan.Plan, cells []plan.Cell, opts Options) (
 		return 0, err
 	}
 	defer unlock()
+	if err := useCache(st, opts); err != nil {
+		return 0, err
+	}
 	cases, arms := p.CasesByID(), p.ArmsByName()
 	var todo []plan.Cell
 	seen := map[digest.Digest]bool{}

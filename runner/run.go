@@ -52,6 +52,13 @@ type Options struct {
 	// model requests, matched by their content, instead of the plan's
 	// provider: no network, no credential.
 	Replay string
+	// Reuse is a run folder or a pack whose stored rollouts, under the keys
+	// of selected cells, are taken into the run folder, verified, before
+	// any cell runs (runner/reuse).
+	Reuse string
+	// Cache is the machine's cache folder the run folder pins its trees
+	// from (runner/cache); empty pins by copying the live folders.
+	Cache string
 	// TreesFrom is a run folder whose verified tree snapshots the cells
 	// run when there is no suite folder (replaying an imported run).
 	TreesFrom string
@@ -86,6 +93,12 @@ type Summary struct {
 	// Reused cells had a stored rollout; Ran cells started a container.
 	Reused int `json:"reused"`
 	Ran    int `json:"ran"`
+	// Taken counts the rollouts run --reuse took from another run folder
+	// (or, in a dry run, would take); they are among Reused.
+	Taken int `json:"taken,omitempty"`
+	// ReuseRefused says, per model, why reused cells were refused and run
+	// again (a provider or agent that changed since they ran).
+	ReuseRefused []string `json:"reuseRefused,omitempty"`
 	// Statuses counts the selected cells' rollouts by status; cells not run
 	// (interrupted, dry run) are not counted.
 	Statuses    map[string]int `json:"statuses"`
@@ -168,12 +181,20 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	defer unlock()
+	if err := useCache(st, opts); err != nil {
+		return nil, err
+	}
 	budget, err := spend.Open(out, p, opts.SpendCapUSD)
 	if err != nil {
 		return nil, err
 	}
 	sum := &Summary{Planned: len(p.Cells), Selected: len(cells), Statuses: map[string]int{}}
 	sum.SpentFolderUSD, _ = budget.Totals()
+	if opts.Reuse != "" {
+		if sum.Taken, err = reuseFrom(st, p, cells, opts); err != nil {
+			return nil, err
+		}
+	}
 
 	// One rollout per key: cells sharing a key share it.
 	var todo []plan.Cell
@@ -336,6 +357,9 @@ func lockFolder(dir string) (func(), error) {
 // DescribeSummary renders a run's summary for people.
 func DescribeSummary(s *Summary, out string, dryRun bool) string {
 	if dryRun {
+		if s.Taken > 0 {
+			return fmt.Sprintf("dry run: %d cells would run, %d are stored, %d would be reused from --reuse; nothing started", s.Selected-s.Reused-s.Taken, s.Reused, s.Taken)
+		}
 		return fmt.Sprintf("dry run: %d cells would run, %d are stored; nothing started", s.Selected-s.Reused, s.Reused)
 	}
 	var parts []string

@@ -55,6 +55,9 @@ type CellEvidence struct {
 	Requests     int           `json:"requests,omitempty"`
 	Model        string        `json:"model,omitempty"`
 	Collection   string        `json:"collection,omitempty"`
+	// Reused says the cell's rollout was taken from another run folder by
+	// run --reuse, and how old it was then; nil for a cell run here.
+	Reused *ReusedEvidence `json:"reused,omitempty"`
 	// ModelAsked and ModelAnswered are the models the cell's requests named
 	// and its responses did; LatencySeconds sums its model exchanges'.
 	ModelAsked     string  `json:"modelAsked,omitempty"`
@@ -199,4 +202,14 @@ func (e CellEvidence) forPage() CellEvidence {
 	}
 	e.Cut = e.Cut || cut
 	return e
+}
+
+// ReusedEvidence is where a reused cell's rollout came from and when it ran.
+type ReusedEvidence struct {
+	From string `json:"from"`
+	// RanAt is when its session started (RFC 3339, UTC); Age how long
+	// before it was taken (a fixed figure, so the report stays a function
+	// of the run folder).
+	RanAt string `json:"ranAt"`
+	Age   string `json:"age"`
 }

@@ -52,7 +52,7 @@ func CellEvidence(p *plan.Plan, st *store.Store, results []grade.CellResult) (*r
 		}
 		ev.Cells[res.Cell] = ce
 	}
-	return ev, nil
+	return ev, markReused(st.Dir, results, ev)
 }
 
 func rolloutEvidence(p *plan.Plan, st *store.Store, pc plan.PlanCase, arm plan.PlanArm, ro *store.Rollout, res grade.CellResult) (report.CellEvidence, error) {

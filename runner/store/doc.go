@@ -25,6 +25,8 @@
 //	merge/set-aside/KIND/KEY/HEX/  a version not chosen (HEX: the first 16 hex digits of its
 //	                               content digest), kept as it was stored
 //	.lock                          held by the skillgate process using the folder
+//	reused.json                    the rollouts run --reuse took from another folder or pack:
+//	                               key, cell, where from, when it ran, when taken (runner/reuse)
 //	store/rollouts/KEY/            one agent session, by rollout key:
 //	    rollout.json                 the normalized record (status, telemetry, changes, usage, setup)
 //	    answer.txt                   the final answer as the agent gave it
@@ -32,7 +34,9 @@
 //	    files/HEX                    each changed file's content, by digest, the setup's too
 //	store/trees/HEX/               a skill, fixture, case or Dockerfile folder the plan digested,
 //	                               by digest, copied and verified before the first cell (PinTree),
-//	                               read-only; cells are built, graded and judged from it
+//	                               read-only; cells are built, graded and judged from it;
+//	                               with the machine's cache (runner/cache), its files are
+//	                               hard links to the cache's snapshot, verified as placed
 //	store/grades/GRADE.json        a cell's result, by grade key (a rubric cell's once judged)
 //	store/packets/KEY.json         a blinded packet sent to the judge
 //	store/judgements/KEY.json      the judge's reply, usage and what was read from it

@@ -163,6 +163,9 @@ const (
 // partial one where a later run would trust it.
 type Store struct {
 	Dir string
+	// Shared, when set, is the machine's store of tree snapshots that
+	// PinTree links this folder's from (runner/cache).
+	Shared SharedTrees
 }
 
 // OpenStore opens (making it if needed) the store under dir and clears what

@@ -24,7 +24,8 @@ import (
 // PinTree snapshots the tree the plan knows as want from the live folder
 // src into the store, verifying every file, and returns the snapshot's
 // folder. what names the tree in errors ("skill changelog", "fixture
-// fixtures/repo"). A tree already in the store is not copied again.
+// fixtures/repo"). A tree already in the store is not copied again; with a
+// Shared store, the snapshot is linked from the machine's (SharedTrees).
 func (s *Store) PinTree(what, src string, want plan.Tree) (string, error) {
 	dst := s.TreeDir(want.Digest)
 	if _, err := os.Stat(dst); err == nil {
@@ -44,7 +45,12 @@ func (s *Store) PinTree(what, src string, want plan.Tree) (string, error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", what, err)
 	}
-	if err := copyVerified(src, tmp, want); err != nil {
+	if s.Shared != nil {
+		err = s.Shared.PlaceTree(what, src, want, tmp)
+	} else {
+		err = copyVerified(src, tmp, want)
+	}
+	if err != nil {
 		return "", fmt.Errorf("verify %s: %w", what, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {

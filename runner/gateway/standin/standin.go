@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,7 @@ type Server struct {
 	models   *Fault // GET /v1/models
 	text     string // the reply's text
 	cached   int64  // cache-read tokens each reply reports
+	model    string // the model a Messages reply says answered; "" for stand-in-model
 	received []Request
 	released chan struct{} // closed on Close: stalls end
 }
@@ -184,6 +186,14 @@ func (s *Server) Reply(text string) {
 	s.text = text
 }
 
+// AnswerAs makes every Messages reply say model answered it, as a provider
+// serving a name from another version would.
+func (s *Server) AnswerAs(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.model = model
+}
+
 // CacheRead makes every reply report n of its Input tokens as read from the
 // prompt cache, each API in its own convention: the Responses API counts
 // them in input_tokens (Input in all), the Messages API apart from it
@@ -236,7 +246,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		f = s.always
 	}
-	text, cached := s.text, s.cached
+	text, cached, model := s.text, s.cached, s.model
 	s.mu.Unlock()
 
 	if f != nil && f.StallBeforeHeaders {
@@ -291,7 +301,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"input_tokens":42}`)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-		s.stream(w, r, standInMessages(text, cached), f)
+		events := standInMessages(text, cached)
+		if model != "" {
+			events[0] = strings.Replace(events[0], `"stand-in-model"`, strconv.Quote(model), 1)
+		}
+		s.stream(w, r, events, f)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
 		s.stream(w, r, standInResponses(text, cached), f)
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):

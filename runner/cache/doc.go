@@ -1,0 +1,34 @@
+// Package cache is the machine's store, shared by every run folder of the
+// machine: verified snapshots of the trees plans digest (skills, fixtures,
+// case and Dockerfile folders), by digest. A run folder pins its trees
+// from it (store.SharedTrees) by hard links, so a fixture of 20,000 files
+// is copied and hashed once per machine, not once per folder, while each
+// folder stays self-contained: its store/trees/HEX holds the files
+// themselves, which export, merge, report and gate read with no cache.
+//
+// # Layout
+//
+//	trees/HEX/         a tree's snapshot, by the plan's tree digest; read-only files
+//	trees/HEX.json     what the snapshot holds (files, bytes) and when it was made;
+//	                   its modification time is the snapshot's last use, which gc reads
+//	locks/HEX.lock     held shared while a snapshot is placed into a run folder,
+//	                   exclusively while it is made, made again or removed
+//	tmp/               what is being made; renamed into trees/ once verified
+//
+// # Trust
+//
+// Nothing in the cache is trusted as it is. A snapshot is made from the live
+// folder with every file hashed while copied and checked against the plan's
+// tree, then renamed into place (atomic: a crash leaves only tmp/), and every
+// time a run folder takes it, every file placed is hashed again, through the
+// link, and checked against the plan: a snapshot damaged on disk (a byte
+// changed, a file added, removed or made writable) is refused, removed and
+// made again from the live folder, never used; the run's log says so. Two
+// processes pinning the same tree at once make it once: the second waits on
+// the lock, then links what the first made.
+//
+// The cache's folder is $SKILLGATE_CACHE, else skillgate/ in the user's
+// cache folder (os.UserCacheDir); `run --cache DIR` overrides both and
+// `--cache off` pins by copying, as without a cache. `skillgate cache gc`
+// bounds it by size and age.
+package cache

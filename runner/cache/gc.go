@@ -1,0 +1,132 @@
+package cache
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// Entries lists the cache's snapshots, least recently used first.
+func (c *Cache) Entries() ([]Entry, error) {
+	ents, err := os.ReadDir(filepath.Join(c.Dir, DirTrees))
+	if err != nil {
+		return nil, fmt.Errorf("list cache: %w", err)
+	}
+	var out []Entry
+	for _, d := range ents {
+		if !d.IsDir() {
+			continue
+		}
+		tree := digest.NewDigestFromEncoded(digest.SHA256, d.Name())
+		if tree.Validate() != nil {
+			continue
+		}
+		e := Entry{Tree: tree}
+		if b, err := os.ReadFile(c.entryFile(tree)); err == nil {
+			json.Unmarshal(b, &e) // a damaged record: sized from the folder below
+			e.Tree = tree
+		}
+		info, err := os.Stat(c.entryFile(tree))
+		if err != nil {
+			info, err = d.Info()
+		}
+		if err == nil {
+			e.Used = info.ModTime()
+		}
+		if e.Bytes == 0 {
+			e.Files, e.Bytes = sizeOf(c.TreeDir(tree))
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return a.Used.Compare(b.Used) })
+	return out, nil
+}
+
+func sizeOf(dir string) (files int, bytes int64) {
+	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			files++
+			bytes += info.Size()
+		}
+		return nil
+	})
+	return files, bytes
+}
+
+// Collected is what GC did.
+type Collected struct {
+	Removed      int   `json:"removed"`
+	RemovedBytes int64 `json:"removedBytes"`
+	Kept         int   `json:"kept"`
+	KeptBytes    int64 `json:"keptBytes"`
+	// Busy counts snapshots GC would have removed that a run was using.
+	Busy int `json:"busy"`
+}
+
+// GC removes the snapshots not used for longer than maxAge (0: no bound),
+// then the least recently used ones until the rest hold at most maxBytes
+// (0: no bound), and what interrupted processes left in tmp/. A snapshot a
+// run is placing is skipped (its lock is held), never removed under it;
+// run folders keep their own links to what is removed.
+func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collected, error) {
+	var res Collected
+	entries, err := c.Entries()
+	if err != nil {
+		return res, err
+	}
+	var total int64
+	for _, e := range entries {
+		total += e.Bytes
+	}
+	for _, e := range entries {
+		old := maxAge > 0 && now.Sub(e.Used) > maxAge
+		big := maxBytes > 0 && total > maxBytes
+		if !old && !big {
+			res.Kept++
+			res.KeptBytes += e.Bytes
+			continue
+		}
+		unlock, err := c.lock(e.Tree, syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != nil {
+			res.Busy++
+			res.Kept++
+			res.KeptBytes += e.Bytes
+			continue
+		}
+		err = c.remove(e.Tree)
+		if err == nil {
+			os.Remove(filepath.Join(c.Dir, DirLocks, e.Tree.Encoded()+".lock"))
+		}
+		unlock()
+		if err != nil {
+			return res, fmt.Errorf("collect cache: %w", err)
+		}
+		res.Removed++
+		res.RemovedBytes += e.Bytes
+		total -= e.Bytes
+	}
+	c.sweepTmp(now)
+	return res, nil
+}
+
+// sweepTmp removes what processes left in tmp/ over an hour ago: a
+// snapshot being made is younger, or its maker holds the tree's lock.
+func (c *Cache) sweepTmp(now time.Time) {
+	ents, _ := os.ReadDir(filepath.Join(c.Dir, DirTmp))
+	for _, d := range ents {
+		info, err := d.Info()
+		if err != nil || now.Sub(info.ModTime()) < time.Hour {
+			continue
+		}
+		if strings.HasPrefix(d.Name(), "tree-") || strings.HasPrefix(d.Name(), "gone-") {
+			removeAll(filepath.Join(c.Dir, DirTmp, d.Name()))
+		}
+	}
+}

@@ -1,0 +1,316 @@
+package reuse
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/skillgate/skillgate/runner/gateway"
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/pipeline/plan"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// FileLedger lists, in a run folder, the rollouts taken from elsewhere.
+const FileLedger = "reused.json"
+
+// Taken is one rollout taken into the run folder.
+type Taken struct {
+	Key  digest.Digest `json:"key"`
+	Cell string        `json:"cell"`
+	// From is the run folder or pack it was taken from.
+	From string `json:"from"`
+	// RanAt is when its session started; TakenAt when it was taken.
+	RanAt   time.Time `json:"ranAt"`
+	TakenAt time.Time `json:"takenAt"`
+}
+
+// Result is what Take did.
+type Result struct {
+	From  string
+	Taken []Taken
+	// Refused names the records that failed verification, with why.
+	Refused []string
+	// SavedUSD is what the taken rollouts' model calls cost when they ran
+	// (priced ones only), SavedSeconds their cells' time: what reusing
+	// them saves.
+	SavedUSD     float64
+	SavedSeconds float64
+}
+
+// Take copies into st the valid rollouts stored in from (a run folder or
+// a pack) under the keys of cells that st lacks, each verified first, and
+// records them in st's ledger. With dryRun it verifies and counts them,
+// and writes nothing.
+func Take(from string, st *store.Store, p *plan.Plan, cells []plan.Cell, dryRun bool) (*Result, error) {
+	dir, done, err := openSource(from)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	src := &store.Store{Dir: dir}
+	res := &Result{From: from}
+	cases, arms := p.CasesByID(), p.ArmsByName()
+	seen := map[digest.Digest]bool{}
+	now := time.Now().UTC()
+	for _, c := range cells {
+		if seen[c.Rollout] {
+			continue
+		}
+		seen[c.Rollout] = true
+		if r, ok, _ := st.Rollout(c.Rollout); ok && r.Status != store.StatusInvalid {
+			continue
+		}
+		r, ok, err := src.Rollout(c.Rollout)
+		if err != nil {
+			res.Refused = append(res.Refused, err.Error())
+			continue
+		}
+		if !ok || r.Status == store.StatusInvalid {
+			continue
+		}
+		if err := checkInputs(p, r, cases[c.Case], arms[c.Arm]); err != nil {
+			res.Refused = append(res.Refused, fmt.Sprintf("rollout %s (%s): %v", c.Rollout.Encoded()[:12], r.Cell, err))
+			continue
+		}
+		if r.Gateway != nil && r.Gateway.USD != nil {
+			res.SavedUSD += *r.Gateway.USD
+		}
+		res.SavedSeconds += r.Durations.Total
+		if dryRun {
+			res.Taken = append(res.Taken, Taken{Key: c.Rollout, Cell: c.ID, From: from, RanAt: r.StartedAt, TakenAt: now})
+			continue
+		}
+		if err := copyExchanges(dir, st, r); err != nil {
+			res.Refused = append(res.Refused, fmt.Sprintf("rollout %s (%s): %v", c.Rollout.Encoded()[:12], r.Cell, err))
+			continue
+		}
+		if err := copyRollout(src.RolloutDir(c.Rollout), st, c.Rollout); err != nil {
+			return res, fmt.Errorf("reuse rollout %s: %w", r.Cell, err)
+		}
+		res.Taken = append(res.Taken, Taken{Key: c.Rollout, Cell: c.ID, From: from, RanAt: r.StartedAt, TakenAt: now})
+	}
+	if len(res.Taken) > 0 && !dryRun {
+		if err := appendLedger(st, res.Taken); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// openSource is the run folder from names: itself, or a pack unpacked
+// (checked against its manifest) into a temporary folder done removes.
+func openSource(from string) (dir string, done func(), err error) {
+	info, err := os.Stat(from)
+	if err != nil {
+		return "", nil, fmt.Errorf("reuse from %s: %w", from, err)
+	}
+	if info.IsDir() {
+		if _, err := os.Stat(filepath.Join(from, store.DirRollouts)); err != nil {
+			return "", nil, fmt.Errorf("reuse from %s: not a run folder (no %s)", from, store.DirRollouts)
+		}
+		return from, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "skillgate-reuse-")
+	if err != nil {
+		return "", nil, fmt.Errorf("reuse from %s: %w", from, err)
+	}
+	f, err := os.Open(from)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, fmt.Errorf("reuse from %s: %w", from, err)
+	}
+	defer f.Close()
+	out := filepath.Join(tmp, "run")
+	if _, err := store.Unpack(f, out); err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, fmt.Errorf("reuse from %s: %w", from, err)
+	}
+	return out, func() { os.RemoveAll(tmp) }, nil
+}
+
+// checkInputs checks that a rollout stored under a cell's key ran the
+// cell's fixture and skills, as merge checks it.
+func checkInputs(p *plan.Plan, r *store.Rollout, pc plan.PlanCase, arm plan.PlanArm) error {
+	if r.Inputs.Fixture != "" && r.Inputs.Fixture != pc.FixtureDigest {
+		return fmt.Errorf("it ran fixture %s, the cell has %s: altered or damaged", r.Inputs.Fixture, pc.FixtureDigest)
+	}
+	if r.Inputs.Skills == nil {
+		return nil
+	}
+	var got, want []string
+	for _, s := range r.Inputs.Skills {
+		got = append(got, s.Digest.String())
+	}
+	for _, k := range arm.Skills {
+		want = append(want, p.Skills[k].Digest.String())
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("it ran skills %v, the cell installs %v: altered or damaged", got, want)
+	}
+	return nil
+}
+
+// copyExchanges copies the rollout's exchange log and every body it names
+// into st, each read against its digest.
+func copyExchanges(dir string, st *store.Store, r *store.Rollout) error {
+	if r.Gateway == nil || r.Gateway.Exchanges == "" {
+		return nil
+	}
+	l, err := gateway.ReadLog(dir, r.Gateway.Exchanges)
+	if err != nil {
+		return err
+	}
+	for _, ex := range l.Exchanges {
+		for _, d := range []digest.Digest{ex.Request.Digest, ex.Response.Digest} {
+			if d == "" {
+				continue
+			}
+			b, err := gateway.ReadBody(dir, d)
+			if err != nil {
+				return err
+			}
+			if err := st.PutFile(filepath.Join(st.Dir, filepath.FromSlash(gateway.BodyPath(d))), b); err != nil {
+				return err
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(gateway.LogPath(r.Gateway.Exchanges))))
+	if err != nil {
+		return err
+	}
+	return st.PutFile(filepath.Join(st.Dir, filepath.FromSlash(gateway.LogPath(r.Gateway.Exchanges))), b)
+}
+
+// copyRollout copies a verified rollout folder into st's tmp, then renames
+// it into place, replacing an invalid one.
+func copyRollout(src string, st *store.Store, key digest.Digest) error {
+	tmp, err := os.MkdirTemp(filepath.Join(st.Dir, store.DirTmp), "reuse-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(tmp, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	dst := st.RolloutDir(key)
+	if err := os.RemoveAll(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// Ledger reads a run folder's ledger of reused rollouts, by key.
+func Ledger(out string) (map[digest.Digest]Taken, error) {
+	b, err := os.ReadFile(filepath.Join(out, FileLedger))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", FileLedger, err)
+	}
+	var list []Taken
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(out, FileLedger), err)
+	}
+	m := make(map[digest.Digest]Taken, len(list))
+	for _, t := range list {
+		m[t.Key] = t
+	}
+	return m, nil
+}
+
+func appendLedger(st *store.Store, taken []Taken) error {
+	old, err := Ledger(st.Dir)
+	if err != nil {
+		return err
+	}
+	var list []Taken
+	for _, t := range old {
+		list = append(list, t)
+	}
+	list = append(list, taken...)
+	slices.SortFunc(list, func(a, b Taken) int { return a.TakenAt.Compare(b.TakenAt)*2 + cmpStr(a.Cell, b.Cell) })
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := st.PutFile(filepath.Join(st.Dir, FileLedger), append(b, '\n')); err != nil {
+		return fmt.Errorf("write %s: %w", FileLedger, err)
+	}
+	return nil
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Forget takes keys out of st's ledger: their reused rollouts were refused
+// and run again here.
+func Forget(st *store.Store, keys map[digest.Digest]bool) error {
+	old, err := Ledger(st.Dir)
+	if err != nil {
+		return err
+	}
+	var list []Taken
+	for k, t := range old {
+		if !keys[k] {
+			list = append(list, t)
+		}
+	}
+	slices.SortFunc(list, func(a, b Taken) int { return a.TakenAt.Compare(b.TakenAt)*2 + cmpStr(a.Cell, b.Cell) })
+	if list == nil {
+		list = []Taken{}
+	}
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return err
+	}
+	return st.PutFile(filepath.Join(st.Dir, FileLedger), append(b, '\n'))
+}
+
+// Span says d to the unit that matters.
+func Span(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/skillgate/skillgate/runner/reuse"
+	"github.com/skillgate/skillgate/runner/store"
+
+	"github.com/skillgate/skillgate/pipeline/plan"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// identity is who answered a rollout: the models the provider said
+// answered, the agent CLI's version as it reported it, the agent image's
+// version label.
+type identity struct {
+	models  []string
+	cli     string
+	version string
+}
+
+func identityOf(ro *store.Rollout) (group string, id identity) {
+	group = ro.Telemetry.Model
+	if ro.Gateway != nil {
+		if ro.Gateway.ModelAsked != "" {
+			group = ro.Gateway.ModelAsked
+		}
+		for _, m := range strings.Split(ro.Gateway.ModelAnswered, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				id.models = append(id.models, m)
+			}
+		}
+	}
+	id.cli, id.version = ro.Telemetry.AgentVersion, ro.Inputs.AgentVersion
+	return group, id
+}
+
+// refuseDrifted compares, for each model the cells asked for, the reused
+// rollouts (reused.json) with those this run made: a provider that now
+// answers under another model or version, or an agent of another version,
+// refuses the reuse of that model's cells without a test: they are made
+// invalid, naming why, taken out of the ledger and run again here.
+func refuseDrifted(ctx context.Context, p *plan.Plan, opts Options, sum *Summary) (*Summary, error) {
+	cells, err := selectCells(p, opts)
+	if err != nil {
+		return sum, err
+	}
+	_, st, unlock, err := openRunFolder(opts.Out)
+	if err != nil {
+		return sum, err
+	}
+	ledger, err := reuse.Ledger(st.Dir)
+	if err != nil || len(ledger) == 0 {
+		unlock()
+		return sum, err
+	}
+	type seen struct {
+		models, cli, version map[string]bool
+	}
+	fresh := map[string]*seen{}
+	taken := map[string][]*store.Rollout{}
+	done := map[digest.Digest]bool{}
+	for _, c := range cells {
+		ro, ok, _ := st.Rollout(c.Rollout)
+		if !ok || done[c.Rollout] || ro.Status == store.StatusInvalid {
+			continue
+		}
+		done[c.Rollout] = true
+		g, id := identityOf(ro)
+		if _, ok := ledger[c.Rollout]; ok {
+			taken[g] = append(taken[g], ro)
+			continue
+		}
+		f := fresh[g]
+		if f == nil {
+			f = &seen{map[string]bool{}, map[string]bool{}, map[string]bool{}}
+			fresh[g] = f
+		}
+		for _, m := range id.models {
+			f.models[m] = true
+		}
+		f.cli[id.cli], f.version[id.version] = true, true
+	}
+	refused := map[digest.Digest]bool{}
+	var why []string
+	for _, g := range sortedKeys((taken)) {
+		f := fresh[g]
+		if f == nil {
+			continue // no cell of this model ran here: nothing to compare with
+		}
+		reason := ""
+		for _, ro := range taken[g] {
+			_, id := identityOf(ro)
+			for _, m := range id.models {
+				if len(f.models) > 0 && !f.models[m] {
+					reason = fmt.Sprintf("the provider answered %s as %s in this run, as %s in the reused rollouts", g, strings.Join(sortedKeys((f.models)), ", "), m)
+				}
+			}
+			if reason == "" && !f.cli[id.cli] {
+				reason = fmt.Sprintf("the agent reported version %s in this run, %s in the reused rollouts", strings.Join(sortedKeys((f.cli)), ", "), id.cli)
+			}
+			if reason == "" && !f.version[id.version] {
+				reason = fmt.Sprintf("the agent image is version %s in this run, %s in the reused rollouts", strings.Join(sortedKeys((f.version)), ", "), id.version)
+			}
+			if reason != "" {
+				break
+			}
+		}
+		if reason == "" {
+			continue
+		}
+		why = append(why, fmt.Sprintf("model %s: %s", g, reason))
+		for _, ro := range taken[g] {
+			refused[ro.Key] = true
+			if err := st.Invalidate(ro.Key, "reuse refused: "+reason, nil); err != nil {
+				unlock()
+				return sum, err
+			}
+		}
+	}
+	if len(refused) == 0 {
+		unlock()
+		return sum, nil
+	}
+	err = reuse.Forget(st, refused)
+	unlock()
+	if err != nil {
+		return sum, err
+	}
+	for _, w := range why {
+		fmt.Fprintf(opts.Log, "reuse refused for %s: %d reused cells run again\n", w, len(refused))
+	}
+	again := opts
+	again.Reuse = ""
+	next, err := Run(ctx, p, again)
+	if next != nil {
+		next.Taken = sum.Taken - len(refused)
+		next.Ran += sum.Ran
+		next.Reused -= sum.Ran
+		next.ReuseRefused = why
+	}
+	return next, err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/plan"
+)
+
+// SharedTrees is a store of verified tree snapshots shared by the run
+// folders of a machine (runner/cache). When a Store has one, PinTree asks
+// it for a tree before copying the live folder: the shared store fills
+// the run folder's snapshot by hard links (a copy across file systems),
+// every file verified against the plan's tree as it is placed, so the run
+// folder stays self-contained (export, merge, report and gate read it
+// alone) and pays for a large fixture once per machine, not per folder.
+type SharedTrees interface {
+	// PlaceTree fills dst, an empty folder, with the tree the plan knows
+	// as want, each file verified against it, from the shared store's
+	// snapshot, which it first makes from the live folder src when it
+	// lacks one or holds one that fails verification. what names the
+	// tree in errors.
+	PlaceTree(what, src string, want plan.Tree, dst string) error
+}
+
+// CopyTree copies the live folder src into dst (an empty folder), hashing
+// each file while it is copied, and fails naming the first file that
+// differs from want: what PinTree does with a tree it has no snapshot of.
+// Files are read-only.
+func CopyTree(src, dst string, want plan.Tree) error {
+	return copyVerified(src, dst, want)
+}
+
+// LinkTree places the snapshot src (a folder of read-only files that
+// PinTree or CopyTree made) at dst, an empty folder, by hard links, and
+// verifies every file placed, hashing the linked file itself: a damaged
+// source fails naming the file, and dst is then to be discarded. Across
+// file systems, where a link is refused, the file is copied and hashed
+// while copied.
+func LinkTree(src, dst string, want plan.Tree) error {
+	files, err := walkLive(src)
+	if err != nil {
+		return err
+	}
+	name := func(f liveEntry) string { return filepath.Join(src, filepath.FromSlash(f.rel)) }
+	made := map[string]bool{dst: true} // folders made: one MkdirAll per folder, not per file
+	regular, err := matchTree(files, want, name, "snapshot", func(f liveEntry, target string) error {
+		out := filepath.Join(dst, filepath.FromSlash(f.rel))
+		if d := filepath.Dir(out); !made[d] {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			made[d] = true
+		}
+		if target != "" {
+			return os.Symlink(target, out)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return forEachFile(len(regular), func(i int) error {
+		f := regular[i]
+		e := want.Files[f.rel]
+		out := filepath.Join(dst, filepath.FromSlash(f.rel))
+		if f.info.Mode().Perm()&0o222 != 0 {
+			return fmt.Errorf("%s: writable, a snapshot's files are read-only", name(f))
+		}
+		err := os.Link(f.host, out)
+		if errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EMLINK) {
+			got, err := copyHashed(f.host, out, e.Mode == "exec")
+			if err != nil {
+				return err
+			}
+			if got != e.Digest {
+				return fmt.Errorf("%s: digest %s, the plan says %s", name(f), got, e.Digest)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		got, err := pipeline.FileDigest(out)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name(f), err)
+		}
+		if got != e.Digest {
+			return fmt.Errorf("%s: digest %s, the plan says %s", name(f), got, e.Digest)
+		}
+		return nil
+	})
+}
