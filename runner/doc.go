@@ -24,6 +24,10 @@
 //	store     the run folder's store, whose doc describes the folder's layout
 //	spend     the spend cap: the budget that admits each cell and model call
 //	judge     judging a run's stored rollouts, and rejudging them with another judge
+//	cache     the machine's store: verified snapshots of the trees plans digest,
+//	          shared by every run folder of the machine, and their gc
+//	reuse     run --reuse: stored rollouts of the same keys taken from another run
+//	          folder or pack, verified as merge verifies them
 //	debian    skillgate's Debian userland: a root bootstrapped from the host's mirror
 //	redact    the run's secrets out of everything stored
 //	contract  a source system's call rules that need a run folder: gstack
@@ -33,7 +37,10 @@
 //	          output buffer every part of the runner uses
 //
 // The root's own files follow a run: run.go selects the cells and runs them
-// (Run); cells.go starts the cell room's Runner (the gateway, the engine,
+// (Run); agents.go runs a plan on several agents, one agent's share after
+// another, into one run folder; cachehook.go pins trees through the
+// machine's cache; reusehook.go takes what --reuse offers and
+// reusedrift.go refuses it when the provider or the agent changed; cells.go starts the cell room's Runner (the gateway, the engine,
 // the sweep of a dead run's containers), admits each cell under the spend
 // cap (runAdmitted) and prepares the images ahead; inputs.go pins the trees
 // a run reads and checks them again after; rounds.go runs a sequential
