@@ -1,6 +1,7 @@
 // Package pipeline holds skillgate's pure stages, one package each, in the
 // order a run goes through them:
 //
+//	runfolder  the names of a run folder's files and folders, each defined once
 //	formats    read other systems' own files (gstack, chrisbanes, ...) into suites
 //	suite      load and vet a suite (CUE), the Go mirror of the schema, vendoring, scaffolds
 //	plan       compile a suite into its content-addressed plan, trees, keys, diffs, git revisions

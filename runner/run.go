@@ -20,8 +20,6 @@ import (
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
-
-	"github.com/opencontainers/go-digest"
 )
 
 // Options control a run.
@@ -196,23 +194,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		}
 	}
 
-	// One rollout per key: cells sharing a key share it.
-	var todo []plan.Cell
-	queued := map[digest.Digest]bool{}
-	for _, c := range cells {
-		r, ok, err := st.Rollout(c.Rollout)
-		if err != nil {
-			return nil, err
-		}
-		if ok && r.Status != store.StatusInvalid {
-			sum.Reused++
-			sum.Statuses[r.Status]++
-			continue
-		}
-		if !queued[c.Rollout] {
-			queued[c.Rollout] = true
-			todo = append(todo, c)
-		}
+	todo, queued, err := queueCells(st, cells, sum)
+	if err != nil {
+		return nil, err
 	}
 	share := ""
 	if !opts.Shard.Whole() {
@@ -298,19 +282,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		sum.Statuses[status] -= n
 		sum.Statuses[store.StatusInvalid] += n
 	}
-	// Cells that shared a key with a cell run now count with it.
-	ran := make(map[string]bool, len(todo))
-	for _, t := range todo {
-		ran[t.ID] = true
-	}
-	for _, c := range cells {
-		if queued[c.Rollout] && !ran[c.ID] {
-			if ro, ok, _ := st.Rollout(c.Rollout); ok {
-				sum.Reused++
-				sum.Statuses[ro.Status]++
-			}
-		}
-	}
+	countShared(st, cells, todo, queued, sum)
 	sum.Interrupted = ctx.Err() != nil
 	if sum.Interrupted {
 		r.Sweep(ctx)

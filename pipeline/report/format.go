@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
 	"github.com/opencontainers/go-digest"
@@ -123,7 +124,7 @@ func rolloutHref(t verdict.TrialOutcome, file string) string {
 	if t.Rollout == "" || t.Status == grade.StatusMissing {
 		return ""
 	}
-	return "store/rollouts/" + digestHex(t.Rollout) + "/" + file
+	return runfolder.DirRollouts + "/" + digestHex(t.Rollout) + "/" + file
 }
 
 func digestHex(d digest.Digest) string {

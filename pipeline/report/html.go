@@ -231,25 +231,7 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 		v.VerdictClass = "incomplete"
 	}
 
-	cells := 0
-	for _, a := range r.Arms {
-		cells += a.Cells
-	}
-	agent := r.Agent.Kind
-	if r.Agent.Provider != "" {
-		agent += " via " + r.Agent.Provider
-	}
-	v.Identity = []htmlField{
-		{Label: "Suite", Value: r.Suite},
-		{Label: "Plan", Value: shortDigest(r.Plan), Title: string(r.Plan), Mono: true},
-		{Label: "Agent", Value: agent, Title: string(r.Agent.Digest)},
-		{Label: "Model", Value: orAbsent(r.Agent.Model), Mono: true},
-		{Label: "Image", Value: orAbsent(r.Agent.Image), Mono: true},
-		{Label: "Judge", Value: judgeText(r.Judge)},
-		{Label: "Policy", Value: orAbsent(r.Policy), Mono: true},
-		{Label: "Trials", Value: fmt.Sprintf("%d per case × arm · %d cases · %d cells", r.Trials, len(r.Cases), cells)},
-		{Label: "Observed", Value: strings.Join(observedLine(r, func(s string) string { return s }), " · "), Title: string(r.CaseSet)},
-	}
+	v.addIdentity(r)
 
 	armIndex := map[string]int{}
 	for i, name := range reportArmNames(r) {
@@ -281,6 +263,48 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 		return nil, err
 	}
 
+	v.addCases(r)
+
+	if nf := r.Verdict.NoiseFloor; nf != nil {
+		v.NoiseFloor = verdict.NoiseFloorLines(nf)
+	}
+	v.Portability = portabilityHTML(r.Portability)
+	v.addRules(r)
+	v.addPairwise(r, armIndex)
+	v.addDisputes(r)
+
+	var b bytes.Buffer
+	if err := reportHTML.Execute(&b, v); err != nil {
+		return nil, err
+	}
+	return withCSP(b.Bytes()), nil
+}
+
+// addIdentity fills the identity panel: suite, plan, agent, model, judge, policy, trials.
+func (v *htmlView) addIdentity(r *verdict.Report) {
+	cells := 0
+	for _, a := range r.Arms {
+		cells += a.Cells
+	}
+	agent := r.Agent.Kind
+	if r.Agent.Provider != "" {
+		agent += " via " + r.Agent.Provider
+	}
+	v.Identity = []htmlField{
+		{Label: "Suite", Value: r.Suite},
+		{Label: "Plan", Value: shortDigest(r.Plan), Title: string(r.Plan), Mono: true},
+		{Label: "Agent", Value: agent, Title: string(r.Agent.Digest)},
+		{Label: "Model", Value: orAbsent(r.Agent.Model), Mono: true},
+		{Label: "Image", Value: orAbsent(r.Agent.Image), Mono: true},
+		{Label: "Judge", Value: judgeText(r.Judge)},
+		{Label: "Policy", Value: orAbsent(r.Policy), Mono: true},
+		{Label: "Trials", Value: fmt.Sprintf("%d per case × arm · %d cases · %d cells", r.Trials, len(r.Cases), cells)},
+		{Label: "Observed", Value: strings.Join(observedLine(r, func(s string) string { return s }), " · "), Title: string(r.CaseSet)},
+	}
+}
+
+// addCases fills the case × arm grid, in chunks of gridChunkRows cases.
+func (v *htmlView) addCases(r *verdict.Report) {
 	for _, c := range r.Cases {
 		hc := htmlCase{ID: c.ID, Description: c.Description, Split: c.Split, Kind: c.Kind, Safety: c.Safety, CompareHref: "#compare=" + urlFragment(c.ID)}
 		for _, arm := range reportArmNames(r) {
@@ -314,11 +338,10 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 		}
 		v.ArmWidth = max(v.ArmWidth, 28*trials+24, 110)
 	}
+}
 
-	if nf := r.Verdict.NoiseFloor; nf != nil {
-		v.NoiseFloor = verdict.NoiseFloorLines(nf)
-	}
-	v.Portability = portabilityHTML(r.Portability)
+// addRules fills the policy's rule outcomes.
+func (v *htmlView) addRules(r *verdict.Report) {
 	for _, ro := range r.Verdict.Rules {
 		v.Rules = append(v.Rules, htmlRule{
 			Rule: ro.Rule, Severity: ro.Severity, Detail: ro.Detail, Met: ro.Met, NotMeasured: ro.NotMeasured != "",
@@ -331,7 +354,10 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 			v.RulesFailed++
 		}
 	}
+}
 
+// addPairwise fills the pairwise judgements, one group per candidate and baseline.
+func (v *htmlView) addPairwise(r *verdict.Report, armIndex map[string]int) {
 	for _, g := range pairGroups(r) {
 		hg := htmlPairGroup{
 			Candidate: g.candidate, Baseline: g.baseline,
@@ -355,19 +381,16 @@ func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 		}
 		v.Pairwise = append(v.Pairwise, hg)
 	}
+}
 
+// addDisputes fills the disputed answers, when there are any.
+func (v *htmlView) addDisputes(r *verdict.Report) {
 	if a := r.Adjudication; a != nil && len(a.Disputed) > 0 {
 		v.Disputes = &htmlDisputes{Enabled: a.Enabled, Adjudicator: strings.TrimSpace(a.Provider + " " + a.Model)}
 		for _, d := range a.Disputed {
 			v.Disputes.Rows = append(v.Disputes.Rows, htmlDispute{Cell: d.Cell, Disagreed: d.Disagreed, Decision: d.Decision, Failed: strings.Join(d.Failed, "; "), Passed: d.Passed})
 		}
 	}
-
-	var b bytes.Buffer
-	if err := reportHTML.Execute(&b, v); err != nil {
-		return nil, err
-	}
-	return withCSP(b.Bytes()), nil
 }
 
 func orAbsent(s string) string {

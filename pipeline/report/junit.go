@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
@@ -150,8 +151,8 @@ func renderJUnit(r *verdict.Report) ([]byte, error) {
 						}
 					}
 				}
-				if href := rolloutHref(t, "stdout.txt"); href != "" {
-					out = append(out, "view: "+FileReportHTML+cellHref(t.Cell), "transcript: "+href, "rollout: "+rolloutHref(t, "rollout.json"))
+				if href := rolloutHref(t, runfolder.FileStdout); href != "" {
+					out = append(out, "view: "+FileReportHTML+cellHref(t.Cell), "transcript: "+href, "rollout: "+rolloutHref(t, runfolder.FileRollout))
 				}
 				jc.SystemOut = strings.Join(out, "\n")
 				cells.add(jc)

@@ -8,12 +8,35 @@ import (
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
+// mdWriter accumulates report.md; p writes a formatted piece.
+type mdWriter struct{ strings.Builder }
+
+func (w *mdWriter) p(format string, args ...any) { fmt.Fprintf(&w.Builder, format, args...) }
+
 // renderReportMD renders report.md: a summary that fits a GitHub CI step
 // summary (verdict, reasons, arms, the case × arm grid, the policy).
 func renderReportMD(r *verdict.Report) ([]byte, error) {
-	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w := &mdWriter{}
+	mdHeader(w, r)
+	mdFindings(w, r)
+	mdSequential(w, r)
+	mdArms(w, r)
+	arms := reportArmNames(r)
+	mdCases(w, r, arms)
+	mdCellCosts(w, r, arms)
+	mdFailedTrials(w, r, arms)
+	mdPairwise(w, r)
+	mdDisputed(w, r)
+	mdPolicy(w, r)
+	w.WriteString(adequacyMarkdown(r.Verdict.Adequacy))
+	w.WriteString(portabilityMarkdown(r.Portability))
+	mdNoiseFloor(w, r)
+	return []byte(w.String()), nil
+}
 
+// mdHeader writes the title, the verdict, a stand-in warning, and the run's identity.
+func mdHeader(w *mdWriter, r *verdict.Report) {
+	p := w.p
 	p("## skillgate · %s\n\n", mdText(r.Suite))
 	p("**Verdict: %s** (exit %d)\n\n", mdText(r.Verdict.Verdict), r.Verdict.ExitCode)
 	if r.StandIn != "" {
@@ -38,7 +61,11 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 	}
 	p("%s\n\n", strings.Join(id, " · "))
 	p("%s\n\n", strings.Join(observedLine(r, mdCode), " · "))
+}
 
+// mdFindings writes the verdict's reasons and warnings, each with the cells it names.
+func mdFindings(w *mdWriter, r *verdict.Report) {
+	p := w.p
 	reasons, warnings := findingsView(r)
 	for _, sec := range []struct {
 		title string
@@ -71,16 +98,25 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 	if len(reasons) > 0 {
 		p("Open %s in the run folder for each cell's prompt, session, diff and checks.\n\n", mdCode(FileReportHTML))
 	}
+}
 
-	if sq := r.Sequential; sq != nil {
-		p("**Sequential stopping** (α %g, %d trial(s) per round, %d rounds planned): %d of %d planned cells not needed, %d of them never ran.\n\n", sq.Alpha, sq.Round, sq.Rounds, len(sq.NotNeeded), sq.Planned, sq.Saved)
-		for _, c := range sq.Comparisons {
-			p("- %s %s: %s\n", mdCode(c.Rule), mdText(c.Decision), mdText(c.Why))
-		}
-		p("\n")
+// mdSequential writes what sequential stopping saved, when the run used it.
+func mdSequential(w *mdWriter, r *verdict.Report) {
+	sq := r.Sequential
+	if sq == nil {
+		return
 	}
+	p := w.p
+	p("**Sequential stopping** (α %g, %d trial(s) per round, %d rounds planned): %d of %d planned cells not needed, %d of them never ran.\n\n", sq.Alpha, sq.Round, sq.Rounds, len(sq.NotNeeded), sq.Planned, sq.Saved)
+	for _, c := range sq.Comparisons {
+		p("- %s %s: %s\n", mdCode(c.Rule), mdText(c.Decision), mdText(c.Why))
+	}
+	p("\n")
+}
 
-	// Arms.
+// mdArms writes the arms table and the router's declaration rates.
+func mdArms(w *mdWriter, r *verdict.Report) {
+	p := w.p
 	p("### Arms\n\n")
 	p("| arm | skills | pass rate (95%% CI) | opened skill | skill precision / recall | tokens/run (in / out) | USD/run | turns/run | latency s/run (agent / cell) | skill bytes |\n")
 	p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
@@ -136,9 +172,11 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 	if len(declared) > 0 {
 		p("%s: %s (a diagnostic, never gated).\n\n", metricLabels[verdict.MetricRouterDeclared], strings.Join(declared, ", "))
 	}
+}
 
-	// Case × arm grid.
-	arms := reportArmNames(r)
+// mdCases writes the case × arm grid.
+func mdCases(w *mdWriter, r *verdict.Report, arms []string) {
+	p := w.p
 	p("### Cases\n\n")
 	p("| case | split · kind |")
 	for _, arm := range arms {
@@ -170,8 +208,10 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		p("\n")
 	}
 	p("\n✓ passed · ✗ failed · – not run · ! invalid (neither pass nor fail); n/m passed counts passes over valid trials.\n\n")
+}
 
-	// What each cell cost, where prices made it known.
+// mdCellCosts writes what each cell cost, where prices made it known.
+func mdCellCosts(w *mdWriter, r *verdict.Report, arms []string) {
 	var costs []string
 	for _, c := range r.Cases {
 		for _, arm := range arms {
@@ -183,10 +223,12 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		}
 	}
 	if len(costs) > 0 {
-		p("<details><summary>Cost per cell (%d)</summary>\n\n| cell | model answering | USD |\n| --- | --- | --- |\n%s\n\n</details>\n\n", len(costs), strings.Join(costs, "\n"))
+		w.p("<details><summary>Cost per cell (%d)</summary>\n\n| cell | model answering | USD |\n| --- | --- | --- |\n%s\n\n</details>\n\n", len(costs), strings.Join(costs, "\n"))
 	}
+}
 
-	// Failed checks, so a red cell can be read without the HTML report.
+// mdFailedTrials writes the failed checks, so a red cell can be read without the HTML report.
+func mdFailedTrials(w *mdWriter, r *verdict.Report, arms []string) {
 	var failed []string
 	for _, c := range r.Cases {
 		for _, arm := range arms {
@@ -198,242 +240,133 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 		}
 	}
 	if len(failed) > 0 {
-		p("<details><summary>Failed trials (%d)</summary>\n\n%s\n\n</details>\n\n", len(failed), strings.Join(failed, "\n"))
+		w.p("<details><summary>Failed trials (%d)</summary>\n\n%s\n\n</details>\n\n", len(failed), strings.Join(failed, "\n"))
 	}
-
-	// Pairwise judgements.
-	if groups := pairGroups(r); len(groups) > 0 {
-		p("### Pairwise judgements\n\n")
-		p("| case | candidate vs baseline | trials | wins / ties / losses |\n| --- | --- | --- | --- |\n")
-		for _, g := range groups {
-			for _, row := range g.rows {
-				var syms []string
-				w, ti, l := 0, 0, 0
-				for _, pr := range row.results {
-					syms = append(syms, pairSymbol(pr))
-					switch pr.Outcome {
-					case grade.PairwiseWin:
-						w++
-					case grade.PairwiseLoss:
-						l++
-					default:
-						ti++
-					}
-				}
-				p("| %s | %s vs %s | %s | %d / %d / %d |\n", mdCode(row.caseID), mdCode(g.candidate), mdCode(g.baseline), strings.Join(syms, " "), w, ti, l)
-			}
-		}
-		p("\nW win · T tie (a non-win) · L loss, for the candidate; ≠ the two presentation orders disagreed.\n\n")
-	}
-
-	// Disputed answers.
-	if a := r.Adjudication; a != nil && len(a.Disputed) > 0 {
-		p("### Disputed answers\n\n")
-		if a.Enabled {
-			p("Each went to a fresh blinded judge (%s), which saw the task and the answer, not the arm; its decision stands, and never passes a failed check.\n\n", mdText(strings.TrimSpace(a.Provider+" "+a.Model)))
-		} else {
-			p("Listed only: adjudication is off, so the first judgement stands.\n\n")
-		}
-		p("| cell | what disagreed | adjudicator | outcome |\n| --- | --- | --- | --- |\n")
-		for _, d := range a.Disputed {
-			decision := d.Decision
-			if len(d.Failed) > 0 {
-				decision += ": " + strings.Join(d.Failed, "; ")
-			}
-			p("| %s | %s | %s | %s |\n", mdCode(d.Cell), mdText(d.Disagreed), mdText(decision), map[bool]string{true: "passed", false: "failed"}[d.Passed])
-		}
-		p("\n")
-	}
-
-	// Policy.
-	if len(r.Verdict.Rules) > 0 {
-		p("### Policy %s\n\n", mdCode(r.Policy))
-		p("| rule | severity | result | detail |\n| --- | --- | --- | --- |\n")
-		for _, ro := range r.Verdict.Rules {
-			result := "met"
-			switch {
-			case ro.NotMeasured != "":
-				result = "not measured: " + mdText(ro.NotMeasured)
-			case !ro.Met && ro.Severity == verdict.SeverityFail:
-				result = "**not met**: fails the verdict"
-			case !ro.Met:
-				result = "not met: a warning"
-			}
-			detail := mdText(ro.Detail)
-			if ro.NotMeasured != "" && ro.Detail == "not measured: "+ro.NotMeasured {
-				detail = ""
-			}
-			if len(ro.Reasons) > 0 {
-				var rs []string
-				for _, s := range ro.Reasons {
-					rs = append(rs, mdCode(s))
-				}
-				detail = joinNonEmpty(detail, strings.Join(rs, ", "))
-			}
-			if ro.Inference != nil {
-				detail = joinNonEmpty(detail, "paired inference: "+mdText(ro.Inference.String()))
-			}
-			if len(ro.Flags) > 0 {
-				var fs []string
-				for _, s := range ro.Flags {
-					fs = append(fs, mdText(s))
-				}
-				detail = joinNonEmpty(detail, "flagged for review: "+strings.Join(fs, "; "))
-			}
-			if len(ro.Warnings) > 0 {
-				var ws []string
-				for _, s := range ro.Warnings {
-					ws = append(ws, mdCode(s))
-				}
-				detail = joinNonEmpty(detail, "warnings: "+strings.Join(ws, ", "))
-			}
-			p("| %s | %s | %s | %s |\n", mdCode(ro.Rule), mdText(ro.Severity), result, detail)
-		}
-		p("\n")
-	}
-	b.WriteString(adequacyMarkdown(r.Verdict.Adequacy))
-	b.WriteString(portabilityMarkdown(r.Portability))
-	if nf := r.Verdict.NoiseFloor; nf != nil {
-		p("### Noise floor\n\n")
-		for _, line := range verdict.NoiseFloorLines(nf) {
-			p("- %s\n", mdText(line))
-		}
-		p("\n")
-	}
-	return []byte(b.String()), nil
 }
 
-// mdFailure says why a trial failed with each failed check as a code span, so a check's
-// pattern reads as it is named (quoted once, as in the grades), never escaped again.
-func mdFailure(t verdict.TrialOutcome) string {
-	checks := make([]string, len(t.Failed))
-	for i, f := range t.Failed {
-		checks[i] = mdSpan(f)
+// mdPairwise writes the pairwise judgements, one row per case and comparison.
+func mdPairwise(w *mdWriter, r *verdict.Report) {
+	groups := pairGroups(r)
+	if len(groups) == 0 {
+		return
 	}
+	p := w.p
+	p("### Pairwise judgements\n\n")
+	p("| case | candidate vs baseline | trials | wins / ties / losses |\n| --- | --- | --- | --- |\n")
+	for _, g := range groups {
+		for _, row := range g.rows {
+			var syms []string
+			win, tie, loss := 0, 0, 0
+			for _, pr := range row.results {
+				syms = append(syms, pairSymbol(pr))
+				switch pr.Outcome {
+				case grade.PairwiseWin:
+					win++
+				case grade.PairwiseLoss:
+					loss++
+				default:
+					tie++
+				}
+			}
+			p("| %s | %s vs %s | %s | %d / %d / %d |\n", mdCode(row.caseID), mdCode(g.candidate), mdCode(g.baseline), strings.Join(syms, " "), win, tie, loss)
+		}
+	}
+	p("\nW win · T tie (a non-win) · L loss, for the candidate; ≠ the two presentation orders disagreed.\n\n")
+}
+
+// mdDisputed writes the disputed answers and what adjudication made of them.
+func mdDisputed(w *mdWriter, r *verdict.Report) {
+	a := r.Adjudication
+	if a == nil || len(a.Disputed) == 0 {
+		return
+	}
+	p := w.p
+	p("### Disputed answers\n\n")
+	if a.Enabled {
+		p("Each went to a fresh blinded judge (%s), which saw the task and the answer, not the arm; its decision stands, and never passes a failed check.\n\n", mdText(strings.TrimSpace(a.Provider+" "+a.Model)))
+	} else {
+		p("Listed only: adjudication is off, so the first judgement stands.\n\n")
+	}
+	p("| cell | what disagreed | adjudicator | outcome |\n| --- | --- | --- | --- |\n")
+	for _, d := range a.Disputed {
+		decision := d.Decision
+		if len(d.Failed) > 0 {
+			decision += ": " + strings.Join(d.Failed, "; ")
+		}
+		p("| %s | %s | %s | %s |\n", mdCode(d.Cell), mdText(d.Disagreed), mdText(decision), map[bool]string{true: "passed", false: "failed"}[d.Passed])
+	}
+	p("\n")
+}
+
+// mdPolicy writes the policy table: each rule, its severity, whether it was met, and why.
+func mdPolicy(w *mdWriter, r *verdict.Report) {
+	if len(r.Verdict.Rules) == 0 {
+		return
+	}
+	p := w.p
+	p("### Policy %s\n\n", mdCode(r.Policy))
+	p("| rule | severity | result | detail |\n| --- | --- | --- | --- |\n")
+	for _, ro := range r.Verdict.Rules {
+		p("| %s | %s | %s | %s |\n", mdCode(ro.Rule), mdText(ro.Severity), mdRuleResult(ro), mdRuleDetail(ro))
+	}
+	p("\n")
+}
+
+// mdRuleResult says whether a rule was met, and what not meeting it does.
+func mdRuleResult(ro verdict.RuleOutcome) string {
 	switch {
-	case t.Status != grade.StatusCompleted && t.Status != "" && len(checks) > 0:
-		return mdText(t.Status) + "; failed: " + strings.Join(checks, ", ")
-	case t.Status != grade.StatusCompleted && t.Status != "":
-		return mdText(t.Status)
-	case len(checks) > 0:
-		return "failed: " + strings.Join(checks, ", ")
+	case ro.NotMeasured != "":
+		return "not measured: " + mdText(ro.NotMeasured)
+	case !ro.Met && ro.Severity == verdict.SeverityFail:
+		return "**not met**: fails the verdict"
+	case !ro.Met:
+		return "not met: a warning"
 	}
-	return "failed"
+	return "met"
 }
 
-// absentMark marks a metric with no applicable sample.
-const absentMark = "—"
-
-func rateOr(m map[string]verdict.Metric, key string) string {
-	if v, ok := m[key]; ok {
-		return fmtPct(v.Value)
+// mdRuleDetail joins a rule's detail, reasons, inference, flags and warnings.
+func mdRuleDetail(ro verdict.RuleOutcome) string {
+	detail := mdText(ro.Detail)
+	if ro.NotMeasured != "" && ro.Detail == "not measured: "+ro.NotMeasured {
+		detail = ""
 	}
-	return absentMark
-}
-
-func numOr(m verdict.Metric, ok bool) string {
-	if !ok {
-		return absentMark
-	}
-	return fmtNum(m.Value)
-}
-
-func joinNonEmpty(a, b string) string {
-	if a == "" {
-		return b
-	}
-	if b == "" {
-		return a
-	}
-	return a + "<br>" + b
-}
-
-// mdText escapes text for a Markdown table cell or list item: no raw HTML,
-// no table breaks, one line.
-var mdEscaper = strings.NewReplacer(
-	"\\", "\\\\", "|", "\\|", "<", "&lt;", ">", "&gt;", "&", "&amp;",
-	"*", "\\*", "_", "\\_", "`", "\\`", "[", "\\[", "]", "\\]",
-	"\r\n", " ", "\n", " ", "\r", " ",
-)
-
-func mdText(s string) string { return mdEscaper.Replace(s) }
-
-// mdCode is s as a code span in a table cell, where "|" must be escaped (GitHub shows
-// "\|" in a table's code span as "|").
-func mdCode(s string) string { return mdSpan(strings.ReplaceAll(s, "|", "\\|")) }
-
-// mdSpan is s as a code span outside a table: shown as it is, newlines aside.
-func mdSpan(s string) string {
-	if s == "" {
-		return absentMark
-	}
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		return fence + " " + s + " " + fence
-	}
-	return fence + s + fence
-}
-
-// observedLine is the report's identity beyond the plan: the case set,
-// the models that answered, the agent CLI versions, the git revisions and
-// skillgate's version, each quoted by code.
-func observedLine(r *verdict.Report, code func(string) string) []string {
-	o := r.Observed
-	out := []string{"case set " + code(shortDigest(r.CaseSet))}
-	quote := func(xs []string) string {
-		q := make([]string, len(xs))
-		for i, x := range xs {
-			q[i] = code(x)
+	if len(ro.Reasons) > 0 {
+		var rs []string
+		for _, s := range ro.Reasons {
+			rs = append(rs, mdCode(s))
 		}
-		return strings.Join(q, ", ")
+		detail = joinNonEmpty(detail, strings.Join(rs, ", "))
 	}
-	if len(o.Models) > 0 {
-		out = append(out, "answered by "+quote(o.Models))
+	if ro.Inference != nil {
+		detail = joinNonEmpty(detail, "paired inference: "+mdText(ro.Inference.String()))
 	}
-	if v := append(append([]string{}, o.AgentVersions...), o.CLIVersions...); len(v) > 0 {
-		seen := map[string]bool{}
-		var distinct []string
-		for _, x := range v {
-			if !seen[x] {
-				seen[x] = true
-				distinct = append(distinct, x)
-			}
+	if len(ro.Flags) > 0 {
+		var fs []string
+		for _, s := range ro.Flags {
+			fs = append(fs, mdText(s))
 		}
-		out = append(out, "agent CLI "+quote(distinct))
+		detail = joinNonEmpty(detail, "flagged for review: "+strings.Join(fs, "; "))
 	}
-	if len(o.Git) > 0 {
-		var revs []string
-		for _, g := range o.Git {
-			rev := g.Revision
-			if len(rev) > 12 {
-				rev = rev[:12]
-			}
-			if g.Dirty {
-				rev += " (dirty)"
-			}
-			revs = append(revs, rev)
+	if len(ro.Warnings) > 0 {
+		var ws []string
+		for _, s := range ro.Warnings {
+			ws = append(ws, mdCode(s))
 		}
-		git := "git " + quote(revs)
-		if o.GitMixed {
-			git += " (mixed)"
-		}
-		out = append(out, git)
+		detail = joinNonEmpty(detail, "warnings: "+strings.Join(ws, ", "))
 	}
-	h := r.Harness
-	if h == "" {
-		h = "unknown"
-	}
-	return append(out, "skillgate "+code(h))
+	return detail
 }
 
-// mdReason is a finding's reason, marked when it fails nothing.
-func mdReason(f htmlFinding) string {
-	if f.NotFailing {
-		return mdSpan(f.Reason) + " (" + notFailing + ")"
+// mdNoiseFloor writes the noise floor's lines, when the suite measured one.
+func mdNoiseFloor(w *mdWriter, r *verdict.Report) {
+	nf := r.Verdict.NoiseFloor
+	if nf == nil {
+		return
 	}
-	return mdSpan(f.Reason)
+	w.p("### Noise floor\n\n")
+	for _, line := range verdict.NoiseFloorLines(nf) {
+		w.p("- %s\n", mdText(line))
+	}
+	w.p("\n")
 }

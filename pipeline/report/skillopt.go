@@ -17,6 +17,7 @@ import (
 	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/formats/skillopt"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
@@ -30,7 +31,7 @@ const (
 	// storeTrees is where a run folder keeps the verified snapshots of the
 	// folders its plan digested (runner/store's layout): the workspaces are
 	// read from there, as they ran, never from the live suite.
-	storeTrees           = "store/trees"
+	storeTrees           = runfolder.DirTrees
 	skilloptReportSchema = 4
 )
 

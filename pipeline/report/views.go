@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 )
 
@@ -165,7 +166,7 @@ func (v *htmlView) addEvidence(r *verdict.Report, ev *Evidence) error {
 					for _, f := range t.Failed {
 						ce.Checks = append(ce.Checks, grade.CheckResult{Name: f})
 					}
-					ce.Files = map[string]string{"transcript": rolloutHref(t, "stdout.txt")}
+					ce.Files = map[string]string{"transcript": rolloutHref(t, runfolder.FileStdout)}
 				}
 				ce.Cell, ce.Case, ce.Arm, ce.Trial = t.Cell, c.ID, arm, t.Trial
 				cells = append(cells, ce.forPage())

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 	"github.com/skillgate/skillgate/runner/redact"
 
 	"github.com/opencontainers/go-digest"
@@ -24,12 +25,12 @@ const (
 	// DirExchangeBodies holds every recorded request and response body, by
 	// the digest of its bytes as stored (redacted): bodies that recur, such
 	// as an agent's system prompt, are stored once.
-	DirExchangeBodies = "store/exchanges/bodies"
+	DirExchangeBodies = runfolder.DirExchangeBodies
 	// DirExchangeLogs holds one exchange log per cell rollout or judge
 	// call, by the digest of its JSON.
-	DirExchangeLogs = "store/exchanges/logs"
+	DirExchangeLogs = runfolder.DirExchangeLogs
 	// dirTmp is the store's folder for what is being written.
-	dirTmp = "store/tmp"
+	dirTmp = runfolder.DirTmp
 )
 
 // ExchangeFormat versions the exchange log.

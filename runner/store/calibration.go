@@ -6,13 +6,14 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 
 	"github.com/opencontainers/go-digest"
 )
 
 // FileCalibration is where Calibrate records its outcome in the run folder.
-const FileCalibration = "calibration.json"
+const FileCalibration = runfolder.FileCalibration
 
 // calibrationRecord is calibration.json: the calibration and the plan it was
 // made for, sealed like every stored record.

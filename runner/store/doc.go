@@ -13,8 +13,9 @@
 // # The run folder
 //
 // This is the one description of the folder's layout; the constants of
-// this package, of pipeline/grade (audit), pipeline/report (reports) and
-// runner/judge (rejudged) name its parts.
+// pipeline/runfolder (the plan, the store, a rollout's files; this package
+// and runner/gateway alias them), of pipeline/grade (audit),
+// pipeline/report (reports) and runner/judge (rejudged) name its parts.
 //
 //	plan.json                      the plan the reports describe, written before any cell
 //	calibration.json               the calibration checks' outcome, for that plan

@@ -7,6 +7,7 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline/grade"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -14,9 +15,9 @@ import (
 // Parts of a merged run folder (see the package's doc, Merging run folders).
 const (
 	// FileMerge is the merge record: what was read, and what was decided.
-	FileMerge = "merge.json"
+	FileMerge = runfolder.FileMerge
 	// DirSetAside keeps each version of a record that was not chosen.
-	DirSetAside = "merge/set-aside"
+	DirSetAside = runfolder.DirSetAside
 )
 
 // Kinds of merged records, as the merge record names them.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 
 	"github.com/opencontainers/go-digest"
 
@@ -17,7 +18,7 @@ import (
 // FileShard marks a run folder that holds shares of its plan's cells, not
 // all of them (skillgate run --shard): its reports are then INCOMPLETE,
 // and only the merge of every shard's folder gives the verdict.
-const FileShard = "shard.json"
+const FileShard = runfolder.FileShard
 
 // ShardRecord is shard.json: the shares of plan Plan, split in Count, that
 // were run into the folder (or merged into it).

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 )
 
 // The spend ledger is storage only: runner/spend admits cells and judge calls
@@ -19,7 +21,7 @@ import (
 // FileSpend is the run folder's spend ledger: one JSON line per cell, calibration cell
 // or judge call that had a cost, or that the spend cap refused, appended when known and
 // never rewritten.
-const FileSpend = "store/spend.jsonl"
+const FileSpend = runfolder.FileSpend
 
 // Kinds of SpendEntry.
 const (

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 	"github.com/skillgate/skillgate/runner/gateway"
 
 	"github.com/skillgate/skillgate/pipeline/grade"
@@ -139,23 +140,23 @@ type Durations struct {
 
 // Folders of the store, in the run folder (see the package's doc).
 const (
-	DirRollouts      = "store/rollouts"
-	DirTrees         = "store/trees"
-	DirGrades        = "store/grades"
-	DirPackets       = "store/packets"
-	DirJudgements    = "store/judgements"
-	DirJudgeFailures = "store/judge-failures"
-	DirTmp           = "store/tmp"
+	DirRollouts      = runfolder.DirRollouts
+	DirTrees         = runfolder.DirTrees
+	DirGrades        = runfolder.DirGrades
+	DirPackets       = runfolder.DirPackets
+	DirJudgements    = runfolder.DirJudgements
+	DirJudgeFailures = runfolder.DirJudgeFailures
+	DirTmp           = runfolder.DirTmp
 )
 
 // Files of a stored rollout, inside its folder.
 const (
-	FileRollout = "rollout.json"
-	FileAnswer  = "answer.txt"
-	FileStdout  = "stdout.txt"
-	FileStderr  = "stderr.txt"
+	FileRollout = runfolder.FileRollout
+	FileAnswer  = runfolder.FileAnswer
+	FileStdout  = runfolder.FileStdout
+	FileStderr  = runfolder.FileStderr
 	// DirFiles holds the contents of the changed files, one file per digest (its hex).
-	DirFiles = "files"
+	DirFiles = runfolder.DirFiles
 )
 
 // Store keeps rollouts by key under a run folder. A rollout is written
@@ -303,8 +304,8 @@ func (s *Store) PutFile(file string, data []byte) error {
 }
 
 // FilePlan is the plan a run folder's reports describe.
-const FilePlan = "plan.json"
+const FilePlan = runfolder.FilePlan
 
 // FileLock is the run folder's lock: a run holds it exclusively, a merge
 // reading the folder shared.
-const FileLock = ".lock"
+const FileLock = runfolder.FileLock
