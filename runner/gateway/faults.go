@@ -206,6 +206,10 @@ type exchange struct {
 	err     error // the last try's transport error
 	stalled bool  // the stall timer cut the last try
 	readErr error // the upstream's body failed mid-stream
+	// delivered: the provider's whole response reached the cell, so the
+	// cell leaving afterwards (its connection closed, its request's context
+	// done) says nothing about the exchange.
+	delivered bool
 	// heard is when the provider last sent a byte, or the last try began: how
 	// long it has been silent when the cell goes away.
 	heard time.Time
@@ -383,7 +387,7 @@ func (g *Gateway) outcome(r *http.Request, ow *observingWriter, ex *exchange, cu
 	u := *g.upstream
 	u.Path += r.URL.Path
 	f := ProviderFault{Method: r.Method, URL: u.String(), Retries: ex.retries}
-	if ow.writeErr != nil || (r.Context().Err() != nil && !ex.stalled) {
+	if ow.writeErr != nil || (r.Context().Err() != nil && !ex.stalled && !ex.delivered) {
 		// The cell went away, by its own doing or its timeout: the provider's
 		// fault all the same when it had been silent for CutSilence by then,
 		// so a stall the cell's end cuts first is never the agent's.

@@ -427,6 +427,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	g.proxy.ServeHTTP(ow, r)
+	// Returned without a panic: the response was relayed whole (a copy the
+	// cell broke off panics), unless the provider was never reached.
+	ex.set(func() { ex.delivered = ex.err == nil && ex.readErr == nil && ow.writeErr == nil })
 }
 
 // exchangeRecord is what the gateway keeps of one exchange while it is
