@@ -50,22 +50,11 @@ func TestHeterogeneity(groups [][]Pair, seed string) (Heterogeneity, error) {
 // groupCaseDiffs is, for each case paired in every group, its mean paired
 // difference in each group: d[case][group].
 func groupCaseDiffs(groups [][]Pair) ([][]float64, error) {
-	per := make([]map[string]float64, len(groups))
+	per := make([]map[string]caseDiff, len(groups))
 	for g, pairs := range groups {
-		per[g] = map[string]float64{}
-		num, den := map[string]int{}, map[string]int{}
-		seen := map[Pair]bool{}
-		for _, p := range pairs {
-			key := Pair{Case: p.Case, Trial: p.Trial}
-			if seen[key] {
-				return nil, fmt.Errorf("pair cells: group %d: case %s trial %d paired twice", g, p.Case, p.Trial)
-			}
-			seen[key] = true
-			num[p.Case] += b2i(p.Candidate) - b2i(p.Baseline)
-			den[p.Case]++
-		}
-		for c, n := range den {
-			per[g][c] = float64(num[c]) / float64(n)
+		var err error
+		if per[g], err = caseDiffsByName(pairs); err != nil {
+			return nil, fmt.Errorf("group %d: %w", g, err)
 		}
 	}
 	if len(per) == 0 {
@@ -73,7 +62,7 @@ func groupCaseDiffs(groups [][]Pair) ([][]float64, error) {
 	}
 	var cases []string
 	for c := range per[0] {
-		if !slices.ContainsFunc(per[1:], func(m map[string]float64) bool { _, ok := m[c]; return !ok }) {
+		if !slices.ContainsFunc(per[1:], func(m map[string]caseDiff) bool { _, ok := m[c]; return !ok }) {
 			cases = append(cases, c)
 		}
 	}
@@ -82,7 +71,7 @@ func groupCaseDiffs(groups [][]Pair) ([][]float64, error) {
 	for i, c := range cases {
 		out[i] = make([]float64, len(groups))
 		for g := range groups {
-			out[i][g] = per[g][c]
+			out[i][g] = per[g][c].value()
 		}
 	}
 	return out, nil

@@ -85,21 +85,9 @@ func Compare(pairs []Pair, seed string) (Result, error) {
 // caseDiffs groups the pairs by case, in the order of the case names, and
 // says the most paired trials any case has.
 func caseDiffs(pairs []Pair) ([]caseDiff, int, error) {
-	seen := map[Pair]bool{}
-	byCase := map[string]*caseDiff{}
-	for _, p := range pairs {
-		key := Pair{Case: p.Case, Trial: p.Trial}
-		if seen[key] {
-			return nil, 0, fmt.Errorf("pair cells: case %s trial %d paired twice", p.Case, p.Trial)
-		}
-		seen[key] = true
-		d := byCase[p.Case]
-		if d == nil {
-			d = &caseDiff{}
-			byCase[p.Case] = d
-		}
-		d.den++
-		d.num += b2i(p.Candidate) - b2i(p.Baseline)
+	byCase, err := caseDiffsByName(pairs)
+	if err != nil {
+		return nil, 0, err
 	}
 	names := make([]string, 0, len(byCase))
 	for name := range byCase {
@@ -109,10 +97,29 @@ func caseDiffs(pairs []Pair) ([]caseDiff, int, error) {
 	out := make([]caseDiff, 0, len(names))
 	trials := 0
 	for _, name := range names {
-		out = append(out, *byCase[name])
+		out = append(out, byCase[name])
 		trials = max(trials, byCase[name].den)
 	}
 	return out, trials, nil
+}
+
+// caseDiffsByName is each case's paired difference, by case name. Two
+// cells of one (case, trial) on one side are an error.
+func caseDiffsByName(pairs []Pair) (map[string]caseDiff, error) {
+	seen := map[Pair]bool{}
+	byCase := map[string]caseDiff{}
+	for _, p := range pairs {
+		key := Pair{Case: p.Case, Trial: p.Trial}
+		if seen[key] {
+			return nil, fmt.Errorf("pair cells: case %s trial %d paired twice", p.Case, p.Trial)
+		}
+		seen[key] = true
+		d := byCase[p.Case]
+		d.den++
+		d.num += b2i(p.Candidate) - b2i(p.Baseline)
+		byCase[p.Case] = d
+	}
+	return byCase, nil
 }
 
 func b2i(b bool) int {
