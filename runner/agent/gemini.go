@@ -232,16 +232,7 @@ func parseGemini(stdout, _ []byte) Session {
 			}
 		},
 	}.walk(stdout)
-	t := r.telemetry()
-	if events == 0 {
-		return Session{Telemetry: t}
-	}
-	t.ToolCalls, t.Turns, t.Tokens, t.Model = &toolCalls, &turns, tokens, model
-	var answer string
-	if len(messages) > 0 {
-		answer = messages[len(messages)-1]
-	}
-	return Session{Answer: answer, Telemetry: t, Messages: messages}
+	return r.session(events, toolCalls, turns, tokens, model, messages)
 }
 
 // geminiTurns are a session's steps from Gemini's events: the assistant's

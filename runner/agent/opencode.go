@@ -202,16 +202,7 @@ func parseOpenCode(stdout, _ []byte) Session {
 			}
 		}
 	})
-	t := r.telemetry()
-	if events == 0 {
-		return Session{Telemetry: t}
-	}
-	t.ToolCalls, t.Turns, t.Tokens = &toolCalls, &turns, tokens
-	var answer string
-	if len(messages) > 0 {
-		answer = messages[len(messages)-1]
-	}
-	return Session{Answer: answer, Telemetry: t, Messages: messages}
+	return r.session(events, toolCalls, turns, tokens, "", messages)
 }
 
 // openCodeTurns are a session's steps from OpenCode's JSON events: text, tool

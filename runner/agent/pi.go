@@ -175,16 +175,7 @@ func parsePi(stdout, _ []byte) Session {
 			tokens.CacheWrite += u.CacheWrite
 		}
 	})
-	t := r.telemetry()
-	if events == 0 {
-		return Session{Telemetry: t}
-	}
-	t.ToolCalls, t.Turns, t.Tokens, t.Model = &toolCalls, &turns, tokens, model
-	var answer string
-	if len(messages) > 0 {
-		answer = messages[len(messages)-1]
-	}
-	return Session{Answer: answer, Telemetry: t, Messages: messages}
+	return r.session(events, toolCalls, turns, tokens, model, messages)
 }
 
 // piTurns are a session's steps from Pi's JSON events: the assistant's text

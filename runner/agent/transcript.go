@@ -57,6 +57,22 @@ func (r *routing) file(name, rest string) {
 	}
 }
 
+// session is what a CLI's JSON events told: with no event read, only the
+// routing (none); else the counts, tokens and model the events gave, and the
+// last message as the answer.
+func (r *routing) session(events, toolCalls, turns int, tokens *grade.Tokens, model string, messages []string) Session {
+	t := r.telemetry()
+	if events == 0 {
+		return Session{Telemetry: t}
+	}
+	t.ToolCalls, t.Turns, t.Tokens, t.Model = &toolCalls, &turns, tokens, model
+	var answer string
+	if len(messages) > 0 {
+		answer = messages[len(messages)-1]
+	}
+	return Session{Answer: answer, Telemetry: t, Messages: messages}
+}
+
 func (r *routing) telemetry() Telemetry {
 	t := Telemetry{Skills: []grade.RoutingEvent{}, References: []grade.RoutingEvent{}}
 	for _, n := range slices.Sorted(maps.Keys(r.skills)) {
