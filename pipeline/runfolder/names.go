@@ -7,6 +7,12 @@ const (
 	FileShard       = "shard.json"
 	FileMerge       = "merge.json"
 	FileLock        = ".lock"
+	// FilePreflight records each check run on a case's untouched workspace.
+	FilePreflight = "preflight.json"
+	// FileSequential records where sequential stopping stopped.
+	FileSequential = "sequential.json"
+	// FileReused lists the rollouts run --reuse took, from where and when.
+	FileReused = "reused.json"
 	// DirSetAside holds the versions a merge did not choose.
 	DirSetAside = "merge/set-aside"
 )

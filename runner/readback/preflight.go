@@ -10,10 +10,11 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 )
 
 // FilePreflight is where the preflight records its outcomes in the run folder.
-const FilePreflight = "preflight.json"
+const FilePreflight = runfolder.FilePreflight
 
 // PreflightCheck is one run: check's outcome on one case's untouched workspace or on its
 // reference solution.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 	"github.com/skillgate/skillgate/pipeline/verdict"
 	"github.com/skillgate/skillgate/runner/judge"
 	"github.com/skillgate/skillgate/runner/store"
@@ -17,7 +18,7 @@ import (
 // needed with the round it belongs to and the comparisons that stopped
 // before it. It is rewritten with the reports, from the plan and the
 // stored results alone.
-const FileSequential = "sequential.json"
+const FileSequential = runfolder.FileSequential
 
 // SequentialOf decides the plan's sequential stopping from what the run
 // folder stores (graded, and judged where the plan judges), and counts

@@ -14,12 +14,13 @@ import (
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
+	"github.com/skillgate/skillgate/pipeline/runfolder"
 
 	"github.com/opencontainers/go-digest"
 )
 
 // FileLedger lists, in a run folder, the rollouts taken from elsewhere.
-const FileLedger = "reused.json"
+const FileLedger = runfolder.FileReused
 
 // Taken is one rollout taken into the run folder.
 type Taken struct {
