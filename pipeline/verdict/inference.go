@@ -19,6 +19,9 @@ type Inference struct {
 	// Baseline and Candidate name the compared arms.
 	Baseline  string `json:"baseline"`
 	Candidate string `json:"candidate"`
+	// AcrossRuns: the baseline arm is the baseline run's and the candidate
+	// the candidate run's (the paired gate), often of one name.
+	AcrossRuns bool `json:"acrossRuns,omitempty"`
 	// Detectable is the smallest difference this many cases × trials
 	// detect with 80% power at the observed discordance; absent when not
 	// even a difference of 1 is.
@@ -259,6 +262,7 @@ func attachGateInference(rules []RuleOutcome, b, c gateSide) {
 			continue
 		}
 		if inf := compare(Comparison{Rule: rules[i].Rule, Baseline: b.arm.Name, Candidate: c.arm.Name}, pairs, alpha, detectPower(c.plan.Policy), seed, true); inf != nil && inf.N > 0 {
+			inf.AcrossRuns = true
 			rules[i].Inference = inf
 		}
 	}
@@ -302,8 +306,12 @@ func significance(r *suite.Significance, rules []RuleOutcome) RuleOutcome {
 // its interval and p-value, the sample in cases × trials, the method and,
 // when it was computed, what the sample could detect.
 func (i *Inference) String() string {
+	cand, base := i.Candidate, i.Baseline
+	if i.AcrossRuns {
+		cand, base = "candidate run's "+cand, "baseline run's "+base
+	}
 	s := fmt.Sprintf("%s − %s: %+.3f, 95%% [%.3f, %.3f], p %.4g; %s, unit case; %s",
-		i.Candidate, i.Baseline, i.Estimate, i.CI95[0], i.CI95[1], i.P, sample(i.N, i.TrialsPerCase), i.Method)
+		cand, base, i.Estimate, i.CI95[0], i.CI95[1], i.P, sample(i.N, i.TrialsPerCase), i.Method)
 	if i.Detectable != nil {
 		s += fmt.Sprintf("; detects %.3f at 80%% power", *i.Detectable)
 	} else if i.N > 0 {
