@@ -22,16 +22,9 @@ import (
 // FileLedger lists, in a run folder, the rollouts taken from elsewhere.
 const FileLedger = runfolder.FileReused
 
-// Taken is one rollout taken into the run folder.
-type Taken struct {
-	Key  digest.Digest `json:"key"`
-	Cell string        `json:"cell"`
-	// From is the run folder or pack it was taken from.
-	From string `json:"from"`
-	// RanAt is when its session started; TakenAt when it was taken.
-	RanAt   time.Time `json:"ranAt"`
-	TakenAt time.Time `json:"takenAt"`
-}
+// Taken is one rollout taken into the run folder: an entry of its ledger
+// (merge carries them, runner/store).
+type Taken = store.Reused
 
 // Result is what Take did.
 type Result struct {
