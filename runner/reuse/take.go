@@ -81,7 +81,7 @@ func TakeFrom(src Source, st *store.Store, p *plan.Plan, cells []plan.Cell, dryR
 		r, err := check(dir, c.Rollout, inputs)
 		if err != nil {
 			release()
-			if err != errInvalid {
+			if err != errNotTaken {
 				again := func(dir string) error { _, err := check(dir, c.Rollout, inputs); return err }
 				res.Refused = append(res.Refused, o.refuse(c.Rollout, err, again))
 			}
@@ -111,9 +111,9 @@ func TakeFrom(src Source, st *store.Store, p *plan.Plan, cells []plan.Cell, dryR
 	return res, nil
 }
 
-// errInvalid: the record stored under the key is an invalid rollout, not
-// one to take.
-var errInvalid = errors.New("an invalid rollout")
+// errNotTaken: the source stores no rollout under the key, or an invalid
+// one: nothing to take, nothing refused.
+var errNotTaken = errors.New("no valid rollout stored")
 
 // check reads and verifies the rollout stored under key in the run folder
 // dir: its seal, its files, its exchange log and bodies, and what inputs
@@ -123,11 +123,8 @@ func check(dir string, key digest.Digest, inputs func(*store.Rollout) error) (*s
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("rollout %s: not stored in %s", key.Encoded()[:12], dir)
-	}
-	if r.Status == store.StatusInvalid {
-		return nil, errInvalid
+	if !ok || r.Status == store.StatusInvalid {
+		return nil, errNotTaken
 	}
 	if err := inputs(r); err != nil {
 		return nil, fmt.Errorf("rollout %s (%s): %v", key.Encoded()[:12], r.Cell, err)
