@@ -44,8 +44,12 @@ func cacheDir(c *cli.Context) (string, error) {
 // reuseFlag is --reuse of run and plan.
 var reuseFlag = &cli.StringFlag{Name: "reuse", Usage: "take the stored rollouts of the run folder or pack `FROM`, or of the machine's cache (cache: what runs kept with --keep-rollouts), whose keys are the selected cells' exact keys, each verified as merge verifies it, instead of running those cells"}
 
-// needCache refuses --keep-rollouts and --reuse cache without a cache.
+// needCache refuses --keep-rollouts and --reuse cache without a cache,
+// and --keep-rollouts with --replay.
 func needCache(c *cli.Context, dir string) error {
+	if c.Bool("keep-rollouts") && c.String("replay") != "" {
+		return fmt.Errorf("keep rollouts: --replay answers the cells from a recording, not the provider; keep the recorded run's rollouts by running it with --keep-rollouts")
+	}
 	if dir != "" {
 		return nil
 	}

@@ -30,8 +30,12 @@ func Keep(cacheDir string, st *store.Store, keys []digest.Digest, log io.Writer)
 	kept := 0
 	for _, key := range keys {
 		r, ok, err := st.Rollout(key)
-		if err != nil || !ok || r.Status == store.StatusInvalid {
-			continue // an invalid or damaged rollout is never kept
+		if err != nil {
+			fmt.Fprintf(log, "cache: rollout %s not kept: %v\n", key.Encoded()[:12], err)
+			continue
+		}
+		if !ok || r.Status == store.StatusInvalid {
+			continue // an invalid rollout is never kept
 		}
 		done, err := keepOne(c, st, r)
 		if err != nil {
