@@ -102,7 +102,12 @@ func (k *cached) at(key digest.Digest) (string, func(), bool, error) {
 		unlock() // removed while this one waited
 		return "", nil, false, nil
 	}
-	return dir, func() { unlock(); k.c.TouchRollout(key) }, true, nil
+	return dir, func() {
+		unlock()
+		if !k.dryRun {
+			k.c.TouchRollout(key) // a use, for gc; a dry run uses nothing
+		}
+	}, true, nil
 }
 
 // refuse removes a kept rollout that failed verification, so it is never
