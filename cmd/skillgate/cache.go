@@ -103,7 +103,7 @@ run is using is kept; run folders keep their own copies of what is removed.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(os.Stderr, "removed %d snapshots and %d rollouts (%.1f MB), kept %d and %d (%.1f MB)", res.Removed-res.RemovedRollouts, res.RemovedRollouts, float64(res.RemovedBytes)/1e6, res.Kept-res.KeptRollouts, res.KeptRollouts, float64(res.KeptBytes)/1e6)
+				fmt.Fprintf(os.Stderr, "removed %d snapshots and %d rollouts (%.1f MB), kept %d snapshots and %d rollouts (%.1f MB)", res.Removed-res.RemovedRollouts, res.RemovedRollouts, float64(res.RemovedBytes)/1e6, res.Kept-res.KeptRollouts, res.KeptRollouts, float64(res.KeptBytes)/1e6)
 				if res.Busy > 0 {
 					fmt.Fprintf(os.Stderr, "; %d in use by a run, kept", res.Busy)
 				}
