@@ -88,10 +88,12 @@ func TakeFrom(src Source, st *store.Store, p *plan.Plan, cells []plan.Cell, dryR
 			continue
 		}
 		if !dryRun {
-			err = copyExchanges(dir, st, r)
-			if err == nil {
-				err = copyRollout((&store.Store{Dir: dir}).RolloutDir(c.Rollout), st, c.Rollout)
+			if err := copyExchanges(dir, st, r); err != nil {
+				release() // changed since it was verified: refused as it was
+				res.Refused = append(res.Refused, fmt.Sprintf("rollout %s (%s): %v", c.Rollout.Encoded()[:12], r.Cell, err))
+				continue
 			}
+			err = copyRollout((&store.Store{Dir: dir}).RolloutDir(c.Rollout), st, c.Rollout)
 		}
 		release()
 		if err != nil {
