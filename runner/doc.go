@@ -25,9 +25,10 @@
 //	spend     the spend cap: the budget that admits each cell and model call
 //	judge     judging a run's stored rollouts, and rejudging them with another judge
 //	cache     the machine's store: verified snapshots of the trees plans digest,
+//	          and the rollouts runs kept (run --keep-rollouts, keephook.go),
 //	          shared by every run folder of the machine, and their gc
 //	reuse     run --reuse: stored rollouts of the same keys taken from another run
-//	          folder or pack, verified as merge verifies them
+//	          folder, a pack or the cache, verified as merge verifies them
 //	debian    skillgate's Debian userland: a root bootstrapped from the host's mirror
 //	redact    the run's secrets out of everything stored
 //	contract  a source system's call rules that need a run folder: gstack

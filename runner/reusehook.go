@@ -14,7 +14,7 @@ import (
 // the selected cells' keys (runner/reuse), verified, and says how many and
 // from where; with DryRun it only counts them.
 func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (int, error) {
-	res, err := reuse.Take(opts.Reuse, st, p, cells, opts.DryRun)
+	res, err := reuse.TakeFrom(reuse.Source{From: opts.Reuse, Cache: opts.Cache}, st, p, cells, opts.DryRun)
 	if err != nil {
 		return 0, err
 	}
@@ -25,20 +25,16 @@ func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (
 	if opts.DryRun {
 		verb = "would reuse"
 	}
-	if len(res.Taken) == 0 {
-		fmt.Fprintf(opts.Log, "%s no cell from %s: none of its rollouts has a selected cell's key\n", verb, opts.Reuse)
-		return 0, nil
-	}
-	oldest, newest := res.Taken[0].RanAt, res.Taken[0].RanAt
-	for _, t := range res.Taken {
-		oldest, newest = minTime(oldest, t.RanAt), maxTime(newest, t.RanAt)
-	}
-	saved := fmt.Sprintf("%.0f s of cells", res.SavedSeconds)
-	if res.SavedUSD > 0 {
-		saved = fmt.Sprintf("$%.4f and %s", res.SavedUSD, saved)
-	}
-	fmt.Fprintf(opts.Log, "%s %d cells from %s (stored rollouts of the same keys, verified; run %s to %s ago), saving %s as they cost when they ran\n", verb, len(res.Taken), opts.Reuse, age(newest), age(oldest), saved)
+	fmt.Fprintln(opts.Log, res.Describe(verb, reuseName(opts), time.Now()))
 	return len(res.Taken), nil
+}
+
+// reuseName is how the log names where --reuse takes from.
+func reuseName(opts Options) string {
+	if opts.Reuse == reuse.FromCache {
+		return "the machine's cache (" + opts.Cache + ")"
+	}
+	return opts.Reuse
 }
 
 func minTime(a, b time.Time) time.Time {

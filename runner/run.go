@@ -57,6 +57,9 @@ type Options struct {
 	// Cache is the machine's cache folder the run folder pins its trees
 	// from (runner/cache); empty pins by copying the live folders.
 	Cache string
+	// KeepRollouts puts each valid rollout the run makes into the cache
+	// too, for Reuse "cache" in any run folder (runner/reuse.Keep).
+	KeepRollouts bool
 	// TreesFrom is a run folder whose verified tree snapshots the cells
 	// run when there is no suite folder (replaying an imported run).
 	TreesFrom string
@@ -281,6 +284,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	for status, n := range moved {
 		sum.Statuses[status] -= n
 		sum.Statuses[store.StatusInvalid] += n
+	}
+	if err := keepRollouts(st, done, opts); err != nil && fatal == nil {
+		fatal = err
 	}
 	countShared(st, cells, todo, queued, sum)
 	sum.Interrupted = ctx.Err() != nil

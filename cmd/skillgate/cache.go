@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skillgate/skillgate/runner/cache"
+	"github.com/skillgate/skillgate/runner/reuse"
 
 	"github.com/skillgate/skillgate/pipeline/suite"
 
@@ -40,24 +41,47 @@ func cacheDir(c *cli.Context) (string, error) {
 	return d, nil
 }
 
+// reuseFlag is --reuse of run and plan.
+var reuseFlag = &cli.StringFlag{Name: "reuse", Usage: "take the stored rollouts of the run folder or pack `FROM`, or of the machine's cache (cache: what runs kept with --keep-rollouts), whose keys are the selected cells' exact keys, each verified as merge verifies it, instead of running those cells"}
+
+// needCache refuses --keep-rollouts and --reuse cache without a cache,
+// and --keep-rollouts with --replay.
+func needCache(c *cli.Context, dir string) error {
+	if c.Bool("keep-rollouts") && c.String("replay") != "" {
+		return fmt.Errorf("keep rollouts: --replay answers the cells from a recording, not the provider; keep the recorded run's rollouts by running it with --keep-rollouts")
+	}
+	if dir != "" {
+		return nil
+	}
+	if c.Bool("keep-rollouts") {
+		return fmt.Errorf("keep rollouts: there is no machine cache (--cache off, or no cache folder): give --cache DIR")
+	}
+	if c.String("reuse") == reuse.FromCache {
+		return fmt.Errorf("reuse from the machine's cache: there is none (--cache off, or no cache folder): give --cache DIR")
+	}
+	return nil
+}
+
 func cacheCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cache",
-		Usage: "the machine's cache of verified tree snapshots that run folders share",
+		Usage: "the machine's cache of verified tree snapshots and kept rollouts that run folders share",
 		Description: `The cache holds the skill, fixture, case and Dockerfile folders plans
 digest, by digest, verified; run folders link theirs from it, each file
-verified again as it is linked (see docs/reuse.md). Its folder is --cache,
-else $SKILLGATE_CACHE, else skillgate in the user's cache folder.`,
+verified again as it is linked (see docs/reuse.md). It also holds the
+rollouts runs kept with "run --keep-rollouts", by rollout key, which
+"run --reuse cache" takes, each verified as it is taken. Its folder is
+--cache, else $SKILLGATE_CACHE, else skillgate in the user's cache folder.`,
 		Subcommands: []*cli.Command{{
 			Name:  "gc",
 			Usage: "bound the cache by age and size",
-			Description: `Removes the snapshots not used for longer than --max-age, then the least
-recently used until the rest fit in --max-size. A snapshot a run is using is
-kept; run folders keep their own links to what is removed.`,
+			Description: `Removes the snapshots and kept rollouts not used for longer than --max-age,
+then the least recently used of either until the rest fit in --max-size. One a
+run is using is kept; run folders keep their own copies of what is removed.`,
 			Flags: []cli.Flag{
 				cacheFlag,
-				&cli.StringFlag{Name: "max-size", Value: "10g", Usage: "keep at most `SIZE` of snapshots (k, m, g: powers of 1024; 0: no bound)"},
-				&cli.DurationFlag{Name: "max-age", Value: 30 * 24 * time.Hour, Usage: "remove snapshots not used for `AGE` (0: no bound)"},
+				&cli.StringFlag{Name: "max-size", Value: "10g", Usage: "keep at most `SIZE` of snapshots and rollouts (k, m, g: powers of 1024; 0: no bound)"},
+				&cli.DurationFlag{Name: "max-age", Value: 30 * 24 * time.Hour, Usage: "remove snapshots and rollouts not used for `AGE` (0: no bound)"},
 			},
 			Action: func(c *cli.Context) error {
 				dir := c.String("cache")
@@ -79,7 +103,7 @@ kept; run folders keep their own links to what is removed.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(os.Stderr, "removed %d snapshots (%.1f MB), kept %d (%.1f MB)", res.Removed, float64(res.RemovedBytes)/1e6, res.Kept, float64(res.KeptBytes)/1e6)
+				fmt.Fprintf(os.Stderr, "removed %d snapshots and %d rollouts (%.1f MB), kept %d snapshots and %d rollouts (%.1f MB)", res.Removed-res.RemovedRollouts, res.RemovedRollouts, float64(res.RemovedBytes)/1e6, res.Kept-res.KeptRollouts, res.KeptRollouts, float64(res.KeptBytes)/1e6)
 				if res.Busy > 0 {
 					fmt.Fprintf(os.Stderr, "; %d in use by a run, kept", res.Busy)
 				}

@@ -36,7 +36,10 @@ then the lowest content digest; whatever derives from a rollout follows the
 version it was made from; the calibration's rollouts follow the chosen
 calibration), the others are kept under OUT/merge/set-aside, and
 OUT/merge.json lists them. The spend and audit ledgers are the union of
-the folders' lines.
+the folders' lines. The ledger of reused rollouts (reused.json) is carried
+for the rollouts taken: each entry checked against its folder (a key and a
+cell of the plan, the very rollout the folder holds), kept when its folder's
+version is the one chosen, once per key.
 
 With every shard merged, OUT is the plan's run folder: its reports are those
 of one unsharded run of the plan with the same stored results. With shards
@@ -76,6 +79,9 @@ func describeMerge(rec *store.MergeRecord, out string) string {
 	}
 	if rec.Spend > 0 {
 		counts = append(counts, fmt.Sprintf("%d spend entries", rec.Spend))
+	}
+	if rec.Reused > 0 {
+		counts = append(counts, fmt.Sprintf("%d reused cells (reused.json)", rec.Reused))
 	}
 	fmt.Fprintf(&b, "merged %d run folders of plan %s into %s: %s\n", len(rec.Inputs), rec.Plan, out, strings.Join(counts, ", "))
 	calibrated := 0

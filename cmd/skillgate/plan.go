@@ -34,11 +34,19 @@ summary counts the mutant arms and their cells, and, with
 policy.sequential, the rounds that may stop each mutant early. The plan
 names the mutants' folders where mutate writes them by default
 (.skillgate/SUITE-mutants at the repository's root), so its digest is the
-one mutate runs from there.`,
+one mutate runs from there.
+
+With --reuse FROM (a run folder, a pack, or cache: the machine's cache) it
+also says on stderr which cells a fresh run folder would take from FROM, by
+arm, and which would run, with what the taken ones cost when they ran: each
+record verified as "run --reuse" verifies it; nothing is written. The plan
+itself does not change.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the plan to `FILE` instead of stdout"},
 			&cli.StringSliceFlag{Name: "case", Usage: "also plan the calibration-only case `ID` (repeatable); a default plan has none"},
 			&cli.BoolFlag{Name: "mutants", Usage: "plan the suite's mutate run (its mutants beside the arms they copy) instead of its own"},
+			&cli.StringFlag{Name: "reuse", Usage: "also say which cells a fresh run folder would take with run --reuse `FROM` (a run folder, a pack, or cache: the machine's cache) and which would run, by arm, with what the taken ones cost when they ran"},
+			cacheFlag,
 		},
 		Before: shortLived,
 		Action: func(c *cli.Context) error {
@@ -63,7 +71,7 @@ one mutate runs from there.`,
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "plan %s for suite %s\n%s%s", p.Digest, p.Suite.Name, p.Summary(), verdict.DetectableLine(p)+verdict.SequentialPlanLine(p))
-			return nil
+			return planReuse(c, p, os.Stderr)
 		},
 	}
 }
@@ -82,7 +90,7 @@ func planMutants(c *cli.Context, dir string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "plan %s for the mutants of suite %s\n%s%s%s", p.Digest, p.Suite.Name, mutate.PlanLine(p), p.Summary(), verdict.SequentialPlanLine(p)+mutate.SequentialLine(p))
-	return nil
+	return planReuse(c, p, os.Stderr)
 }
 
 // writeOutput writes data to the named file, or to stdout when it is "" or "-".

@@ -96,7 +96,8 @@ failed), 3 calibration failed.`,
 			&cli.BoolFlag{Name: "stand-in", Usage: "run offline with labelled stand-ins for the agent's model and the judge (no key, no network, nothing paid): see the pipeline work on your own files"},
 			&cli.StringFlag{Name: "replay", Usage: "answer the cells from the recorded run folder `DIR`, offline (without a suite or plan: DIR's own plan and inputs)"},
 			cacheFlag,
-			&cli.StringFlag{Name: "reuse", Usage: "take the stored rollouts of the run folder or pack `FROM` whose keys are the selected cells' exact keys, each verified as merge verifies it, instead of running those cells"},
+			reuseFlag,
+			&cli.BoolFlag{Name: "keep-rollouts", Usage: "also keep each valid rollout this run makes in the machine's cache, sealed and verified, for --reuse cache in any run folder (off by default)"},
 			&cli.StringFlag{Name: "backend", Value: "docker", Usage: "where cells and checks run: `docker` (containers of the local engine) or kubernetes (Pods of the cluster kubectl names)"},
 			&cli.StringFlag{Name: "kubeconfig", Usage: "with --backend kubernetes: the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)"},
 			&cli.StringFlag{Name: "context", Usage: "with --backend kubernetes: the kubeconfig's context `NAME` (default: its current context)"},
@@ -133,6 +134,9 @@ failed), 3 calibration failed.`,
 			if err != nil {
 				return exit(2, err)
 			}
+			if err := needCache(c, cacheDir); err != nil {
+				return exit(2, err)
+			}
 			ctx, finish, stop := interruptible(c.Context)
 			defer stop()
 			fi, _ := os.Stderr.Stat()
@@ -141,7 +145,7 @@ failed), 3 calibration failed.`,
 				Cases: c.StringSlice("case"), Arms: c.StringSlice("arm"), Split: c.String("split"), Shard: shard,
 				DryRun: c.Bool("dry-run"), Calibrate: c.Bool("calibrate"), SpendCapUSD: c.Float64("spend-cap"), Log: os.Stderr, Terminal: fi != nil && fi.Mode()&os.ModeCharDevice != 0,
 				Finish: finish, Kubernetes: kube,
-				Replay: replay, TreesFrom: treesFrom, Cache: cacheDir, Reuse: c.String("reuse"),
+				Replay: replay, TreesFrom: treesFrom, Cache: cacheDir, Reuse: c.String("reuse"), KeepRollouts: c.Bool("keep-rollouts"),
 			})
 			if err != nil {
 				return exit(2, err)

@@ -27,8 +27,16 @@
 // processes pinning the same tree at once make it once: the second waits on
 // the lock, then links what the first made.
 //
+// # Kept rollouts
+//
+// With run --keep-rollouts the cache also keeps each valid rollout a run
+// makes, by rollout key, as a run folder holding it alone (rollouts.go);
+// run --reuse cache takes them. This package keeps their layout, locks and
+// bounds; runner/reuse copies and verifies what goes in and comes out, and
+// removes a kept rollout that fails verification.
+//
 // The cache's folder is $SKILLGATE_CACHE, else skillgate/ in the user's
 // cache folder (os.UserCacheDir); `run --cache DIR` overrides both and
 // `--cache off` pins by copying, as without a cache. `skillgate cache gc`
-// bounds it by size and age.
+// bounds it, snapshots and kept rollouts alike, by size and age.
 package cache

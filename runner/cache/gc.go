@@ -68,49 +68,84 @@ type Collected struct {
 	KeptBytes    int64 `json:"keptBytes"`
 	// Busy counts snapshots GC would have removed that a run was using.
 	Busy int `json:"busy"`
+	// RemovedRollouts and KeptRollouts count the kept rollouts among
+	// Removed and Kept.
+	RemovedRollouts int `json:"removedRollouts"`
+	KeptRollouts    int `json:"keptRollouts"`
 }
 
-// GC removes the snapshots not used for longer than maxAge (0: no bound),
-// then the least recently used ones until the rest hold at most maxBytes
-// (0: no bound), and what interrupted processes left in tmp/. A snapshot a
-// run is placing is skipped (its lock is held), never removed under it;
-// run folders keep their own links to what is removed.
+// gcItem is a snapshot or a kept rollout as GC weighs it.
+type gcItem struct {
+	rollout bool
+	bytes   int64
+	used    time.Time
+	lock    func() (func(), error)
+	remove  func() error
+	unlink  string // its lock file, removed with it
+}
+
+// GC removes the snapshots and kept rollouts not used for longer than
+// maxAge (0: no bound), then the least recently used ones until the rest
+// hold at most maxBytes (0: no bound), and what interrupted processes left
+// in tmp/. One a run is using is skipped (its lock is held), never removed
+// under it; run folders keep their own copies of what is removed.
 func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collected, error) {
 	var res Collected
 	entries, err := c.Entries()
 	if err != nil {
 		return res, err
 	}
-	var total int64
-	for _, e := range entries {
-		total += e.Bytes
+	items, err := c.rolloutItems()
+	if err != nil {
+		return res, err
 	}
 	for _, e := range entries {
-		old := maxAge > 0 && now.Sub(e.Used) > maxAge
+		tree := e.Tree
+		items = append(items, gcItem{bytes: e.Bytes, used: e.Used,
+			lock:   func() (func(), error) { return c.lock(tree, syscall.LOCK_EX|syscall.LOCK_NB) },
+			remove: func() error { return c.remove(tree) },
+			unlink: filepath.Join(c.Dir, DirLocks, tree.Encoded()+".lock"),
+		})
+	}
+	slices.SortStableFunc(items, func(a, b gcItem) int { return a.used.Compare(b.used) })
+	var total int64
+	for _, e := range items {
+		total += e.bytes
+	}
+	keep := func(e gcItem) {
+		res.Kept++
+		res.KeptBytes += e.bytes
+		if e.rollout {
+			res.KeptRollouts++
+		}
+	}
+	for _, e := range items {
+		old := maxAge > 0 && now.Sub(e.used) > maxAge
 		big := maxBytes > 0 && total > maxBytes
 		if !old && !big {
-			res.Kept++
-			res.KeptBytes += e.Bytes
+			keep(e)
 			continue
 		}
-		unlock, err := c.lock(e.Tree, syscall.LOCK_EX|syscall.LOCK_NB)
+		unlock, err := e.lock()
 		if err != nil {
 			res.Busy++
-			res.Kept++
-			res.KeptBytes += e.Bytes
+			keep(e)
 			continue
 		}
-		err = c.remove(e.Tree)
+		err = e.remove()
 		if err == nil {
-			os.Remove(filepath.Join(c.Dir, DirLocks, e.Tree.Encoded()+".lock"))
+			os.Remove(e.unlink)
 		}
 		unlock()
 		if err != nil {
 			return res, fmt.Errorf("collect cache: %w", err)
 		}
 		res.Removed++
-		res.RemovedBytes += e.Bytes
-		total -= e.Bytes
+		res.RemovedBytes += e.bytes
+		if e.rollout {
+			res.RemovedRollouts++
+		}
+		total -= e.bytes
 	}
 	c.sweepTmp(now)
 	return res, nil
@@ -125,7 +160,7 @@ func (c *Cache) sweepTmp(now time.Time) {
 		if err != nil || now.Sub(info.ModTime()) < time.Hour {
 			continue
 		}
-		if strings.HasPrefix(d.Name(), "tree-") || strings.HasPrefix(d.Name(), "gone-") {
+		if strings.HasPrefix(d.Name(), "tree-") || strings.HasPrefix(d.Name(), "gone-") || strings.HasPrefix(d.Name(), "rollout-") {
 			removeAll(filepath.Join(c.Dir, DirTmp, d.Name()))
 		}
 	}

@@ -1,5 +1,6 @@
-// Package reuse takes stored rollouts from another run folder, or a pack
-// of one (skillgate export), into a run folder before its cells run, by
+// Package reuse takes stored rollouts from another run folder, a pack of
+// one (skillgate export), or the machine's cache (FromCache: what runs kept
+// there, Keep), into a run folder before its cells run, by
 // key only: a rollout is taken when the run's plan has a cell of its exact
 // rollout key, which digests everything the session depends on (agent,
 // model, sampling, prompt, fixture, skills, limits), so a skill edit

@@ -22,16 +22,9 @@ import (
 // FileLedger lists, in a run folder, the rollouts taken from elsewhere.
 const FileLedger = runfolder.FileReused
 
-// Taken is one rollout taken into the run folder.
-type Taken struct {
-	Key  digest.Digest `json:"key"`
-	Cell string        `json:"cell"`
-	// From is the run folder or pack it was taken from.
-	From string `json:"from"`
-	// RanAt is when its session started; TakenAt when it was taken.
-	RanAt   time.Time `json:"ranAt"`
-	TakenAt time.Time `json:"takenAt"`
-}
+// Taken is one rollout taken into the run folder: an entry of its ledger
+// (merge carries them, runner/store).
+type Taken = store.Reused
 
 // Result is what Take did.
 type Result struct {
@@ -51,13 +44,18 @@ type Result struct {
 // records them in st's ledger. With dryRun it verifies and counts them,
 // and writes nothing.
 func Take(from string, st *store.Store, p *plan.Plan, cells []plan.Cell, dryRun bool) (*Result, error) {
-	dir, done, err := openSource(from)
+	return TakeFrom(Source{From: from}, st, p, cells, dryRun)
+}
+
+// TakeFrom is Take from src, which may be the machine's cache. A nil st is
+// an empty run folder (plan --reuse asks what a fresh folder would take).
+func TakeFrom(src Source, st *store.Store, p *plan.Plan, cells []plan.Cell, dryRun bool) (*Result, error) {
+	o, err := src.open(dryRun)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	src := &store.Store{Dir: dir}
-	res := &Result{From: from}
+	defer o.close()
+	res := &Result{From: src.From}
 	cases, arms := p.CasesByID(), p.ArmsByName()
 	seen := map[digest.Digest]bool{}
 	now := time.Now().UTC()
@@ -66,37 +64,46 @@ func Take(from string, st *store.Store, p *plan.Plan, cells []plan.Cell, dryRun 
 			continue
 		}
 		seen[c.Rollout] = true
-		if r, ok, _ := st.Rollout(c.Rollout); ok && r.Status != store.StatusInvalid {
-			continue
+		if st != nil {
+			if r, ok, _ := st.Rollout(c.Rollout); ok && r.Status != store.StatusInvalid {
+				continue
+			}
 		}
-		r, ok, err := src.Rollout(c.Rollout)
+		dir, release, ok, err := o.at(c.Rollout)
 		if err != nil {
 			res.Refused = append(res.Refused, err.Error())
 			continue
 		}
-		if !ok || r.Status == store.StatusInvalid {
+		if !ok {
 			continue
 		}
-		if err := checkInputs(p, r, cases[c.Case], arms[c.Arm]); err != nil {
-			res.Refused = append(res.Refused, fmt.Sprintf("rollout %s (%s): %v", c.Rollout.Encoded()[:12], r.Cell, err))
+		inputs := func(r *store.Rollout) error { return checkInputs(p, r, cases[c.Case], arms[c.Arm]) }
+		r, err := check(dir, c.Rollout, inputs)
+		if err != nil {
+			release()
+			if err != errNotTaken {
+				again := func(dir string) error { _, err := check(dir, c.Rollout, inputs); return err }
+				res.Refused = append(res.Refused, o.refuse(c.Rollout, err, again))
+			}
 			continue
+		}
+		if !dryRun {
+			if err := copyExchanges(dir, st, r); err != nil {
+				release() // changed since it was verified: refused as it was
+				res.Refused = append(res.Refused, fmt.Sprintf("rollout %s (%s): %v", c.Rollout.Encoded()[:12], r.Cell, err))
+				continue
+			}
+			err = copyRollout((&store.Store{Dir: dir}).RolloutDir(c.Rollout), st, c.Rollout)
+		}
+		release()
+		if err != nil {
+			return res, fmt.Errorf("reuse rollout %s: %w", r.Cell, err)
 		}
 		if r.Gateway != nil && r.Gateway.USD != nil {
 			res.SavedUSD += *r.Gateway.USD
 		}
 		res.SavedSeconds += r.Durations.Total
-		if dryRun {
-			res.Taken = append(res.Taken, Taken{Key: c.Rollout, Cell: c.ID, From: from, RanAt: r.StartedAt, TakenAt: now})
-			continue
-		}
-		if err := copyExchanges(dir, st, r); err != nil {
-			res.Refused = append(res.Refused, fmt.Sprintf("rollout %s (%s): %v", c.Rollout.Encoded()[:12], r.Cell, err))
-			continue
-		}
-		if err := copyRollout(src.RolloutDir(c.Rollout), st, c.Rollout); err != nil {
-			return res, fmt.Errorf("reuse rollout %s: %w", r.Cell, err)
-		}
-		res.Taken = append(res.Taken, Taken{Key: c.Rollout, Cell: c.ID, From: from, RanAt: r.StartedAt, TakenAt: now})
+		res.Taken = append(res.Taken, Taken{Key: c.Rollout, Cell: c.ID, From: o.name(), RanAt: r.StartedAt, TakenAt: now})
 	}
 	if len(res.Taken) > 0 && !dryRun {
 		if err := appendLedger(st, res.Taken); err != nil {
@@ -104,6 +111,30 @@ func Take(from string, st *store.Store, p *plan.Plan, cells []plan.Cell, dryRun 
 		}
 	}
 	return res, nil
+}
+
+// errNotTaken: the source stores no rollout under the key, or an invalid
+// one: nothing to take, nothing refused.
+var errNotTaken = errors.New("no valid rollout stored")
+
+// check reads and verifies the rollout stored under key in the run folder
+// dir: its seal, its files, its exchange log and bodies, and what inputs
+// says of it.
+func check(dir string, key digest.Digest, inputs func(*store.Rollout) error) (*store.Rollout, error) {
+	r, ok, err := (&store.Store{Dir: dir}).Rollout(key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || r.Status == store.StatusInvalid {
+		return nil, errNotTaken
+	}
+	if err := inputs(r); err != nil {
+		return nil, fmt.Errorf("rollout %s (%s): %v", key.Encoded()[:12], r.Cell, err)
+	}
+	if err := verifyExchanges(dir, r); err != nil {
+		return nil, fmt.Errorf("rollout %s (%s): %v", key.Encoded()[:12], r.Cell, err)
+	}
+	return r, nil
 }
 
 // openSource is the run folder from names: itself, or a pack unpacked
@@ -157,6 +188,26 @@ func checkInputs(p *plan.Plan, r *store.Rollout, pc plan.PlanCase, arm plan.Plan
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("it ran skills %v, the cell installs %v: altered or damaged", got, want)
+	}
+	return nil
+}
+
+// verifyExchanges reads the rollout's exchange log and every body it
+// names, each against its digest.
+func verifyExchanges(dir string, r *store.Rollout) error {
+	if r.Gateway == nil || r.Gateway.Exchanges == "" {
+		return nil
+	}
+	l, err := gateway.ReadLog(dir, r.Gateway.Exchanges)
+	if err != nil {
+		return err
+	}
+	for _, ex := range l.Exchanges {
+		for _, d := range []digest.Digest{ex.Request.Digest, ex.Response.Digest} {
+			if _, err := gateway.ReadBody(dir, d); d != "" && err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -26,7 +26,8 @@
 //	merge/set-aside/KIND/KEY/HEX/  a version not chosen (HEX: the first 16 hex digits of its
 //	                               content digest), kept as it was stored
 //	.lock                          held by the skillgate process using the folder
-//	reused.json                    the rollouts run --reuse took from another folder or pack:
+//	reused.json                    the rollouts run --reuse took from another folder, a pack or
+//	                               the machine's cache (merge carries it):
 //	                               key, cell, where from, when it ran, when taken (runner/reuse)
 //	store/rollouts/KEY/            one agent session, by rollout key:
 //	    rollout.json                 the normalized record (status, telemetry, changes, usage, setup)

@@ -49,6 +49,9 @@ type MergeRecord struct {
 	Records map[string]int `json:"records"`
 	Spend   int            `json:"spend"`
 	Audits  int            `json:"audits"`
+	// Reused counts the entries of reused.json carried for the rollouts
+	// taken.
+	Reused int `json:"reused,omitempty"`
 	// Duplicates are the keys stored with different content.
 	Duplicates []MergeDuplicate `json:"duplicates"`
 	// NotMerged says what of the inputs the merge leaves out, and why.
@@ -141,6 +144,8 @@ type mergeInput struct {
 	started     map[digest.Digest]time.Time
 	calibration []byte
 	calChecks   []digest.Digest
+	// reused is its reused.json, by key (merge_reused.go).
+	reused map[digest.Digest]Reused
 }
 
 // mergeKey is every version of one record found in the inputs.

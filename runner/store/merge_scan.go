@@ -129,6 +129,9 @@ func (m *merger) scan(i int) error {
 	if err := m.scanCalibration(i); err != nil {
 		return err
 	}
+	if err := m.scanReused(i); err != nil {
+		return err
+	}
 	return m.scanAudits(i)
 }
 

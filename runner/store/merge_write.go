@@ -103,6 +103,15 @@ func (m *merger) write() error {
 		}
 		m.rec.Audits = len(m.audits)
 	}
+	if b, n, err := m.reusedLedger(); err != nil || n > 0 {
+		if err == nil {
+			err = put(FileReused, b)
+		}
+		if err != nil {
+			return fmt.Errorf("write merged run folder: %w", err)
+		}
+		m.rec.Reused = n
+	}
 	if m.rec.Shard != nil {
 		b, _ := json.MarshalIndent(m.rec.Shard, "", "  ")
 		if err := put(FileShard, append(b, '\n')); err != nil {
