@@ -186,9 +186,15 @@ func (in *inputs) pin() error {
 // since the plan was made: "skill s: SKILL.md modified".
 func (in *inputs) recheck() map[string][]string {
 	changed := map[string][]string{}
+	hash := plan.HashTree
+	if live, ok := in.store.Shared.(interface {
+		HashLive(dir string) (plan.Tree, error)
+	}); ok && in.from == nil {
+		hash = live.HashLive // by the machine's stat index of the folder
+	}
 	for _, what := range in.order {
 		t := in.trees[what]
-		now, err := plan.HashTree(t.src)
+		now, err := hash(t.src)
 		if err != nil {
 			changed[what] = []string{fmt.Sprintf("%s: %v", what, err)}
 			continue

@@ -55,8 +55,26 @@ func encodeRecord(head string, files map[string]store.KnownFile) []byte {
 // decodeRecord reads a record written under head; nil when it is damaged,
 // of another head, or absent.
 func decodeRecord(b []byte, head string) map[string]store.KnownFile {
+	if !bytes.HasPrefix(b, []byte(recordMagic+head+"\n")) {
+		return nil
+	}
+	_, files := decodeAny(b)
+	return files
+}
+
+// decodeAny reads a record and its head; nil files when it is damaged.
+func decodeAny(b []byte) (head string, files map[string]store.KnownFile) {
+	first, _, _ := bytes.Cut(b, []byte("\n"))
+	head, ok := strings.CutPrefix(string(first), recordMagic)
+	if !ok {
+		return "", nil
+	}
+	return head, decodeBody(b)
+}
+
+func decodeBody(b []byte) map[string]store.KnownFile {
 	i := bytes.LastIndex(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
-	if i < 0 || !bytes.HasPrefix(b, []byte(recordMagic+head+"\n")) {
+	if i < 0 {
 		return nil
 	}
 	body, tail := b[:i+1], strings.TrimSpace(string(b[i+1:]))
