@@ -82,6 +82,9 @@ type Options struct {
 	whole *plan.Plan
 	// spendGate admits the cells' model calls under the spend cap (runner/spend).
 	spendGate gateway.SpendGate
+	// onCellStart, when set, hears of each cell as it is admitted, its
+	// container about to be made (the benchmarks' start of a run's first cell).
+	onCellStart func(cell string)
 }
 
 // Summary is what a run did with the selected cells.
@@ -243,7 +246,12 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	var mu sync.Mutex
 	var fatal error
 	bounded.ForEach(cellCtx, opts.Jobs, todo, func(c plan.Cell) {
-		ro, err := r.runAdmitted(cellCtx, c, store.SpendCell, prog.started)
+		ro, err := r.runAdmitted(cellCtx, c, store.SpendCell, func(id string) {
+			if opts.onCellStart != nil {
+				opts.onCellStart(id)
+			}
+			prog.started(id)
+		})
 		mu.Lock()
 		switch {
 		case errors.Is(err, spend.ErrCap):
