@@ -12,6 +12,8 @@ import (
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // A cell runs exactly the bytes its plan digested. Before a run's first
@@ -175,6 +177,28 @@ func (in *inputs) lookup(pc plan.PlanCase, arm plan.PlanArm, what string) (rel s
 func (in *inputs) pin() error {
 	for _, what := range in.order {
 		t := in.trees[what]
+		if _, err := in.store.PinTree(t.what, t.src, t.tree); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pinFirst pins, as pin does, every tree added but the fixtures the
+// machine's cache already holds: those are placed while the first cells
+// run (store.PinLater), since a cell reads its fixture from its cell image,
+// and a fixture image is built from the snapshot only once it is placed
+// and verified (images wait on store.AwaitTree). The run waits for them
+// (store.AwaitPins) before it checks the live folders again, so the run
+// folder is whole when the run ends; a snapshot refused then fails the run.
+func (in *inputs) pinFirst() error {
+	holds, _ := in.store.Shared.(interface{ Holds(digest.Digest) bool })
+	for _, what := range in.order {
+		t := in.trees[what]
+		if holds != nil && strings.HasPrefix(what, "fixture ") && holds.Holds(t.tree.Digest) {
+			in.store.PinLater(t.what, t.src, t.tree)
+			continue
+		}
 		if _, err := in.store.PinTree(t.what, t.src, t.tree); err != nil {
 			return err
 		}

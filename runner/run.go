@@ -223,7 +223,8 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 			return nil, err
 		}
 	}
-	if err := in.pin(); err != nil {
+	defer st.AwaitPins() // every return leaves the folder's trees whole
+	if err := in.pinFirst(); err != nil {
 		return nil, err
 	}
 	// The provider's faults can stop the cells, not what follows them.
@@ -281,6 +282,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		if keyRefused && fatal == nil {
 			fatal = fmt.Errorf("run cells: %s", why)
 		}
+	}
+	if err := st.AwaitPins(); err != nil && fatal == nil {
+		fatal = err
 	}
 	moved, err := in.invalidateChanged(done, opts.Log)
 	if err != nil && fatal == nil {

@@ -80,6 +80,13 @@ type Entry struct {
 	Used time.Time `json:"-"`
 }
 
+// Holds says whether the cache has a snapshot of the tree with that digest
+// (to be verified as it is placed).
+func (c *Cache) Holds(tree digest.Digest) bool {
+	_, err := os.Stat(c.entryFile(tree))
+	return err == nil
+}
+
 // TreeDir is the folder of the snapshot of the tree with that digest.
 func (c *Cache) TreeDir(tree digest.Digest) string {
 	return filepath.Join(c.Dir, DirTrees, tree.Encoded())
