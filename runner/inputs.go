@@ -26,7 +26,11 @@ import (
 // live folders are hashed again: a file that changed while the cells ran
 // makes every cell of that invocation rolled out from the changed tree
 // invalid, naming the file, so the verdict is INCOMPLETE and the next run
-// reruns them.
+// reruns them. With the machine's cache (runner/cache), the trees are
+// linked from its verified snapshots instead, each file checked by its
+// stat record or hashed; a fixture it holds is placed while the first
+// cells run (pinFirst); and the live folders are hashed through the
+// cache's stat index of each.
 
 // inputTree is one live folder a run's cells need, and the tree the plan
 // knows it as.

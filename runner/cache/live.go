@@ -33,8 +33,8 @@ const RacyMargin = 2 * time.Second
 // than RacyMargin before that stat was taken, is not read. Every file is
 // stat'ed, so a file added, removed, retyped, edited (its change time
 // moves, whatever is done to its modification time) or replaced (its
-// inode) is hashed. The index is rewritten after each walk; a damaged one
-// is ignored. Errors in keeping the index never fail the hash.
+// inode) is hashed. The index is rewritten after a walk that read a file
+// or found one gone; a damaged one is ignored. Errors in keeping the index never fail the hash.
 func (c *Cache) HashLive(dir string) (plan.Tree, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -55,12 +55,14 @@ func (c *Cache) HashLive(dir string) (plan.Tree, error) {
 	}
 	taken := time.Now().UnixNano()
 	now := map[string]store.KnownFile{}
+	read := 0
 	t, err := plan.HashTreeWith(abs, func(p, rel string, info os.FileInfo) (digest.Digest, error) {
 		st, stated := store.StatOf(info)
 		if k, ok := known[rel]; ok && stated && k.Stat == st && st.Mtime < trustBefore && st.Ctime < trustBefore {
 			now[rel] = k
 			return k.Digest, nil
 		}
+		read++
 		dg, err := pipeline.FileDigest(p)
 		if err == nil && stated {
 			now[rel] = store.KnownFile{Stat: st, Digest: dg}
@@ -69,6 +71,9 @@ func (c *Cache) HashLive(dir string) (plan.Tree, error) {
 	})
 	if err != nil {
 		return t, err
+	}
+	if read == 0 && len(now) == len(known) {
+		return t, nil // every entry trusted, none gone: the index stands as it is
 	}
 	if os.MkdirAll(filepath.Join(c.Dir, DirIndex), 0o755) == nil {
 		c.writeRecord(index, encodeRecord(key+" "+strconv.FormatInt(taken, 10), now))
