@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/skillgate/skillgate/runner/cache"
@@ -140,7 +141,7 @@ func TestTwoRunsShareCache(t *testing.T) {
 	mustDo(t, os.Chmod(f, 0o444))
 	mustDo(t, os.Chtimes(f, info.ModTime(), info.ModTime()))
 	out := t.TempDir()
-	var log bytes.Buffer
+	var log lockedBuffer // the cache writes from the pin placing the fixture
 	sum, err := Run(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 2, Cache: cacheDir, Log: &log})
 	if err != nil || !sum.Complete() {
 		t.Fatalf("run over a damaged snapshot: %v %+v\n%s", err, sum, log.String())
@@ -171,4 +172,22 @@ func mustRead(t *testing.T, p string) string {
 	b, err := os.ReadFile(p)
 	mustDo(t, err)
 	return string(b)
+}
+
+// lockedBuffer is a bytes.Buffer written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
