@@ -12,6 +12,8 @@ import (
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // A cell runs exactly the bytes its plan digested. Before a run's first
@@ -24,7 +26,11 @@ import (
 // live folders are hashed again: a file that changed while the cells ran
 // makes every cell of that invocation rolled out from the changed tree
 // invalid, naming the file, so the verdict is INCOMPLETE and the next run
-// reruns them.
+// reruns them. With the machine's cache (runner/cache), the trees are
+// linked from its verified snapshots instead, each file checked by its
+// stat record or hashed; a fixture it holds is placed while the first
+// cells run (pinFirst); and the live folders are hashed through the
+// cache's stat index of each.
 
 // inputTree is one live folder a run's cells need, and the tree the plan
 // knows it as.
@@ -182,13 +188,41 @@ func (in *inputs) pin() error {
 	return nil
 }
 
+// pinFirst pins, as pin does, every tree added but the fixtures the
+// machine's cache already holds: those are placed while the first cells
+// run (store.PinLater), since a cell reads its fixture from its cell image,
+// and a fixture image is built from the snapshot only once it is placed
+// and verified (images wait on store.AwaitTree). The run waits for them
+// (store.AwaitPins) before it checks the live folders again, so the run
+// folder is whole when the run ends; a snapshot refused then fails the run.
+func (in *inputs) pinFirst() error {
+	holds, _ := in.store.Shared.(interface{ Holds(digest.Digest) bool })
+	for _, what := range in.order {
+		t := in.trees[what]
+		if holds != nil && strings.HasPrefix(what, "fixture ") && holds.Holds(t.tree.Digest) {
+			in.store.PinLater(t.what, t.src, t.tree)
+			continue
+		}
+		if _, err := in.store.PinTree(t.what, t.src, t.tree); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // recheck hashes the live folders again and returns, by tree, what changed
 // since the plan was made: "skill s: SKILL.md modified".
 func (in *inputs) recheck() map[string][]string {
 	changed := map[string][]string{}
+	hash := plan.HashTree
+	if live, ok := in.store.Shared.(interface {
+		HashLive(dir string) (plan.Tree, error)
+	}); ok && in.from == nil {
+		hash = live.HashLive // by the machine's stat index of the folder
+	}
 	for _, what := range in.order {
 		t := in.trees[what]
-		now, err := plan.HashTree(t.src)
+		now, err := hash(t.src)
 		if err != nil {
 			changed[what] = []string{fmt.Sprintf("%s: %v", what, err)}
 			continue

@@ -85,6 +85,9 @@ type Options struct {
 	whole *plan.Plan
 	// spendGate admits the cells' model calls under the spend cap (runner/spend).
 	spendGate gateway.SpendGate
+	// onCellStart, when set, hears of each cell as it is admitted, its
+	// container about to be made (the benchmarks' start of a run's first cell).
+	onCellStart func(cell string)
 }
 
 // Summary is what a run did with the selected cells.
@@ -223,7 +226,8 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 			return nil, err
 		}
 	}
-	if err := in.pin(); err != nil {
+	defer st.AwaitPins() // every return leaves the folder's trees whole
+	if err := in.pinFirst(); err != nil {
 		return nil, err
 	}
 	// The provider's faults can stop the cells, not what follows them.
@@ -246,7 +250,12 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	var mu sync.Mutex
 	var fatal error
 	bounded.ForEach(cellCtx, opts.Jobs, todo, func(c plan.Cell) {
-		ro, err := r.runAdmitted(cellCtx, c, store.SpendCell, prog.started)
+		ro, err := r.runAdmitted(cellCtx, c, store.SpendCell, func(id string) {
+			if opts.onCellStart != nil {
+				opts.onCellStart(id)
+			}
+			prog.started(id)
+		})
 		mu.Lock()
 		switch {
 		case errors.Is(err, spend.ErrCap):
@@ -276,6 +285,9 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 		if keyRefused && fatal == nil {
 			fatal = fmt.Errorf("run cells: %s", why)
 		}
+	}
+	if err := st.AwaitPins(); err != nil && fatal == nil {
+		fatal = err
 	}
 	moved, err := in.invalidateChanged(done, opts.Log)
 	if err != nil && fatal == nil {

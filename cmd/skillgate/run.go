@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/skillgate/skillgate/runner/cache"
 	"github.com/skillgate/skillgate/runner/docker"
 	"github.com/skillgate/skillgate/runner/kube"
 	"github.com/skillgate/skillgate/runner/spend"
@@ -110,6 +111,16 @@ failed), 3 calibration failed.`,
 				return exit(2, fmt.Errorf("run takes one suite folder or plan file, got %d arguments", c.NArg()))
 			}
 			replay := c.String("replay")
+			cacheDir, err := cacheDir(c)
+			if err != nil {
+				return exit(2, err)
+			}
+			if cacheDir != "" {
+				// The plan hashes the suite's folders through the cache's
+				// stat index of each.
+				plan.SetLiveHasher(cache.LiveHasher(cacheDir))
+				defer plan.SetLiveHasher(nil)
+			}
 			t, treesFrom, err := runTarget(c)
 			if err != nil {
 				return exit(2, err)
@@ -130,10 +141,6 @@ failed), 3 calibration failed.`,
 				return exit(2, err)
 			}
 			out := runFolder(c, t.Plan)
-			cacheDir, err := cacheDir(c)
-			if err != nil {
-				return exit(2, err)
-			}
 			if err := needCache(c, cacheDir); err != nil {
 				return exit(2, err)
 			}

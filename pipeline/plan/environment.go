@@ -62,7 +62,7 @@ func compileEnvironments(s *suite.Suite, p *Plan) error {
 			if err != nil {
 				return "", fmt.Errorf("compile plan: environment %s: %w", name, err)
 			}
-			t, err := HashTree(dir)
+			t, err := HashLive(dir)
 			if err != nil {
 				return "", fmt.Errorf("compile plan: environment %s: %w", name, err)
 			}
@@ -113,7 +113,7 @@ func caseInputs(s *suite.Suite, p *Plan, pc *PlanCase) error {
 		if err != nil {
 			return fmt.Errorf("compile plan: case %s: %w", pc.ID, err)
 		}
-		if t, err = HashTree(dir); err != nil {
+		if t, err = HashLive(dir); err != nil {
 			return fmt.Errorf("compile plan: case %s: %w", pc.ID, err)
 		}
 		if p.CaseDirs == nil {

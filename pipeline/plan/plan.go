@@ -201,7 +201,7 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compile plan: skill %s: %w", key, err)
 		}
-		t, err := HashTree(dir)
+		t, err := HashLive(dir)
 		if err != nil {
 			return nil, fmt.Errorf("compile plan: skill %s: %w", key, err)
 		}
@@ -239,7 +239,7 @@ func CompileCases(s *suite.Suite, selected []string) (*Plan, error) {
 				if err != nil {
 					return nil, fmt.Errorf("compile plan: case %s: %w", id, err)
 				}
-				if t, err = HashTree(dir); err != nil {
+				if t, err = HashLive(dir); err != nil {
 					return nil, fmt.Errorf("compile plan: case %s: %w", id, err)
 				}
 				p.Fixtures[key] = t

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/skillgate/skillgate/pipeline"
 
@@ -34,7 +35,19 @@ type Tree struct {
 }
 
 // HashTree reads a folder into a Tree. Empty folders are not part of it.
-func HashTree(dir string) (Tree, error) {
+func HashTree(dir string) (Tree, error) { return HashTreeWith(dir, nil) }
+
+// A FileHasher gives the digest of the bytes of the regular file p, at rel
+// in its tree, whose Lstat is info: a store that knows the file by its
+// stat may answer without reading it.
+type FileHasher func(p, rel string, info os.FileInfo) (digest.Digest, error)
+
+// HashTreeWith is HashTree with each regular file's digest from hash (nil:
+// read and hashed).
+func HashTreeWith(dir string, hash FileHasher) (Tree, error) {
+	if hash == nil {
+		hash = func(p, _ string, _ os.FileInfo) (digest.Digest, error) { return pipeline.FileDigest(p) }
+	}
 	t := Tree{Files: map[string]TreeEntry{}}
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -61,7 +74,7 @@ func HashTree(dir string) (Tree, error) {
 			}
 			e = TreeEntry{Digest: digest.FromString(filepath.ToSlash(target)), Mode: "symlink", Size: int64(len(target))}
 		case info.Mode().IsRegular():
-			dg, err := pipeline.FileDigest(p)
+			dg, err := hash(p, rel, info)
 			if err != nil {
 				return err
 			}
@@ -124,4 +137,27 @@ func DiffTrees(a, b Tree) []TreeChange {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// liveHasher is what HashLive hashes a suite's folders with.
+var liveHasher atomic.Pointer[func(dir string) (Tree, error)]
+
+// HashLive is HashTree for a live folder of a suite (a skill, a fixture, a
+// Dockerfile folder) as a plan compiles it: through the hasher SetLiveHasher
+// gave (a machine cache's stat index of the folder), else HashTree.
+func HashLive(dir string) (Tree, error) {
+	if fn := liveHasher.Load(); fn != nil {
+		return (*fn)(dir)
+	}
+	return HashTree(dir)
+}
+
+// SetLiveHasher has HashLive hash through fn (nil: HashTree). fn gives the
+// tree HashTree gives, or an error.
+func SetLiveHasher(fn func(dir string) (Tree, error)) {
+	if fn == nil {
+		liveHasher.Store(nil)
+		return
+	}
+	liveHasher.Store(&fn)
 }

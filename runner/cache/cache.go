@@ -80,6 +80,13 @@ type Entry struct {
 	Used time.Time `json:"-"`
 }
 
+// Holds says whether the cache has a snapshot of the tree with that digest
+// (to be verified as it is placed).
+func (c *Cache) Holds(tree digest.Digest) bool {
+	_, err := os.Stat(c.entryFile(tree))
+	return err == nil
+}
+
 // TreeDir is the folder of the snapshot of the tree with that digest.
 func (c *Cache) TreeDir(tree digest.Digest) string {
 	return filepath.Join(c.Dir, DirTrees, tree.Encoded())
@@ -101,7 +108,7 @@ func (c *Cache) PlaceTree(what, src string, want plan.Tree, dst string) error {
 	}
 	var refused error
 	if _, err := os.Stat(entry); err == nil {
-		if refused = store.LinkTree(entry, dst, want); refused == nil {
+		if refused = c.link(entry, dst, want); refused == nil {
 			unlock()
 			c.touch(want.Digest)
 			return nil
@@ -121,7 +128,7 @@ func (c *Cache) PlaceTree(what, src string, want plan.Tree, dst string) error {
 		// Made (or made again) by another process while this one waited;
 		// what one placed and found damaged is checked again before it is
 		// removed.
-		err := store.LinkTree(entry, dst, want)
+		err := c.link(entry, dst, want)
 		if err == nil {
 			c.touch(want.Digest)
 			return nil
@@ -138,7 +145,7 @@ func (c *Cache) PlaceTree(what, src string, want plan.Tree, dst string) error {
 	if err := c.make(src, want); err != nil {
 		return fmt.Errorf("cache %s: %w", what, err)
 	}
-	if err := store.LinkTree(entry, dst, want); err != nil {
+	if err := c.link(entry, dst, want); err != nil {
 		return fmt.Errorf("place %s from the cache: %w", what, err)
 	}
 	return nil
@@ -159,6 +166,7 @@ func (c *Cache) make(src string, want plan.Tree) error {
 	if err := store.CopyTree(src, tmp, want); err != nil {
 		return err
 	}
+	known := statsOf(tmp, want)
 	e := Entry{Tree: want.Digest, Files: len(want.Files), Bytes: want.Bytes, Made: time.Now().UTC()}
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
@@ -173,7 +181,20 @@ func (c *Cache) make(src string, want plan.Tree) error {
 		}
 		return err
 	}
+	c.record(want.Digest, known)
 	return os.Rename(filepath.Join(c.Dir, DirTmp, filepath.Base(tmp)+".json"), c.entryFile(want.Digest))
+}
+
+// link places the snapshot entry of want at dst (store.LinkTreeKnown),
+// trusting the files whose stats are still the ones its stat record holds,
+// and records their stats once linked. The caller holds the tree's lock.
+func (c *Cache) link(entry, dst string, want plan.Tree) error {
+	known, err := store.LinkTreeKnown(entry, dst, want, c.known(want.Digest))
+	if err != nil {
+		return err
+	}
+	c.record(want.Digest, known)
+	return nil
 }
 
 // remove takes the snapshot of tree out of the cache: renamed away first,
@@ -188,6 +209,7 @@ func (c *Cache) remove(tree digest.Digest) error {
 		return fmt.Errorf("remove cached tree %s: %w", tree.Encoded(), err)
 	}
 	os.Remove(c.entryFile(tree))
+	os.Remove(c.statFile(tree))
 	return removeAll(gone)
 }
 

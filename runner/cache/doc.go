@@ -11,21 +11,37 @@
 //	trees/HEX/         a tree's snapshot, by the plan's tree digest; read-only files
 //	trees/HEX.json     what the snapshot holds (files, bytes) and when it was made;
 //	                   its modification time is the snapshot's last use, which gc reads
+//	trees/HEX.stat     the stat record of the snapshot's files (known.go)
+//	index/KEY          the stat index of a live folder hashed through the cache,
+//	                   KEY the SHA-256 of its absolute path (live.go)
 //	locks/HEX.lock     held shared while a snapshot is placed into a run folder,
 //	                   exclusively while it is made, made again or removed
 //	tmp/               what is being made; renamed into trees/ once verified
 //
 // # Trust
 //
-// Nothing in the cache is trusted as it is. A snapshot is made from the live
-// folder with every file hashed while copied and checked against the plan's
-// tree, then renamed into place (atomic: a crash leaves only tmp/), and every
-// time a run folder takes it, every file placed is hashed again, through the
-// link, and checked against the plan: a snapshot damaged on disk (a byte
-// changed, a file added, removed or made writable) is refused, removed and
-// made again from the live folder, never used; the run's log says so. Two
-// processes pinning the same tree at once make it once: the second waits on
-// the lock, then links what the first made.
+// Nothing in the cache is trusted without a check. A snapshot is made from
+// the live folder with every file hashed while copied and checked against
+// the plan's tree, then renamed into place (atomic: a crash leaves only
+// tmp/). Every time a run folder takes it, every file placed is checked
+// against the plan: a file whose stat, taken just before it is linked, is
+// exactly the one its stat record holds (device, inode, size, mode,
+// modification and change times) keeps the digest it was verified to
+// have; any other is hashed through its link. An edit changes a file's
+// change time, its modification time set back or not, so a snapshot
+// damaged on disk (a byte changed, a file added, removed or made writable)
+// is refused, removed and made again from the live folder, never used; the
+// run's log says so. A link changes the change time too: whoever links
+// records the stats again, after the check. A stat record damaged on disk
+// fails its sum and is ignored (every file hashed). Two processes pinning
+// the same tree at once make it once: the second waits on the lock, then
+// links what the first made.
+//
+// A live folder (a suite's skill or fixture) is hashed through its stat
+// index the same way (Cache.HashLive), when the plan is compiled and again
+// after the rollouts, with git's racy-clean rule besides: an entry is
+// trusted only when its file's last change was RacyMargin older than the
+// walk that recorded it.
 //
 // # Kept rollouts
 //

@@ -160,7 +160,7 @@ func (c *Cache) sweepTmp(now time.Time) {
 		if err != nil || now.Sub(info.ModTime()) < time.Hour {
 			continue
 		}
-		if strings.HasPrefix(d.Name(), "tree-") || strings.HasPrefix(d.Name(), "gone-") || strings.HasPrefix(d.Name(), "rollout-") {
+		if strings.HasPrefix(d.Name(), "tree-") || strings.HasPrefix(d.Name(), "gone-") || strings.HasPrefix(d.Name(), "rollout-") || strings.HasPrefix(d.Name(), "stat-") {
 			removeAll(filepath.Join(c.Dir, DirTmp, d.Name()))
 		}
 	}

@@ -333,6 +333,9 @@ func (im *Images) forgetFixture(ref string) {
 // snapshot is the store's verified copy of a tree the plan digested.
 func (im *Images) snapshot(what string, t plan.Tree) (string, error) {
 	dir := im.store.TreeDir(t.Digest)
+	if err := im.store.AwaitTree(t.Digest); err != nil {
+		return "", fmt.Errorf("place the snapshot of %s: %w", what, err)
+	}
 	if _, err := os.Stat(dir); err != nil {
 		return "", fmt.Errorf("find the snapshot of %s: %w (inputs are pinned before the first cell)", what, err)
 	}

@@ -167,6 +167,8 @@ type Store struct {
 	// Shared, when set, is the machine's store of tree snapshots that
 	// PinTree links this folder's from (runner/cache).
 	Shared SharedTrees
+	// later are the trees being pinned while the first cells run.
+	later *laterPins
 }
 
 // OpenStore opens (making it if needed) the store under dir and clears what

@@ -1,13 +1,6 @@
 package store
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"syscall"
-
-	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/plan"
 )
 
@@ -42,56 +35,6 @@ func CopyTree(src, dst string, want plan.Tree) error {
 // file systems, where a link is refused, the file is copied and hashed
 // while copied.
 func LinkTree(src, dst string, want plan.Tree) error {
-	files, err := walkLive(src)
-	if err != nil {
-		return err
-	}
-	name := func(f liveEntry) string { return filepath.Join(src, filepath.FromSlash(f.rel)) }
-	made := map[string]bool{dst: true} // folders made: one MkdirAll per folder, not per file
-	regular, err := matchTree(files, want, name, "snapshot", func(f liveEntry, target string) error {
-		out := filepath.Join(dst, filepath.FromSlash(f.rel))
-		if d := filepath.Dir(out); !made[d] {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return err
-			}
-			made[d] = true
-		}
-		if target != "" {
-			return os.Symlink(target, out)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return forEachFile(len(regular), func(i int) error {
-		f := regular[i]
-		e := want.Files[f.rel]
-		out := filepath.Join(dst, filepath.FromSlash(f.rel))
-		if f.info.Mode().Perm()&0o222 != 0 {
-			return fmt.Errorf("%s: writable, a snapshot's files are read-only", name(f))
-		}
-		err := os.Link(f.host, out)
-		if errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EMLINK) {
-			got, err := copyHashed(f.host, out, e.Mode == "exec")
-			if err != nil {
-				return err
-			}
-			if got != e.Digest {
-				return fmt.Errorf("%s: digest %s, the plan says %s", name(f), got, e.Digest)
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		got, err := pipeline.FileDigest(out)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name(f), err)
-		}
-		if got != e.Digest {
-			return fmt.Errorf("%s: digest %s, the plan says %s", name(f), got, e.Digest)
-		}
-		return nil
-	})
+	_, err := LinkTreeKnown(src, dst, want, nil)
+	return err
 }
