@@ -12,11 +12,12 @@ import (
 
 // reuseFrom takes into the run folder the rollouts opts.Reuse holds under
 // the selected cells' keys (runner/reuse), verified, and says how many and
-// from where; with DryRun it only counts them.
-func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (int, error) {
+// from where; with DryRun it only counts them, and the sentinel cells
+// that would run again before they count.
+func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (taken, sentinels int, err error) {
 	res, err := reuse.Take(opts.Reuse, st, p, cells, opts.DryRun)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for _, r := range res.Refused {
 		fmt.Fprintf(opts.Log, "reuse: not taken, failed verification: %s\n", r)
@@ -27,7 +28,7 @@ func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (
 	}
 	if len(res.Taken) == 0 {
 		fmt.Fprintf(opts.Log, "%s no cell from %s: none of its rollouts has a selected cell's key\n", verb, opts.Reuse)
-		return 0, nil
+		return 0, 0, nil
 	}
 	oldest, newest := res.Taken[0].RanAt, res.Taken[0].RanAt
 	for _, t := range res.Taken {
@@ -38,7 +39,10 @@ func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (
 		saved = fmt.Sprintf("$%.4f and %s", res.SavedUSD, saved)
 	}
 	fmt.Fprintf(opts.Log, "%s %d cells from %s (stored rollouts of the same keys, verified; run %s to %s ago), saving %s as they cost when they ran\n", verb, len(res.Taken), opts.Reuse, age(newest), age(oldest), saved)
-	return len(res.Taken), nil
+	if opts.DryRun {
+		sentinels = logDrySentinels(p, cells, res.Taken, opts)
+	}
+	return len(res.Taken), sentinels, nil
 }
 
 func minTime(a, b time.Time) time.Time {
