@@ -61,7 +61,6 @@ func TestSentinelSimulation(t *testing.T) {
 			t.Errorf("%d sentinels refuse an undrifted reuse in %.4f, %.4f of runs: above the level", n, fpU, fpH)
 		}
 		if p0 < 0.75 { // 6 sentinels need 5 stored passes: 0.85^6 + 6·0.85^5·0.15 ≈ 0.78
-
 			t.Errorf("%d sentinels refuse a provider whose every case now fails in %.3f of runs", n, p0)
 		}
 	}
