@@ -98,13 +98,9 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 	}
 	// Reused cells are taken, and checked by their sentinels, before the
 	// main pass, which runs the cells of a refused reuse (sentinels.go).
-	taken, err := takeReused(ctx, p, opts)
+	taken, main, err := takeReused(ctx, p, opts)
 	if err != nil {
 		return nil, nil, err
-	}
-	main := opts
-	if taken != nil {
-		main.Reuse = ""
 	}
 	sum, err := runRounds(ctx, p, main, func(ctx context.Context, cells []plan.Cell) error {
 		if _, err := Grade(ctx, p, cells, opts); err != nil {

@@ -96,11 +96,20 @@ func drySentinels(n int) string {
 
 // takeReused takes the reused cells (reuseFrom), runs and grades their
 // sentinels, and refuses the groups that drifted; nil without --reuse or
-// in a dry run (Run then counts what it would take).
-func takeReused(ctx context.Context, p *plan.Plan, opts Options) (*reusePhase, error) {
+// in a dry run (Run then counts what it would take). The main pass runs
+// with main: it takes nothing more.
+func takeReused(ctx context.Context, p *plan.Plan, opts Options) (ph *reusePhase, main Options, err error) {
 	if opts.Reuse == "" || opts.DryRun {
-		return nil, nil
+		return nil, opts, nil
 	}
+	main = opts
+	main.Reuse = ""
+	ph, err = checkReused(ctx, p, opts)
+	return ph, main, err
+}
+
+// checkReused is takeReused's work.
+func checkReused(ctx context.Context, p *plan.Plan, opts Options) (*reusePhase, error) {
 	cells, err := selectCells(p, opts)
 	if err != nil {
 		return nil, err
