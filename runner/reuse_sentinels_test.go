@@ -180,6 +180,10 @@ func TestReuseSentinels(t *testing.T) {
 	if g := rec.Groups; len(g) != 1 || g[0].Decision != verdict.SentinelsRefused || g[0].P != 0.01563 || g[0].Again != 12 || len(g[0].Cells) != 6 {
 		t.Errorf("reuse-sentinels.json: %+v", rec)
 	}
+	page, _ := os.ReadFile(filepath.Join(out, "report.html"))
+	if !strings.Contains(string(page), "Reuse drift sentinels") || !strings.Contains(string(page), "reuse refused, 12 reused cells run again") {
+		t.Errorf("report.html does not say the reuse was refused")
+	}
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
 	if !strings.Contains(string(md), "Reuse drift sentinels") || !strings.Contains(string(md), "reuse refused, 12 reused cells run again") {
 		t.Errorf("report.md does not say the reuse was refused:\n%s", md)
