@@ -201,3 +201,79 @@ func TestReuseSentinels(t *testing.T) {
 		t.Errorf("the log does not say the sentinels' version refused the reuse:\n%s", log)
 	}
 }
+
+// TestReuseSentinelsTooFewCases: a suite of two cases, its sentinels drawn
+// from the no-skill arm alone (policy.reuse.arms): two sentinels run, and
+// with two cases no outcome could refuse at 0.05, so the line says the
+// reuse stands unchecked by outcome instead of pretending it was tested.
+func TestReuseSentinelsTooFewCases(t *testing.T) {
+	e := dockertest.Engine(t)
+	root := writeRepo(t, map[string]string{
+		"s/skill/SKILL.md": "---\nname: s\ndescription: A test skill.\n---\n",
+		"s/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+	"skillgate.dev/schema/policies"
+)
+
+schema.#Suite & {
+	name: "runtest-reuse-few"
+	skills: s: path: "skill"
+	agent: agents.command & {command: ["sh", "-c", "echo sunny"]}
+	trials: 1
+	arms: {
+		none: {}
+		forced: {skills: ["s"], activation: "forced"}
+	}
+	cases: {
+		a: {prompt: "pa", assert: [{answer: contains: "sunny"}]}
+		b: {prompt: "pb", assert: [{answer: contains: "sunny"}]}
+	}
+	policy: policies.advisory & {reuse: arms: ["none"]}
+}
+`,
+	})
+	dir := filepath.Join(root, "s")
+	p, err := plan.CompileDir(dir)
+	if err != nil {
+		t.Fatal(suite.PrintError(err, root))
+	}
+	t.Cleanup(func() { e.RemoveImages(context.Background(), docker.LabelSuite+"="+p.Suite.Name) })
+	first := filepath.Join(t.TempDir(), "first")
+	if sum, _, err := Evaluate(context.Background(), p, Options{Out: first, SuiteDir: dir, Jobs: 4}); err != nil || sum.Ran != 4 {
+		t.Fatalf("first run: %+v, %v", sum, err)
+	}
+	out := filepath.Join(t.TempDir(), "second")
+	var log bytes.Buffer
+	sum, _, err := Evaluate(context.Background(), p, Options{Out: out, SuiteDir: dir, Jobs: 4, Reuse: first, Log: &log})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if sum.Taken != 4 || sum.Ran != 0 || sum.Sentinels != 2 {
+		t.Errorf("summary %+v, want 4 taken and 2 sentinels run\n%s", sum, log.String())
+	}
+	want := "reuse sentinels for model (none asked) (agent command): 2 rerun, stored 2/2 passed, now 2/2; exact McNemar mid-p on discordant cases p=1; with 2 cases no outcome could refuse at 0.05 (smallest p 0.25): not checked by outcome: reuse kept"
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("the log does not say the reuse stands unchecked:\n%s", log.String())
+	}
+	rec, err := readbackSentinels(out)
+	if err != nil || len(rec.Groups) != 1 {
+		t.Fatalf("reuse-sentinels.json: %+v, %v", rec, err)
+	}
+	for _, c := range rec.Groups[0].Cells {
+		if !strings.Contains(c.Cell, "/none/") {
+			t.Errorf("sentinel %s drawn outside policy.reuse.arms", c.Cell)
+		}
+	}
+}
+
+func readbackSentinels(out string) (*verdict.ReuseSentinels, error) {
+	var rec verdict.ReuseSentinels
+	b, err := os.ReadFile(filepath.Join(out, "reuse-sentinels.json"))
+	if err != nil {
+		return nil, err
+	}
+	return &rec, json.Unmarshal(b, &rec)
+}

@@ -61,7 +61,11 @@ type SentinelPair struct {
 // Line says a group's check in one line, as the run's log and the
 // reports do.
 func (g SentinelGroup) Line() string {
-	head := fmt.Sprintf("reuse sentinels for model %s (agent %s): ", g.Model, g.Agent)
+	model := g.Model
+	if model == "" {
+		model = "(none asked)"
+	}
+	head := fmt.Sprintf("reuse sentinels for model %s (agent %s): ", model, g.Agent)
 	if g.Decision == SentinelsOff {
 		return head + g.Reason
 	}
