@@ -126,13 +126,15 @@ func refuseDrifted(ctx context.Context, p *plan.Plan, opts Options, sum *Summary
 // identities are who answered a set of rollouts.
 type identities struct {
 	models, cli, version map[string]bool
+	n                    int
 }
 
 func newIdentities() *identities {
-	return &identities{map[string]bool{}, map[string]bool{}, map[string]bool{}}
+	return &identities{models: map[string]bool{}, cli: map[string]bool{}, version: map[string]bool{}}
 }
 
 func (f *identities) add(ro *store.Rollout) {
+	f.n++
 	_, id := identityOf(ro)
 	for _, m := range id.models {
 		f.models[m] = true
@@ -142,8 +144,11 @@ func (f *identities) add(ro *store.Rollout) {
 
 // driftFrom says how the taken rollouts of model g were answered by
 // another model or version, or another agent, than these (seen where);
-// "" when they were not.
+// "" when they were not, or when there are none of these to compare with.
 func (f *identities) driftFrom(g string, taken []*store.Rollout, where string) string {
+	if f.n == 0 {
+		return ""
+	}
 	for _, ro := range taken {
 		_, id := identityOf(ro)
 		for _, m := range id.models {

@@ -46,7 +46,6 @@ func (ph *reusePhase) apply(sum *Summary) {
 type sentinelGroup struct {
 	model  string
 	reused []plan.Cell
-	rolled []*store.Rollout
 	sample []plan.Cell
 }
 
@@ -197,7 +196,6 @@ func reusedGroups(p *plan.Plan, st *store.Store, cells []plan.Cell) ([]*sentinel
 			by[m] = &sentinelGroup{model: m}
 		}
 		by[m].reused = append(by[m].reused, c)
-		by[m].rolled = append(by[m].rolled, ro)
 	}
 	var out []*sentinelGroup
 	for _, m := range sortedKeys(by) {
@@ -254,22 +252,29 @@ func decideSentinels(p *plan.Plan, opts Options, groups []*sentinelGroup, pol su
 func judgeGroup(p *plan.Plan, st *store.Store, g *sentinelGroup, pol suite.Reuse) (verdict.SentinelGroup, error) {
 	rec := verdict.SentinelGroup{Agent: agentLabel(p), Model: g.model, Reused: len(g.reused), Planned: pol.Sentinels, Alpha: pol.Alpha, Cells: []verdict.SentinelPair{}, Decision: verdict.SentinelsKept}
 	fresh := newIdentities()
+	var twins []*store.Rollout // the sampled reused rollouts, as the sentinels' identities' baseline
 	var pairs, flipped []inference.Pair
 	trial := map[string]int{}
+	q := plan.Plan{}
 	for _, c := range g.sample {
-		s := plan.SentinelCell(c)
-		stored, err := storedOutcome(st, c)
-		if err != nil {
-			return rec, err
-		}
-		now, err := storedOutcome(st, s)
-		if err != nil {
-			return rec, err
-		}
+		q.Cells = append(q.Cells, c, plan.SentinelCell(c))
+	}
+	results, err := store.Results(&q, st) // one walk of the store's links, not one per cell
+	if err != nil {
+		return rec, err
+	}
+	for i, c := range g.sample {
+		s := q.Cells[2*i+1]
+		stored, now := outcomeOf(results[2*i]), outcomeOf(results[2*i+1])
 		if ro, ok, err := st.Rollout(s.Rollout); err != nil {
 			return rec, err
 		} else if ok && ro.Status != store.StatusInvalid {
 			fresh.add(ro)
+		}
+		if ro, ok, err := st.Rollout(c.Rollout); err != nil {
+			return rec, err
+		} else if ok {
+			twins = append(twins, ro)
 		}
 		rec.Cells = append(rec.Cells, verdict.SentinelPair{Cell: c.ID, Sentinel: s.ID, Stored: stored, Fresh: now})
 		if stored == nil || now == nil {
@@ -292,7 +297,7 @@ func judgeGroup(p *plan.Plan, st *store.Store, g *sentinelGroup, pol suite.Reuse
 	}
 	rec.Method, rec.P, rec.SmallestP = res.Method, res.P, least.P
 	test := fmt.Sprintf("%s p=%.2g", verdict.ShortMethod(res.Method), res.P)
-	switch drift := fresh.driftFrom(g.model, g.rolled, "in the sentinels"); {
+	switch drift := fresh.driftFrom(g.model, twins, "in the sentinels"); {
 	case drift != "":
 		rec.Decision, rec.Reason = verdict.SentinelsRefused, drift
 	case rec.Paired == 0:
@@ -307,18 +312,13 @@ func judgeGroup(p *plan.Plan, st *store.Store, g *sentinelGroup, pol suite.Reuse
 	return rec, nil
 }
 
-// storedOutcome is a cell's graded pass, nil when it has no valid result.
-func storedOutcome(st *store.Store, c plan.Cell) (*bool, error) {
-	q := plan.Plan{Cells: []plan.Cell{c}}
-	res, err := store.Results(&q, st)
-	if err != nil {
-		return nil, err
+// outcomeOf is a cell's graded pass, nil when it has no valid result.
+func outcomeOf(r grade.CellResult) *bool {
+	if !r.Valid() {
+		return nil
 	}
-	if !res[0].Valid() || res[0].Status == grade.StatusMissing {
-		return nil, nil
-	}
-	passed := res[0].Passed
-	return &passed, nil
+	passed := r.Passed
+	return &passed
 }
 
 func b2i(b bool) int {
