@@ -114,7 +114,7 @@ func refuseDrifted(ctx context.Context, p *plan.Plan, opts Options, sum *Summary
 	again.Reuse = ""
 	next, err := Run(ctx, p, again)
 	if next != nil {
-		next.Taken = sum.Taken - len(refused)
+		next.Taken = max(0, sum.Taken-len(refused))
 		next.Ran += sum.Ran
 		next.Reused -= sum.Ran
 		next.ReuseRefused = append(slices.Clone(sum.ReuseRefused), why...)

@@ -38,7 +38,7 @@ func (ph *reusePhase) apply(sum *Summary) {
 	if ph == nil || sum == nil {
 		return
 	}
-	sum.Taken, sum.Sentinels = ph.taken-ph.refused, ph.sentinels
+	sum.Taken, sum.Sentinels = max(0, ph.taken-ph.refused), ph.sentinels
 	sum.ReuseRefused = append(sum.ReuseRefused, ph.why...)
 }
 
