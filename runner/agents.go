@@ -50,6 +50,9 @@ func addSummary(total, s *Summary) {
 	total.Selected += s.Selected
 	total.Reused += s.Reused
 	total.Ran += s.Ran
+	total.Taken += s.Taken
+	total.Sentinels += s.Sentinels
+	total.ReuseRefused = append(total.ReuseRefused, s.ReuseRefused...)
 	for k, n := range s.Statuses {
 		total.Statuses[k] += n
 	}

@@ -96,7 +96,13 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 			return &Summary{Planned: len(p.Cells), Statuses: map[string]int{}}, r, err
 		}
 	}
-	sum, err := runRounds(ctx, p, opts, func(ctx context.Context, cells []plan.Cell) error {
+	// Reused cells are taken, and checked by their sentinels, before the
+	// main pass, which runs the cells of a refused reuse (sentinels.go).
+	taken, main, err := takeReused(ctx, p, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, err := runRounds(ctx, p, main, func(ctx context.Context, cells []plan.Cell) error {
 		if _, err := Grade(ctx, p, cells, opts); err != nil {
 			return err
 		}
@@ -106,6 +112,7 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		_, _, err := judge.JudgeCells(ctx, sp, cellJudge, adjudicator, opts.judging())
 		return err
 	})
+	taken.apply(sum)
 	if err == nil && opts.Reuse != "" && !opts.DryRun && ctx.Err() == nil {
 		sum, err = refuseDrifted(ctx, p, opts, sum)
 	}

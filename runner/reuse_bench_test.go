@@ -19,7 +19,8 @@ import (
 // revision's cell images built by a warm-up run, outside the figures), and each
 // iteration evaluates the edited suite into a fresh run folder with --reuse from the
 // first run against without, alternating which goes first. Reported: the cells each
-// side ran and its wall time (ratio: with / without).
+// side ran (and the drift sentinels the --reuse side ran again, policy.reuse) and its
+// wall time (ratio: with / without).
 func BenchmarkReuseSkillRevision(b *testing.B) {
 	if _, err := os.Stat("/var/run/docker.sock"); err != nil && os.Getenv("DOCKER_HOST") == "" {
 		b.Skip("no Docker engine")
@@ -39,6 +40,7 @@ func BenchmarkReuseSkillRevision(b *testing.B) {
 		return p
 	}
 	ctx := context.Background()
+	sentinels := 0
 	evaluate := func(p *plan.Plan, out, from string) (int, float64) {
 		t0 := time.Now()
 		sum, _, err := Evaluate(ctx, p, Options{Out: out, SuiteDir: dir, Jobs: 4, Reuse: from})
@@ -48,6 +50,7 @@ func BenchmarkReuseSkillRevision(b *testing.B) {
 		if !sum.Complete() {
 			b.Fatalf("run into %s: %+v", out, sum)
 		}
+		sentinels = sum.Sentinels
 		return sum.Ran, time.Since(t0).Seconds()
 	}
 	first := filepath.Join(b.TempDir(), "first")
@@ -66,11 +69,14 @@ func BenchmarkReuseSkillRevision(b *testing.B) {
 	evaluate(p2, filepath.Join(b.TempDir(), "warm"), first)
 
 	var with, without, ratios []float64
-	var ranWith, ranWithout int
+	var ranWith, ranWithout, sentinelsWith int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		var sw, so float64
-		reused := func() { ranWith, sw = evaluate(p2, filepath.Join(b.TempDir(), "reuse"), first) }
+		reused := func() {
+			ranWith, sw = evaluate(p2, filepath.Join(b.TempDir(), "reuse"), first)
+			sentinelsWith = sentinels
+		}
 		fresh := func() { ranWithout, so = evaluate(p2, filepath.Join(b.TempDir(), "fresh"), "") }
 		if i%2 == 0 {
 			reused()
@@ -80,11 +86,12 @@ func BenchmarkReuseSkillRevision(b *testing.B) {
 			reused()
 		}
 		with, without, ratios = append(with, sw), append(without, so), append(ratios, sw/so)
-		b.Logf("iteration %d: with --reuse %d cells run in %.1fs; without %d cells in %.1fs", i, ranWith, sw, ranWithout, so)
+		b.Logf("iteration %d: with --reuse %d cells and %d drift sentinels run in %.1fs; without %d cells in %.1fs", i, ranWith, sentinelsWith, sw, ranWithout, so)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(ranWith), "cells-run-reuse")
 	b.ReportMetric(float64(ranWithout), "cells-run-fresh")
+	b.ReportMetric(float64(sentinelsWith), "sentinels-reuse")
 	b.ReportMetric(benchtest.Mean(with), "reuse-s")
 	b.ReportMetric(benchtest.Mean(without), "fresh-s")
 	benchtest.ReportSpread(b, "ratio", ratios)

@@ -122,7 +122,8 @@ func TestReuseAcrossSkillEdit(t *testing.T) {
 // under another version after the first run; the cells of the edited
 // skill's arm, run fresh, show it, so the reuse of the no-skill cells is
 // refused without a test: they are run again, the log says why, and
-// reused.json no longer lists them.
+// reused.json no longer lists them. Its sentinels are off, so this is the
+// check after the run; the log says the reuse was not checked by outcome.
 func TestReuseRefusedModelVersion(t *testing.T) {
 	e := dockertest.Engine(t)
 	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in")
@@ -156,7 +157,8 @@ schema.#Suite & {
 		a: {prompt: "pa"}
 		b: {prompt: "pb"}
 	}
-	policy: policies.advisory
+	// The sentinels are off: the check after the run is the one tested.
+	policy: policies.advisory & {reuse: sentinels: 0}
 }
 `,
 	})
@@ -189,7 +191,8 @@ schema.#Suite & {
 	if sum.Taken != 0 || sum.Ran != 4 || len(sum.ReuseRefused) != 1 || !strings.Contains(sum.ReuseRefused[0], "stand-in-model-2") {
 		t.Errorf("summary %+v, want the 2 reused cells refused and all 4 run\n%s", sum, log.String())
 	}
-	if !strings.Contains(log.String(), "reuse refused for model m: the provider answered m as stand-in-model-2 in this run, as stand-in-model in the reused rollouts") {
+	if !strings.Contains(log.String(), "reuse refused for model m: the provider answered m as stand-in-model-2 in this run, as stand-in-model in the reused rollouts") ||
+		!strings.Contains(log.String(), "reuse sentinels for model m (agent command): off (policy.reuse.sentinels: 0): the 2 reused cells are not checked for drift by outcome") {
 		t.Errorf("the log does not say why the reuse was refused:\n%s", log.String())
 	}
 	for id, ro := range stored(t, out) {

@@ -59,10 +59,7 @@ func refuseDrifted(ctx context.Context, p *plan.Plan, opts Options, sum *Summary
 		unlock()
 		return sum, err
 	}
-	type seen struct {
-		models, cli, version map[string]bool
-	}
-	fresh := map[string]*seen{}
+	fresh := map[string]*identities{}
 	taken := map[string][]*store.Rollout{}
 	done := map[digest.Digest]bool{}
 	for _, c := range cells {
@@ -71,20 +68,15 @@ func refuseDrifted(ctx context.Context, p *plan.Plan, opts Options, sum *Summary
 			continue
 		}
 		done[c.Rollout] = true
-		g, id := identityOf(ro)
+		g, _ := identityOf(ro)
 		if _, ok := ledger[c.Rollout]; ok {
 			taken[g] = append(taken[g], ro)
 			continue
 		}
-		f := fresh[g]
-		if f == nil {
-			f = &seen{map[string]bool{}, map[string]bool{}, map[string]bool{}}
-			fresh[g] = f
+		if fresh[g] == nil {
+			fresh[g] = newIdentities()
 		}
-		for _, m := range id.models {
-			f.models[m] = true
-		}
-		f.cli[id.cli], f.version[id.version] = true, true
+		fresh[g].add(ro)
 	}
 	refused := map[digest.Digest]bool{}
 	var why []string
@@ -93,24 +85,7 @@ func refuseDrifted(ctx context.Context, p *plan.Plan, opts Options, sum *Summary
 		if f == nil {
 			continue // no cell of this model ran here: nothing to compare with
 		}
-		reason := ""
-		for _, ro := range taken[g] {
-			_, id := identityOf(ro)
-			for _, m := range id.models {
-				if len(f.models) > 0 && !f.models[m] {
-					reason = fmt.Sprintf("the provider answered %s as %s in this run, as %s in the reused rollouts", g, strings.Join(sortedKeys((f.models)), ", "), m)
-				}
-			}
-			if reason == "" && !f.cli[id.cli] {
-				reason = fmt.Sprintf("the agent reported version %s in this run, %s in the reused rollouts", strings.Join(sortedKeys((f.cli)), ", "), id.cli)
-			}
-			if reason == "" && !f.version[id.version] {
-				reason = fmt.Sprintf("the agent image is version %s in this run, %s in the reused rollouts", strings.Join(sortedKeys((f.version)), ", "), id.version)
-			}
-			if reason != "" {
-				break
-			}
-		}
+		reason := f.driftFrom(g, taken[g], "in this run")
 		if reason == "" {
 			continue
 		}
@@ -139,12 +114,56 @@ func refuseDrifted(ctx context.Context, p *plan.Plan, opts Options, sum *Summary
 	again.Reuse = ""
 	next, err := Run(ctx, p, again)
 	if next != nil {
-		next.Taken = sum.Taken - len(refused)
+		next.Taken = max(0, sum.Taken-len(refused))
 		next.Ran += sum.Ran
 		next.Reused -= sum.Ran
-		next.ReuseRefused = why
+		next.ReuseRefused = append(slices.Clone(sum.ReuseRefused), why...)
+		next.Sentinels = sum.Sentinels
 	}
 	return next, err
+}
+
+// identities are who answered a set of rollouts.
+type identities struct {
+	models, cli, version map[string]bool
+	n                    int
+}
+
+func newIdentities() *identities {
+	return &identities{models: map[string]bool{}, cli: map[string]bool{}, version: map[string]bool{}}
+}
+
+func (f *identities) add(ro *store.Rollout) {
+	f.n++
+	_, id := identityOf(ro)
+	for _, m := range id.models {
+		f.models[m] = true
+	}
+	f.cli[id.cli], f.version[id.version] = true, true
+}
+
+// driftFrom says how the taken rollouts of model g were answered by
+// another model or version, or another agent, than these (seen where);
+// "" when they were not, or when there are none of these to compare with.
+func (f *identities) driftFrom(g string, taken []*store.Rollout, where string) string {
+	if f.n == 0 {
+		return ""
+	}
+	for _, ro := range taken {
+		_, id := identityOf(ro)
+		for _, m := range id.models {
+			if len(f.models) > 0 && !f.models[m] {
+				return fmt.Sprintf("the provider answered %s as %s %s, as %s in the reused rollouts", g, strings.Join(sortedKeys(f.models), ", "), where, m)
+			}
+		}
+		if !f.cli[id.cli] {
+			return fmt.Sprintf("the agent reported version %s %s, %s in the reused rollouts", strings.Join(sortedKeys(f.cli), ", "), where, id.cli)
+		}
+		if !f.version[id.version] {
+			return fmt.Sprintf("the agent image is version %s %s, %s in the reused rollouts", strings.Join(sortedKeys(f.version), ", "), where, id.version)
+		}
+	}
+	return ""
 }
 
 func sortedKeys[V any](m map[string]V) []string {

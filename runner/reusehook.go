@@ -12,11 +12,12 @@ import (
 
 // reuseFrom takes into the run folder the rollouts opts.Reuse holds under
 // the selected cells' keys (runner/reuse), verified, and says how many and
-// from where; with DryRun it only counts them.
-func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (int, error) {
+// from where; with DryRun it only counts them, and the sentinel cells
+// that would run again before they count.
+func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (taken, sentinels int, err error) {
 	res, err := reuse.TakeFrom(reuse.Source{From: opts.Reuse, Cache: opts.Cache}, st, p, cells, opts.DryRun)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for _, r := range res.Refused {
 		fmt.Fprintf(opts.Log, "reuse: not taken, failed verification: %s\n", r)
@@ -26,7 +27,10 @@ func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (
 		verb = "would reuse"
 	}
 	fmt.Fprintln(opts.Log, res.Describe(verb, reuseName(opts), time.Now()))
-	return len(res.Taken), nil
+	if opts.DryRun && len(res.Taken) > 0 {
+		sentinels = logDrySentinels(p, cells, res.Taken, opts)
+	}
+	return len(res.Taken), sentinels, nil
 }
 
 // reuseName is how the log names where --reuse takes from.
@@ -36,20 +40,3 @@ func reuseName(opts Options) string {
 	}
 	return opts.Reuse
 }
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-// age says how long ago t was, to the unit that matters.
-func age(t time.Time) string { return reuse.Span(time.Since(t)) }

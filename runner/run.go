@@ -103,6 +103,9 @@ type Summary struct {
 	// ReuseRefused says, per model, why reused cells were refused and run
 	// again (a provider or agent that changed since they ran).
 	ReuseRefused []string `json:"reuseRefused,omitempty"`
+	// Sentinels counts the reused cells run again as drift sentinels (or,
+	// in a dry run, that would be); they are not among Ran or Selected.
+	Sentinels int `json:"sentinels,omitempty"`
 	// Statuses counts the selected cells' rollouts by status; cells not run
 	// (interrupted, dry run) are not counted.
 	Statuses    map[string]int `json:"statuses"`
@@ -195,7 +198,7 @@ func Run(ctx context.Context, p *plan.Plan, opts Options) (*Summary, error) {
 	sum := &Summary{Planned: len(p.Cells), Selected: len(cells), Statuses: map[string]int{}}
 	sum.SpentFolderUSD, _ = budget.Totals()
 	if opts.Reuse != "" {
-		if sum.Taken, err = reuseFrom(st, p, cells, opts); err != nil {
+		if sum.Taken, sum.Sentinels, err = reuseFrom(st, p, cells, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -348,7 +351,7 @@ func lockFolder(dir string) (func(), error) {
 func DescribeSummary(s *Summary, out string, dryRun bool) string {
 	if dryRun {
 		if s.Taken > 0 {
-			return fmt.Sprintf("dry run: %d cells would run, %d are stored, %d would be reused from --reuse; nothing started", s.Selected-s.Reused-s.Taken, s.Reused, s.Taken)
+			return fmt.Sprintf("dry run: %d cells would run, %d are stored, %d would be reused from --reuse%s; nothing started", s.Selected-s.Reused-s.Taken, s.Reused, s.Taken, drySentinels(s.Sentinels))
 		}
 		return fmt.Sprintf("dry run: %d cells would run, %d are stored; nothing started", s.Selected-s.Reused, s.Reused)
 	}
@@ -364,6 +367,9 @@ func DescribeSummary(s *Summary, out string, dryRun bool) string {
 	}
 	msg := fmt.Sprintf("%d cells: %d ran, %d reused from the store%s in %s; results in %s",
 		s.Selected, s.Ran, s.Reused, statuses, s.Elapsed.Round(time.Millisecond), out) + describeRounds(s)
+	if s.Sentinels > 0 {
+		msg += fmt.Sprintf("\n%d reused cells ran again as drift sentinels before the reused cells counted (not among the cells)", s.Sentinels)
+	}
 	if s.Shard != nil {
 		state := "complete"
 		if !s.ShareComplete {

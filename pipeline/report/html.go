@@ -54,6 +54,8 @@ type htmlView struct {
 	Evidence []htmlEvidence
 	// Sequential says what sequential stopping decided, a line each.
 	Sequential []string
+	// ReuseSentinels says run --reuse's drift check, a line per group.
+	ReuseSentinels []string
 }
 
 // htmlFinding is one reason of the verdict as a sentence, with links to the
@@ -217,15 +219,16 @@ const findingCells = 12
 
 func renderReportHTMLWith(r *verdict.Report, ev *Evidence) ([]byte, error) {
 	v := htmlView{
-		Suite:        r.Suite,
-		Verdict:      r.Verdict.Verdict,
-		VerdictClass: verdictClasses[r.Verdict.Verdict],
-		ExitCode:     r.Verdict.ExitCode,
-		StandIn:      r.StandIn,
-		Reasons:      r.Verdict.Reasons,
-		Warnings:     r.Verdict.Warnings,
-		Policy:       r.Policy,
-		Sequential:   r.Sequential.Lines(),
+		Suite:          r.Suite,
+		Verdict:        r.Verdict.Verdict,
+		VerdictClass:   verdictClasses[r.Verdict.Verdict],
+		ExitCode:       r.Verdict.ExitCode,
+		StandIn:        r.StandIn,
+		Reasons:        r.Verdict.Reasons,
+		Warnings:       r.Verdict.Warnings,
+		Policy:         r.Policy,
+		Sequential:     r.Sequential.Lines(),
+		ReuseSentinels: r.ReuseSentinels.Lines(),
 	}
 	if v.VerdictClass == "" {
 		v.VerdictClass = "incomplete"

@@ -20,6 +20,7 @@ func renderReportMD(r *verdict.Report) ([]byte, error) {
 	mdHeader(w, r)
 	mdFindings(w, r)
 	mdSequential(w, r)
+	mdReuseSentinels(w, r)
 	mdArms(w, r)
 	arms := reportArmNames(r)
 	mdCases(w, r, arms)
@@ -112,6 +113,19 @@ func mdSequential(w *mdWriter, r *verdict.Report) {
 		p("- %s %s: %s\n", mdCode(c.Rule), mdText(c.Decision), mdText(c.Why))
 	}
 	p("\n")
+}
+
+// mdReuseSentinels writes run --reuse's drift check, when the run folder
+// took rollouts.
+func mdReuseSentinels(w *mdWriter, r *verdict.Report) {
+	if r.ReuseSentinels == nil || len(r.ReuseSentinels.Groups) == 0 {
+		return
+	}
+	w.p("**Reuse drift sentinels** (reused cells run again, not counted in the results):\n\n")
+	for _, l := range r.ReuseSentinels.Lines() {
+		w.p("- %s\n", mdText(l))
+	}
+	w.p("\n")
 }
 
 // mdArms writes the arms table and the router's declaration rates.

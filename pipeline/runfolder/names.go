@@ -13,6 +13,9 @@ const (
 	FileSequential = "sequential.json"
 	// FileReused lists the rollouts run --reuse took, from where and when.
 	FileReused = "reused.json"
+	// FileReuseSentinels records run --reuse's drift sentinels: per agent and
+	// model, the reused cells run again, their outcomes and the decision.
+	FileReuseSentinels = "reuse-sentinels.json"
 	// DirSetAside holds the versions a merge did not choose.
 	DirSetAside = "merge/set-aside"
 )

@@ -154,6 +154,7 @@ func checkSuite(s *Suite, v cue.Value) cueerrors.Error {
 	checkEnvironments(c, s)
 	checkLimits(c, s)
 	checkSequential(c, s)
+	checkReuse(c, s)
 	checkScript(c, s.Agent.Script, str("agent"))
 	checkScriptReach(c, s)
 	if s.Judge != nil {

@@ -40,6 +40,9 @@ type Policy struct {
 	Adequacy       *Adequacy       `json:"adequacy,omitempty"`
 	// Inference is the level and power every comparison is read at.
 	Inference InferenceLevels `json:"inference"`
+	// Reuse is how run --reuse checks what it takes for drift (schema
+	// #Reuse); nil in a plan made before the schema gave it.
+	Reuse *Reuse `json:"reuse,omitempty"`
 	// Pairing is read by the paired gate, not by a run's verdict.
 	Pairing *Pairing `json:"pairing,omitempty"`
 	// Sequential, when set, runs the cells in rounds and stops each
@@ -229,6 +232,17 @@ type PassAtK struct {
 type InferenceLevels struct {
 	Alpha float64 `json:"alpha"`
 	Power float64 `json:"power"`
+}
+
+// Reuse is run --reuse's drift sentinels (schema #Reuse).
+type Reuse struct {
+	// Sentinels is how many reused cells per agent and model run again;
+	// 0 is off.
+	Sentinels int `json:"sentinels"`
+	// Arms the sentinels are drawn from; empty: every arm.
+	Arms []string `json:"arms"`
+	// Alpha is the level a sentinel test refuses the reuse at.
+	Alpha float64 `json:"alpha"`
 }
 
 // Significance gates on the paired inference of the rules that compare

@@ -156,6 +156,10 @@ type Report struct {
 	// Sequential is what sequential stopping decided, when the policy
 	// asks for it: why each comparison stopped and the cells not needed.
 	Sequential *Sequential `json:"sequential,omitempty"`
+	// ReuseSentinels is run --reuse's drift check by outcome, when the
+	// run folder took rollouts (reuse-sentinels.json); its cells count in
+	// no metric.
+	ReuseSentinels *ReuseSentinels `json:"reuseSentinels,omitempty"`
 	// Portability is the verdict on each agent of a suite on several.
 	Portability *Portability `json:"portability,omitempty"`
 }

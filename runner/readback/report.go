@@ -88,6 +88,9 @@ func BuildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 		return nil, nil, nil, err
 	}
 	r.StandIn, r.Root, r.Sequential = p.Agent.StandIn, root, seq
+	if r.ReuseSentinels, err = ReadReuseSentinels(out); err != nil {
+		return nil, nil, nil, err
+	}
 	recs, err := rolloutRecords(p, st)
 	if err != nil {
 		return nil, nil, nil, err

@@ -29,6 +29,9 @@
 //	reused.json                    the rollouts run --reuse took from another folder, a pack or
 //	                               the machine's cache (merge carries it):
 //	                               key, cell, where from, when it ran, when taken (runner/reuse)
+//	reuse-sentinels.json           run --reuse's drift sentinels per agent and model: the reused
+//	                               cells run again (KEY of plan.SentinelCell), stored against
+//	                               fresh outcomes, the paired test and the decision
 //	store/rollouts/KEY/            one agent session, by rollout key:
 //	    rollout.json                 the normalized record (status, telemetry, changes, usage, setup)
 //	    answer.txt                   the final answer as the agent gave it
