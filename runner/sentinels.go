@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/opencontainers/go-digest"
 
@@ -62,12 +63,12 @@ func sentinelSeed(p *plan.Plan, model string) string {
 	return p.Digest.String() + "/" + agentLabel(p) + "/" + model
 }
 
-// logDrySentinels says, in a dry run, how many sentinel cells would run
+// LogDrySentinels says, in a dry run, how many sentinel cells would run
 // before the taken cells count (one group: the agent's model).
-func logDrySentinels(p *plan.Plan, cells []plan.Cell, taken []reuse.Taken, opts Options) int {
+func LogDrySentinels(w io.Writer, p *plan.Plan, cells []plan.Cell, taken []reuse.Taken) int {
 	pol := suite.ReuseOf(p.Policy)
 	if pol.Sentinels == 0 {
-		fmt.Fprintf(opts.Log, "reuse sentinels off (policy.reuse.sentinels: 0): the reused cells would not be checked for drift by outcome\n")
+		fmt.Fprintf(w, "reuse sentinels off (policy.reuse.sentinels: 0): the reused cells would not be checked for drift by outcome\n")
 		return 0
 	}
 	keys := map[digest.Digest]bool{}
@@ -81,7 +82,7 @@ func logDrySentinels(p *plan.Plan, cells []plan.Cell, taken []reuse.Taken, opts 
 		}
 	}
 	n := len(plan.SentinelSample(pool, pol.Sentinels, pol.Arms, sentinelSeed(p, p.Agent.Model)))
-	fmt.Fprintf(opts.Log, "would run %d reused cells again as drift sentinels (policy.reuse: %d per agent and model, at α %g) before the reused cells count\n", n, pol.Sentinels, pol.Alpha)
+	fmt.Fprintf(w, "would run %d reused cells again as drift sentinels (policy.reuse: %d per agent and model, at α %g) before the reused cells count\n", n, pol.Sentinels, pol.Alpha)
 	return n
 }
 

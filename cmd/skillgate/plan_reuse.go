@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/skillgate/skillgate/runner"
 	"github.com/skillgate/skillgate/runner/reuse"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -53,7 +54,13 @@ func planReuse(c *cli.Context, p *plan.Plan, w io.Writer) error {
 			total++
 		}
 	}
-	fmt.Fprintf(w, "with --reuse %s: %d of %d cells would be reused, %d would run\n", from, total, len(p.Cells), len(p.Cells)-total)
+	again := ""
+	if total > 0 {
+		if n := runner.LogDrySentinels(w, p, p.Cells, res.Taken); n > 0 {
+			again = fmt.Sprintf(", and %d of the reused again as drift sentinels before they count", n)
+		}
+	}
+	fmt.Fprintf(w, "with --reuse %s: %d of %d cells would be reused, %d would run%s\n", from, total, len(p.Cells), len(p.Cells)-total, again)
 	for _, a := range p.Arms {
 		fmt.Fprintf(w, "  arm %s: %d reused, %d run\n", a.Name, reused[a.Name], cells[a.Name]-reused[a.Name])
 	}
