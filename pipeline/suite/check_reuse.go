@@ -8,12 +8,13 @@ import (
 	"github.com/skillgate/skillgate/pipeline/inference"
 )
 
-// Reuse settings of a plan made before the schema gave #Reuse;
-// TestReuseMatchesTheSchema holds them to its defaults.
-const (
-	priorSentinels = 6
-	priorAlpha     = 0.05
-)
+// The level of a plan made before the schema gave #Reuse;
+// TestReuseMatchesTheSchema holds it and DefaultSentinels to the schema.
+const priorAlpha = 0.05
+
+// DefaultSentinels is the schema's default count at alpha: the fewest
+// sentinels whose test still refuses when one of them agrees by chance.
+func DefaultSentinels(alpha float64) int { return SentinelsNeeded(alpha) + 1 }
 
 // ReuseOf is the policy's drift sentinels of run --reuse: its own, or,
 // for a plan made before the schema gave them, the schema's defaults.
@@ -25,7 +26,7 @@ func ReuseOf(pol Policy) Reuse {
 	if alpha == 0 {
 		alpha = priorAlpha
 	}
-	return Reuse{Sentinels: priorSentinels, Alpha: alpha}
+	return Reuse{Sentinels: DefaultSentinels(alpha), Alpha: alpha}
 }
 
 // SmallestSentinelP is the smallest p the sentinel test can reach with n

@@ -17,8 +17,10 @@ func TestReuseMatchesTheSchema(t *testing.T) {
 		policy string
 		want   Reuse
 	}{
-		{base, Reuse{Sentinels: priorSentinels, Arms: []string{}, Alpha: priorAlpha}},
-		{`policies.advisory & {uplift: minPoints: 15, inference: alpha: 0.1}`, Reuse{Sentinels: priorSentinels, Arms: []string{}, Alpha: 0.1}},
+		{base, Reuse{Sentinels: 6, Arms: []string{}, Alpha: priorAlpha}},
+		{`policies.advisory & {uplift: minPoints: 15, inference: alpha: 0.1}`, Reuse{Sentinels: DefaultSentinels(0.1), Arms: []string{}, Alpha: 0.1}},
+		{`policies.advisory & {uplift: minPoints: 15, inference: alpha: 0.01}`, Reuse{Sentinels: DefaultSentinels(0.01), Arms: []string{}, Alpha: 0.01}},
+		{`policies.advisory & {uplift: minPoints: 15, reuse: alpha: 0.001}`, Reuse{Sentinels: DefaultSentinels(0.001), Arms: []string{}, Alpha: 0.001}},
 		{`policies.advisory & {uplift: minPoints: 15, inference: alpha: 0.1, reuse: {alpha: 0.02, sentinels: 8, arms: ["none"]}}`, Reuse{Sentinels: 8, Arms: []string{"none"}, Alpha: 0.02}},
 		{`policies.advisory & {uplift: minPoints: 15, reuse: sentinels: 0}`, Reuse{Sentinels: 0, Arms: []string{}, Alpha: priorAlpha}},
 	} {
@@ -32,8 +34,11 @@ func TestReuseMatchesTheSchema(t *testing.T) {
 			t.Errorf("%s: reuse = %+v, want %+v", tc.policy, got, tc.want)
 		}
 	}
+	if DefaultSentinels(0.05) != 6 || DefaultSentinels(0.01) != 8 || DefaultSentinels(0.1) != 5 {
+		t.Errorf("default sentinels at 0.05, 0.01, 0.1 = %d, %d, %d; want 6, 8, 5", DefaultSentinels(0.05), DefaultSentinels(0.01), DefaultSentinels(0.1))
+	}
 	old := ReuseOf(Policy{})
-	if old.Sentinels != priorSentinels || old.Alpha != priorAlpha || len(old.Arms) != 0 {
+	if old.Sentinels != 6 || old.Alpha != priorAlpha || len(old.Arms) != 0 {
 		t.Errorf("a plan without reuse reads %+v", old)
 	}
 }
@@ -55,7 +60,7 @@ func TestReuseVet(t *testing.T) {
 	}{
 		{"too few", `policies.advisory & {uplift: minPoints: 15, reuse: sentinels: 4}`, []string{
 			"policy.reuse.sentinels: 4 sentinels can never refuse a reuse at α 0.05: with every one flipped, each of its own case, the paired test (exact McNemar mid-p on discordant cases) gives p = 0.0625; set at least 5, or 0 to turn the check off", "suite/suite.cue:"}},
-		{"too few at a stricter level", `policies.advisory & {uplift: minPoints: 15, inference: alpha: 0.01}`, []string{"6 sentinels can never refuse a reuse at α 0.01", "p = 0.01563; set at least 7"}},
+		{"too few at a stricter level", `policies.advisory & {uplift: minPoints: 15, inference: alpha: 0.01, reuse: sentinels: 6}`, []string{"6 sentinels can never refuse a reuse at α 0.01", "p = 0.01563; set at least 7"}},
 		{"unknown arm", `policies.advisory & {uplift: minPoints: 15, reuse: arms: ["nope"]}`, []string{`policy.reuse.arms names arm "nope"`}},
 		{"negative", `policies.advisory & {uplift: minPoints: 15, reuse: sentinels: -1}`, []string{"policy.reuse.sentinels"}},
 	} {
