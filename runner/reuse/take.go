@@ -192,35 +192,16 @@ func checkInputs(p *plan.Plan, r *store.Rollout, pc plan.PlanCase, arm plan.Plan
 	return nil
 }
 
-// verifyExchanges reads the rollout's exchange log and every body it
-// names, each against its digest.
-func verifyExchanges(dir string, r *store.Rollout) error {
+// eachBody reads the rollout's exchange log and every body it names,
+// each against its digest, and gives each body to f; it says whether the
+// rollout has an exchange log.
+func eachBody(dir string, r *store.Rollout, f func(d digest.Digest, b []byte) error) (bool, error) {
 	if r.Gateway == nil || r.Gateway.Exchanges == "" {
-		return nil
+		return false, nil
 	}
 	l, err := gateway.ReadLog(dir, r.Gateway.Exchanges)
 	if err != nil {
-		return err
-	}
-	for _, ex := range l.Exchanges {
-		for _, d := range []digest.Digest{ex.Request.Digest, ex.Response.Digest} {
-			if _, err := gateway.ReadBody(dir, d); d != "" && err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// copyExchanges copies the rollout's exchange log and every body it names
-// into st, each read against its digest.
-func copyExchanges(dir string, st *store.Store, r *store.Rollout) error {
-	if r.Gateway == nil || r.Gateway.Exchanges == "" {
-		return nil
-	}
-	l, err := gateway.ReadLog(dir, r.Gateway.Exchanges)
-	if err != nil {
-		return err
+		return true, err
 	}
 	for _, ex := range l.Exchanges {
 		for _, d := range []digest.Digest{ex.Request.Digest, ex.Response.Digest} {
@@ -228,13 +209,32 @@ func copyExchanges(dir string, st *store.Store, r *store.Rollout) error {
 				continue
 			}
 			b, err := gateway.ReadBody(dir, d)
-			if err != nil {
-				return err
+			if err == nil {
+				err = f(d, b)
 			}
-			if err := st.PutFile(filepath.Join(st.Dir, filepath.FromSlash(gateway.BodyPath(d))), b); err != nil {
-				return err
+			if err != nil {
+				return true, err
 			}
 		}
+	}
+	return true, nil
+}
+
+// verifyExchanges reads the rollout's exchange log and every body it
+// names, each against its digest.
+func verifyExchanges(dir string, r *store.Rollout) error {
+	_, err := eachBody(dir, r, func(digest.Digest, []byte) error { return nil })
+	return err
+}
+
+// copyExchanges copies the rollout's exchange log and every body it names
+// into st, each read against its digest.
+func copyExchanges(dir string, st *store.Store, r *store.Rollout) error {
+	has, err := eachBody(dir, r, func(d digest.Digest, b []byte) error {
+		return st.PutFile(filepath.Join(st.Dir, filepath.FromSlash(gateway.BodyPath(d))), b)
+	})
+	if !has || err != nil {
+		return err
 	}
 	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(gateway.LogPath(r.Gateway.Exchanges))))
 	if err != nil {
