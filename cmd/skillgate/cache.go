@@ -75,13 +75,14 @@ rollouts runs kept with "run --keep-rollouts", by rollout key, which
 		Subcommands: []*cli.Command{{
 			Name:  "gc",
 			Usage: "bound the cache by age and size",
-			Description: `Removes the snapshots and kept rollouts not used for longer than --max-age,
-then the least recently used of either until the rest fit in --max-size. One a
-run is using is kept; run folders keep their own copies of what is removed.`,
+			Description: `Removes the snapshots, kept rollouts and live folders' stat indexes not
+used for longer than --max-age, then the least recently used until the rest fit
+in --max-size. One a run is using is kept; run folders keep their own copies of
+what is removed, and a folder whose index is removed is hashed whole next time.`,
 			Flags: []cli.Flag{
 				cacheFlag,
-				&cli.StringFlag{Name: "max-size", Value: "10g", Usage: "keep at most `SIZE` of snapshots and rollouts (k, m, g: powers of 1024; 0: no bound)"},
-				&cli.DurationFlag{Name: "max-age", Value: 30 * 24 * time.Hour, Usage: "remove snapshots and rollouts not used for `AGE` (0: no bound)"},
+				&cli.StringFlag{Name: "max-size", Value: "10g", Usage: "keep at most `SIZE` of snapshots, rollouts and indexes (k, m, g: powers of 1024; 0: no bound)"},
+				&cli.DurationFlag{Name: "max-age", Value: 30 * 24 * time.Hour, Usage: "remove snapshots, rollouts and indexes not used for `AGE` (0: no bound)"},
 			},
 			Action: func(c *cli.Context) error {
 				dir := c.String("cache")
@@ -103,7 +104,7 @@ run is using is kept; run folders keep their own copies of what is removed.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(os.Stderr, "removed %d snapshots and %d rollouts (%.1f MB), kept %d snapshots and %d rollouts (%.1f MB)", res.Removed-res.RemovedRollouts, res.RemovedRollouts, float64(res.RemovedBytes)/1e6, res.Kept-res.KeptRollouts, res.KeptRollouts, float64(res.KeptBytes)/1e6)
+				fmt.Fprintf(os.Stderr, "removed %d snapshots, %d rollouts and %d folder indexes (%.1f MB), kept %d snapshots, %d rollouts and %d folder indexes (%.1f MB)", res.Removed-res.RemovedRollouts-res.RemovedIndexes, res.RemovedRollouts, res.RemovedIndexes, float64(res.RemovedBytes)/1e6, res.Kept-res.KeptRollouts-res.KeptIndexes, res.KeptRollouts, res.KeptIndexes, float64(res.KeptBytes)/1e6)
 				if res.Busy > 0 {
 					fmt.Fprintf(os.Stderr, "; %d in use by a run, kept", res.Busy)
 				}

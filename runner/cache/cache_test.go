@@ -2,6 +2,8 @@ package cache
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -206,4 +208,46 @@ func TestGC(t *testing.T) {
 		t.Errorf("gc by size: %+v, want the last one removed", res)
 	}
 	place(t, c, srcA, a) // made again after gc
+}
+
+// TestGCIndexes: a live folder's stat index unused for longer than the
+// age bound is removed, a recent one kept; the next hash of the folder
+// is whole and right without it.
+func TestGCIndexes(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcA, a := liveTree(t, 5)
+	srcB, _ := liveTree(t, 6)
+	for _, src := range []string{srcA, srcB} {
+		if _, err := c.HashLive(src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ents, _ := os.ReadDir(filepath.Join(c.Dir, DirIndex))
+	if len(ents) != 2 {
+		t.Fatalf("%d indexes after hashing two folders, want 2", len(ents))
+	}
+	absA, _ := filepath.Abs(srcA)
+	sum := sha256.Sum256([]byte(absA))
+	indexA := filepath.Join(c.Dir, DirIndex, hex.EncodeToString(sum[:]))
+	old := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(indexA, old, old); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.GC(0, 24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RemovedIndexes != 1 || res.KeptIndexes != 1 {
+		t.Fatalf("gc by age: %+v, want one index removed, one kept", res)
+	}
+	if _, err := os.Stat(indexA); err == nil {
+		t.Errorf("the index unused for 48h is still there")
+	}
+	got, err := c.HashLive(srcA)
+	if err != nil || got.Digest != a.Digest {
+		t.Errorf("hash without its index: %v %v, want %v", got.Digest, err, a.Digest)
+	}
 }

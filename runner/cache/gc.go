@@ -72,11 +72,16 @@ type Collected struct {
 	// Removed and Kept.
 	RemovedRollouts int `json:"removedRollouts"`
 	KeptRollouts    int `json:"keptRollouts"`
+	// RemovedIndexes and KeptIndexes count the live folders' stat indexes
+	// among Removed and Kept.
+	RemovedIndexes int `json:"removedIndexes"`
+	KeptIndexes    int `json:"keptIndexes"`
 }
 
 // gcItem is a snapshot or a kept rollout as GC weighs it.
 type gcItem struct {
 	rollout bool
+	index   bool // a live folder's stat index
 	bytes   int64
 	used    time.Time
 	lock    func() (func(), error)
@@ -84,7 +89,7 @@ type gcItem struct {
 	unlink  string // its lock file, removed with it
 }
 
-// GC removes the snapshots and kept rollouts not used for longer than
+// GC removes the snapshots, kept rollouts and live folders' stat indexes not used for longer than
 // maxAge (0: no bound), then the least recently used ones until the rest
 // hold at most maxBytes (0: no bound), and what interrupted processes left
 // in tmp/. One a run is using is skipped (its lock is held), never removed
@@ -99,6 +104,7 @@ func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collect
 	if err != nil {
 		return res, err
 	}
+	items = append(items, c.indexItems()...)
 	for _, e := range entries {
 		tree := e.Tree
 		items = append(items, gcItem{bytes: e.Bytes, used: e.Used,
@@ -115,8 +121,11 @@ func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collect
 	keep := func(e gcItem) {
 		res.Kept++
 		res.KeptBytes += e.bytes
-		if e.rollout {
+		switch {
+		case e.rollout:
 			res.KeptRollouts++
+		case e.index:
+			res.KeptIndexes++
 		}
 	}
 	for _, e := range items {
@@ -133,7 +142,7 @@ func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collect
 			continue
 		}
 		err = e.remove()
-		if err == nil {
+		if err == nil && e.unlink != "" {
 			os.Remove(e.unlink)
 		}
 		unlock()
@@ -142,8 +151,11 @@ func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collect
 		}
 		res.Removed++
 		res.RemovedBytes += e.bytes
-		if e.rollout {
+		switch {
+		case e.rollout:
 			res.RemovedRollouts++
+		case e.index:
+			res.RemovedIndexes++
 		}
 		total -= e.bytes
 	}

@@ -73,7 +73,8 @@ func (c *Cache) HashLive(dir string) (plan.Tree, error) {
 		return t, err
 	}
 	if read == 0 && len(now) == len(known) {
-		return t, nil // every entry trusted, none gone: the index stands as it is
+		touchIndex(index) // every entry trusted, none gone: the index stands as it is
+		return t, nil
 	}
 	if os.MkdirAll(filepath.Join(c.Dir, DirIndex), 0o755) == nil {
 		c.writeRecord(index, encodeRecord(key+" "+strconv.FormatInt(taken, 10), now))
