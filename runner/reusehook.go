@@ -28,7 +28,7 @@ func reuseFrom(st *store.Store, p *plan.Plan, cells []plan.Cell, opts Options) (
 	}
 	fmt.Fprintln(opts.Log, res.Describe(verb, reuseName(opts), time.Now()))
 	if opts.DryRun && len(res.Taken) > 0 {
-		sentinels = LogDrySentinels(opts.Log, p, cells, res.Taken)
+		sentinels = LogDrySentinels(opts.Log, p, cells, res)
 	}
 	return len(res.Taken), sentinels, nil
 }

@@ -64,15 +64,16 @@ func sentinelSeed(p *plan.Plan, model string) string {
 }
 
 // LogDrySentinels says, in a dry run, how many sentinel cells would run
-// before the taken cells count (one group: the agent's model).
-func LogDrySentinels(w io.Writer, p *plan.Plan, cells []plan.Cell, taken []reuse.Taken) int {
+// before the taken cells count (one group: the agent's model), and what
+// they cost when they ran: what the sentinels take back from the saving.
+func LogDrySentinels(w io.Writer, p *plan.Plan, cells []plan.Cell, res *reuse.Result) int {
 	pol := suite.ReuseOf(p.Policy)
 	if pol.Sentinels == 0 {
 		fmt.Fprintf(w, "reuse sentinels off (policy.reuse.sentinels: 0): the reused cells would not be checked for drift by outcome\n")
 		return 0
 	}
 	keys := map[digest.Digest]bool{}
-	for _, t := range taken {
+	for _, t := range res.Taken {
 		keys[t.Key] = true
 	}
 	var pool []plan.Cell
@@ -81,9 +82,18 @@ func LogDrySentinels(w io.Writer, p *plan.Plan, cells []plan.Cell, taken []reuse
 			pool = append(pool, c)
 		}
 	}
-	n := len(plan.SentinelSample(pool, pol.Sentinels, pol.Arms, sentinelSeed(p, p.Agent.Model)))
-	fmt.Fprintf(w, "would run %d reused cells again as drift sentinels (policy.reuse: %d per agent and model, at α %g) before the reused cells count\n", n, pol.Sentinels, pol.Alpha)
-	return n
+	sample := plan.SentinelSample(pool, pol.Sentinels, pol.Arms, sentinelSeed(p, p.Agent.Model))
+	var cost reuse.Cost
+	for _, c := range sample {
+		cost.USD += res.Costs[c.Rollout].USD
+		cost.Seconds += res.Costs[c.Rollout].Seconds
+	}
+	spent := fmt.Sprintf("%.0f s of cells", cost.Seconds)
+	if cost.USD > 0 {
+		spent = fmt.Sprintf("$%.4f and %s", cost.USD, spent)
+	}
+	fmt.Fprintf(w, "would run %d reused cells again as drift sentinels (policy.reuse: %d per agent and model, at α %g) before the reused cells count, costing about %s as they cost when they ran\n", len(sample), pol.Sentinels, pol.Alpha, spent)
+	return len(sample)
 }
 
 // drySentinels is the dry run's summary of the sentinels.

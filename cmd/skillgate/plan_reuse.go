@@ -56,7 +56,7 @@ func planReuse(c *cli.Context, p *plan.Plan, w io.Writer) error {
 	}
 	again := ""
 	if total > 0 {
-		if n := runner.LogDrySentinels(w, p, p.Cells, res.Taken); n > 0 {
+		if n := runner.LogDrySentinels(w, p, p.Cells, res); n > 0 {
 			again = fmt.Sprintf(", and %d of the reused again as drift sentinels before they count", n)
 		}
 	}

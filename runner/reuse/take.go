@@ -37,6 +37,14 @@ type Result struct {
 	// them saves.
 	SavedUSD     float64
 	SavedSeconds float64
+	// Costs is each taken rollout's share of those, by key.
+	Costs map[digest.Digest]Cost
+}
+
+// Cost is what a taken rollout cost when it ran: its priced model calls
+// (0 when none was priced) and its cell's time.
+type Cost struct {
+	USD, Seconds float64
 }
 
 // Take copies into st the valid rollouts stored in from (a run folder or
@@ -99,10 +107,16 @@ func TakeFrom(src Source, st *store.Store, p *plan.Plan, cells []plan.Cell, dryR
 		if err != nil {
 			return res, fmt.Errorf("reuse rollout %s: %w", r.Cell, err)
 		}
+		cost := Cost{Seconds: r.Durations.Total}
 		if r.Gateway != nil && r.Gateway.USD != nil {
-			res.SavedUSD += *r.Gateway.USD
+			cost.USD = *r.Gateway.USD
 		}
-		res.SavedSeconds += r.Durations.Total
+		res.SavedUSD += cost.USD
+		res.SavedSeconds += cost.Seconds
+		if res.Costs == nil {
+			res.Costs = map[digest.Digest]Cost{}
+		}
+		res.Costs[c.Rollout] = cost
 		res.Taken = append(res.Taken, Taken{Key: c.Rollout, Cell: c.ID, From: o.name(), RanAt: r.StartedAt, TakenAt: now})
 	}
 	if len(res.Taken) > 0 && !dryRun {
