@@ -1,7 +1,6 @@
 package reuse
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,13 +13,12 @@ import (
 	"github.com/skillgate/skillgate/runner/store"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
-	"github.com/skillgate/skillgate/pipeline/runfolder"
 
 	"github.com/opencontainers/go-digest"
 )
 
 // FileLedger lists, in a run folder, the rollouts taken from elsewhere.
-const FileLedger = runfolder.FileReused
+const FileLedger = store.FileReused
 
 // Taken is one rollout taken into the run folder: an entry of its ledger
 // (merge carries them, runner/store).
@@ -295,16 +293,9 @@ func copyRollout(src string, st *store.Store, key digest.Digest) error {
 
 // Ledger reads a run folder's ledger of reused rollouts, by key.
 func Ledger(out string) (map[digest.Digest]Taken, error) {
-	b, err := os.ReadFile(filepath.Join(out, FileLedger))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	list, err := store.ReadReused(out)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", FileLedger, err)
-	}
-	var list []Taken
-	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(out, FileLedger), err)
+		return nil, err
 	}
 	m := make(map[digest.Digest]Taken, len(list))
 	for _, t := range list {
@@ -314,58 +305,37 @@ func Ledger(out string) (map[digest.Digest]Taken, error) {
 }
 
 func appendLedger(st *store.Store, taken []Taken) error {
-	old, err := Ledger(st.Dir)
+	old, err := store.ReadReused(st.Dir)
 	if err != nil {
 		return err
 	}
-	var list []Taken
-	for _, t := range old {
-		list = append(list, t)
+	again := map[digest.Digest]bool{}
+	for _, t := range taken {
+		again[t.Key] = true
 	}
-	list = append(list, taken...)
-	slices.SortFunc(list, func(a, b Taken) int { return a.TakenAt.Compare(b.TakenAt)*2 + cmpStr(a.Cell, b.Cell) })
-	b, err := json.MarshalIndent(list, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := st.PutFile(filepath.Join(st.Dir, FileLedger), append(b, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", FileLedger, err)
-	}
-	return nil
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	old = slices.DeleteFunc(old, func(t Taken) bool { return again[t.Key] }) // taken once more
+	return writeLedger(st, append(old, taken...))
 }
 
 // Forget takes keys out of st's ledger: their reused rollouts were refused
 // and run again here.
 func Forget(st *store.Store, keys map[digest.Digest]bool) error {
-	old, err := Ledger(st.Dir)
+	old, err := store.ReadReused(st.Dir)
 	if err != nil {
 		return err
 	}
-	var list []Taken
-	for k, t := range old {
-		if !keys[k] {
-			list = append(list, t)
-		}
+	return writeLedger(st, slices.DeleteFunc(old, func(t Taken) bool { return keys[t.Key] }))
+}
+
+func writeLedger(st *store.Store, list []Taken) error {
+	b, err := store.EncodeReused(list)
+	if err == nil {
+		err = st.PutFile(filepath.Join(st.Dir, FileLedger), b)
 	}
-	slices.SortFunc(list, func(a, b Taken) int { return a.TakenAt.Compare(b.TakenAt)*2 + cmpStr(a.Cell, b.Cell) })
-	if list == nil {
-		list = []Taken{}
-	}
-	b, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", FileLedger, err)
 	}
-	return st.PutFile(filepath.Join(st.Dir, FileLedger), append(b, '\n'))
+	return nil
 }
 
 // Span says d to the unit that matters.

@@ -115,6 +115,17 @@ func (m *merger) reusedLedger() ([]byte, int, error) {
 	if len(list) == 0 {
 		return nil, 0, nil
 	}
+	b, err := EncodeReused(list)
+	return b, len(list), err
+}
+
+// EncodeReused is reused.json holding list, in the order entries were
+// taken (then by cell).
+func EncodeReused(list []Reused) ([]byte, error) {
+	list = slices.Clone(list)
+	if list == nil {
+		list = []Reused{}
+	}
 	slices.SortFunc(list, func(a, b Reused) int {
 		if d := a.TakenAt.Compare(b.TakenAt); d != 0 {
 			return d
@@ -122,5 +133,8 @@ func (m *merger) reusedLedger() ([]byte, int, error) {
 		return strings.Compare(a.Cell, b.Cell)
 	})
 	b, err := json.MarshalIndent(list, "", "  ")
-	return append(b, '\n'), len(list), err
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", FileReused, err)
+	}
+	return append(b, '\n'), nil
 }
