@@ -264,7 +264,7 @@ func judgeGroup(p *plan.Plan, st *store.Store, g *sentinelGroup, pol suite.Reuse
 	rec := verdict.SentinelGroup{Agent: agentLabel(p), Model: g.model, Reused: len(g.reused), Planned: pol.Sentinels, Alpha: pol.Alpha, Cells: []verdict.SentinelPair{}, Decision: verdict.SentinelsKept}
 	fresh := newIdentities()
 	var twins []*store.Rollout // the sampled reused rollouts, as the sentinels' identities' baseline
-	var pairs, flipped []inference.Pair
+	var pairs []inference.Pair
 	trial := map[string]int{}
 	q := plan.Plan{}
 	for _, c := range g.sample {
@@ -293,7 +293,6 @@ func judgeGroup(p *plan.Plan, st *store.Store, g *sentinelGroup, pol suite.Reuse
 		}
 		trial[c.Case]++
 		pairs = append(pairs, inference.Pair{Case: c.Case, Trial: trial[c.Case], Baseline: *stored, Candidate: *now})
-		flipped = append(flipped, inference.Pair{Case: c.Case, Trial: trial[c.Case], Baseline: true})
 		rec.Paired++
 		rec.StoredPassed += b2i(*stored)
 		rec.FreshPassed += b2i(*now)
@@ -302,12 +301,12 @@ func judgeGroup(p *plan.Plan, st *store.Store, g *sentinelGroup, pol suite.Reuse
 	if err != nil {
 		return rec, fmt.Errorf("compare reuse sentinels: %w", err)
 	}
-	least, err := inference.Compare(flipped, p.Digest.String())
+	least, err := inference.Extreme(pairs, p.Digest.String())
 	if err != nil {
 		return rec, fmt.Errorf("compare reuse sentinels: %w", err)
 	}
 	rec.Method, rec.P, rec.SmallestP = res.Method, res.P, least.P
-	test := fmt.Sprintf("%s p=%.2g", verdict.ShortMethod(res.Method), res.P)
+	test := fmt.Sprintf("%s p=%.2g", inference.ShortMethod(res.Method), res.P)
 	switch drift := fresh.driftFrom(g.model, twins, "in the sentinels"); {
 	case drift != "":
 		rec.Decision, rec.Reason = verdict.SentinelsRefused, drift

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Pair is one (case, trial) cell of the baseline beside the same cell of
@@ -80,6 +81,23 @@ func Compare(pairs []Pair, seed string) (Result, error) {
 	r.CI95[0], r.CI95[1] = max(r.CI95[0], -1), min(r.CI95[1], 1)
 	r.P = roundSig(r.P)
 	return r, nil
+}
+
+// Extreme is Compare of the most extreme outcome the pairs' cases and
+// trials allow: every baseline passed, every candidate failed. At or above
+// its p, no outcome of these pairs is significant.
+func Extreme(pairs []Pair, seed string) (Result, error) {
+	flipped := make([]Pair, len(pairs))
+	for i, p := range pairs {
+		flipped[i] = Pair{Case: p.Case, Trial: p.Trial, Baseline: true}
+	}
+	return Compare(flipped, seed)
+}
+
+// ShortMethod is a method's name without its interval.
+func ShortMethod(m string) string {
+	name, _, _ := strings.Cut(m, ";")
+	return name
 }
 
 // caseDiffs groups the pairs by case, in the order of the case names, and

@@ -35,10 +35,10 @@ func ReuseOf(pol Policy) Reuse {
 func SmallestSentinelP(n int) (float64, string) {
 	pairs := make([]inference.Pair, n)
 	for i := range pairs {
-		pairs[i] = inference.Pair{Case: fmt.Sprintf("c%03d", i), Trial: 1, Baseline: true}
+		pairs[i] = inference.Pair{Case: fmt.Sprintf("c%03d", i), Trial: 1}
 	}
-	r, _ := inference.Compare(pairs, "")
-	return r.P, r.Method
+	r, _ := inference.Extreme(pairs, "")
+	return r.P, inference.ShortMethod(r.Method)
 }
 
 // SentinelsNeeded is the fewest sentinels, each of its own case, whose
@@ -63,7 +63,7 @@ func checkReuse(c *checker, s *Suite) {
 		if p, method := SmallestSentinelP(r.Sentinels); p >= r.Alpha {
 			c.add([]cue.Selector{str("policy"), str("reuse"), str("sentinels")},
 				"%d sentinels can never refuse a reuse at α %g: with every one flipped, each of its own case, the paired test (%s) gives p = %.4g; set at least %d, or 0 to turn the check off",
-				r.Sentinels, r.Alpha, shortMethod(method), p, SentinelsNeeded(r.Alpha))
+				r.Sentinels, r.Alpha, method, p, SentinelsNeeded(r.Alpha))
 		}
 	}
 	for i, a := range r.Arms {
@@ -71,14 +71,4 @@ func checkReuse(c *checker, s *Suite) {
 			c.add([]cue.Selector{str("policy"), str("reuse"), str("arms"), cue.Index(i)}, "policy.reuse.arms names arm %q, which the suite does not define", a)
 		}
 	}
-}
-
-// shortMethod is a test's name without its interval.
-func shortMethod(m string) string {
-	for i := range len(m) {
-		if m[i] == ';' {
-			return m[:i]
-		}
-	}
-	return m
 }

@@ -1,9 +1,6 @@
 package verdict
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // Decisions of a reuse sentinel group.
 const (
@@ -86,10 +83,4 @@ func (r *ReuseSentinels) Lines() []string {
 		out = append(out, g.Line())
 	}
 	return out
-}
-
-// ShortMethod is a test's name without its interval.
-func ShortMethod(m string) string {
-	name, _, _ := strings.Cut(m, ";")
-	return name
 }
