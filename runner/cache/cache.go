@@ -201,15 +201,30 @@ func (c *Cache) link(entry, dst string, want plan.Tree) error {
 // so no reader finds half of it. The caller holds the tree's lock
 // exclusively.
 func (c *Cache) remove(tree digest.Digest) error {
-	gone, err := os.MkdirTemp(filepath.Join(c.Dir, DirTmp), "gone-")
-	if err != nil {
-		return fmt.Errorf("remove cached tree %s: %w", tree.Encoded(), err)
-	}
-	if err := os.Rename(c.TreeDir(tree), filepath.Join(gone, "tree")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := c.renameAway(c.TreeDir(tree)); err != nil {
 		return fmt.Errorf("remove cached tree %s: %w", tree.Encoded(), err)
 	}
 	os.Remove(c.entryFile(tree))
 	os.Remove(c.statFile(tree))
+	return nil
+}
+
+// renameAway renames dir into tmp/ and removes it there, so no reader
+// finds half of it; a dir already gone is no error.
+func (c *Cache) renameAway(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(c.Dir, DirTmp), 0o755); err != nil {
+		return err
+	}
+	gone, err := os.MkdirTemp(filepath.Join(c.Dir, DirTmp), "gone-")
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(dir, filepath.Join(gone, "x")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	return removeAll(gone)
 }
 

@@ -93,10 +93,11 @@ func (c *Cache) StageRollout() (string, error) {
 	return d, os.Chmod(d, 0o755)
 }
 
-// CommitRollout writes e into the staged folder and renames it into place,
-// replacing what the cache held under the key. The caller holds the key's
-// lock exclusively.
+// CommitRollout writes e, sized from the staged folder, into it and
+// renames it into place, replacing what the cache held under the key. The
+// caller holds the key's lock exclusively.
 func (c *Cache) CommitRollout(staged string, e RolloutEntry) error {
+	_, e.Bytes = sizeOf(staged)
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return fmt.Errorf("keep rollout %s: %w", e.Cell, err)
@@ -120,20 +121,10 @@ func (c *Cache) CommitRollout(staged string, e RolloutEntry) error {
 // so no reader finds half of it. The caller holds the key's lock
 // exclusively.
 func (c *Cache) RemoveRollout(key digest.Digest) error {
-	if _, err := os.Lstat(c.RolloutDir(key)); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Join(c.Dir, DirTmp), 0o755); err != nil {
+	if err := c.renameAway(c.RolloutDir(key)); err != nil {
 		return fmt.Errorf("remove kept rollout %s: %w", key.Encoded()[:12], err)
 	}
-	gone, err := os.MkdirTemp(filepath.Join(c.Dir, DirTmp), "gone-")
-	if err != nil {
-		return fmt.Errorf("remove kept rollout %s: %w", key.Encoded()[:12], err)
-	}
-	if err := os.Rename(c.RolloutDir(key), filepath.Join(gone, "rollout")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove kept rollout %s: %w", key.Encoded()[:12], err)
-	}
-	return removeAll(gone)
+	return nil
 }
 
 // RolloutEntries lists the kept rollouts, least recently used first.

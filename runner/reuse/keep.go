@@ -65,7 +65,7 @@ func keepOne(c *cache.Cache, st *store.Store, r *store.Rollout) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer removeStaged(staged)
+	defer os.RemoveAll(staged) // nothing there once renamed into place
 	into := &store.Store{Dir: staged}
 	for _, d := range []string{store.DirTmp, store.DirRollouts} {
 		if err := os.MkdirAll(filepath.Join(staged, d), 0o755); err != nil {
@@ -84,24 +84,9 @@ func keepOne(c *cache.Cache, st *store.Store, r *store.Rollout) (bool, error) {
 	if _, err := check(staged, r.Key, none); err != nil {
 		return false, fmt.Errorf("the copy fails verification: %w", err)
 	}
-	e := cache.RolloutEntry{Key: r.Key, Cell: r.Cell, RanAt: r.StartedAt, Made: time.Now().UTC(), Bytes: folderBytes(staged)}
+	e := cache.RolloutEntry{Key: r.Key, Cell: r.Cell, RanAt: r.StartedAt, Made: time.Now().UTC()}
 	if err := c.CommitRollout(staged, e); err != nil {
 		return false, err
 	}
 	return true, nil
-}
-
-// removeStaged removes a staged folder left by a failure; once renamed
-// into place there is nothing there.
-func removeStaged(dir string) { os.RemoveAll(dir) }
-
-func folderBytes(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
-		if err == nil && info.Mode().IsRegular() {
-			n += info.Size()
-		}
-		return nil
-	})
-	return n
 }
