@@ -63,10 +63,10 @@ func sentinelSeed(p *plan.Plan, model string) string {
 	return p.Digest.String() + "/" + agentLabel(p) + "/" + model
 }
 
-// LogDrySentinels says, in a dry run, how many sentinel cells would run
+// logDrySentinels says, in a dry run, how many sentinel cells would run
 // before the taken cells count (one group: the agent's model), and what
 // they cost when they ran: what the sentinels take back from the saving.
-func LogDrySentinels(w io.Writer, p *plan.Plan, cells []plan.Cell, res *reuse.Result) int {
+func logDrySentinels(w io.Writer, p *plan.Plan, cells []plan.Cell, res *reuse.Result) int {
 	pol := suite.ReuseOf(p.Policy)
 	if pol.Sentinels == 0 {
 		fmt.Fprintf(w, "reuse sentinels off (policy.reuse.sentinels: 0): the reused cells would not be checked for drift by outcome\n")

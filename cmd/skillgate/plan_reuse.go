@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/skillgate/skillgate/runner"
 	"github.com/skillgate/skillgate/runner/reuse"
@@ -29,18 +28,10 @@ func planReuse(c *cli.Context, p *plan.Plan, w io.Writer) error {
 	if err := needCache(c, dir); err != nil {
 		return err
 	}
-	res, err := reuse.TakeFrom(reuse.Source{From: from, Cache: dir}, nil, p, p.Cells, true)
+	res, sentinels, err := runner.ReuseFrom(w, reuse.Source{From: from, Cache: dir}, nil, p, p.Cells, true)
 	if err != nil {
 		return err
 	}
-	for _, r := range res.Refused {
-		fmt.Fprintf(w, "reuse: not taken, failed verification: %s\n", r)
-	}
-	name := from
-	if from == reuse.FromCache {
-		name = "the machine's cache (" + dir + ")"
-	}
-	fmt.Fprintln(w, res.Describe("would reuse", name, time.Now()))
 	taken := map[string]bool{}
 	for _, t := range res.Taken {
 		taken[string(t.Key)] = true
@@ -55,10 +46,8 @@ func planReuse(c *cli.Context, p *plan.Plan, w io.Writer) error {
 		}
 	}
 	again := ""
-	if total > 0 {
-		if n := runner.LogDrySentinels(w, p, p.Cells, res); n > 0 {
-			again = fmt.Sprintf(", and %d of the reused again as drift sentinels before they count", n)
-		}
+	if sentinels > 0 {
+		again = fmt.Sprintf(", and %d of the reused again as drift sentinels before they count", sentinels)
 	}
 	fmt.Fprintf(w, "with --reuse %s: %d of %d cells would be reused, %d would run%s\n", from, total, len(p.Cells), len(p.Cells)-total, again)
 	for _, a := range p.Arms {

@@ -38,6 +38,14 @@ type origin interface {
 	close()
 }
 
+// Name is how the log names the source.
+func (s Source) Name() string {
+	if s.From == FromCache {
+		return "the machine's cache (" + s.Cache + ")"
+	}
+	return s.From
+}
+
 func (s Source) open(dryRun bool) (origin, error) {
 	if s.From != FromCache {
 		dir, done, err := openSource(s.From)
