@@ -178,15 +178,7 @@ func (in *inputs) lookup(pc plan.PlanCase, arm plan.PlanArm, what string) (rel s
 
 // pin snapshots every tree added, verifying each; the first mismatch
 // refuses the run, naming the file.
-func (in *inputs) pin() error {
-	for _, what := range in.order {
-		t := in.trees[what]
-		if _, err := in.store.PinTree(t.what, t.src, t.tree); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (in *inputs) pin() error { return in.pinNow(func(*inputTree) bool { return false }) }
 
 // pinFirst pins, as pin does, every tree added but the fixtures the
 // machine's cache already holds: those are placed while the first cells
@@ -197,9 +189,17 @@ func (in *inputs) pin() error {
 // folder is whole when the run ends; a snapshot refused then fails the run.
 func (in *inputs) pinFirst() error {
 	holds, _ := in.store.Shared.(interface{ Holds(digest.Digest) bool })
+	return in.pinNow(func(t *inputTree) bool {
+		return holds != nil && strings.HasPrefix(t.what, "fixture ") && holds.Holds(t.tree.Digest)
+	})
+}
+
+// pinNow pins every tree added, in order, but those later says to place
+// in the background.
+func (in *inputs) pinNow(later func(*inputTree) bool) error {
 	for _, what := range in.order {
 		t := in.trees[what]
-		if holds != nil && strings.HasPrefix(what, "fixture ") && holds.Holds(t.tree.Digest) {
+		if later(t) {
 			in.store.PinLater(t.what, t.src, t.tree)
 			continue
 		}
