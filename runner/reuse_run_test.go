@@ -128,41 +128,8 @@ func TestReuseRefusedModelVersion(t *testing.T) {
 	e := dockertest.Engine(t)
 	t.Setenv("SKILLGATE_TEST_KEY", "sk-ant-stand-in")
 	up := standin.New(t, false)
-	const ask = `wget -q -O- --header \"x-api-key: $SKILLGATE_MODEL_KEY\" --header 'content-type: application/json' --post-data '{\"model\":\"m\",\"max_tokens\":10,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}' $SKILLGATE_MODEL_URL/v1/messages`
-	root := writeRepo(t, map[string]string{
-		"s/skill/SKILL.md": "---\nname: s\ndescription: A test skill.\n---\n",
-		"s/suite.cue": `package s
-
-import (
-	"skillgate.dev/schema"
-	"skillgate.dev/schema/agents"
-	"skillgate.dev/schema/policies"
-)
-
-schema.#Suite & {
-	name: "runtest-reuse-drift"
-	skills: s: path: "skill"
-	agent: agents.command & {
-		provider:      "anthropic"
-		upstream:      "` + up.URL + `"
-		credentialEnv: "SKILLGATE_TEST_KEY"
-		command: ["sh", "-c", "` + ask + `"]
-	}
-	trials: 1
-	arms: {
-		none: {}
-		forced: {skills: ["s"], activation: "forced"}
-	}
-	cases: {
-		a: {prompt: "pa"}
-		b: {prompt: "pb"}
-	}
 	// The sentinels are off: the check after the run is the one tested.
-	policy: policies.advisory & {reuse: sentinels: 0}
-}
-`,
-	})
-	dir := filepath.Join(root, "s")
+	root, dir := standinReuseSuite(t, up, "runtest-reuse-drift", "hi", 1, twoCases, "policy: policies.advisory & {reuse: sentinels: 0}")
 	compile := func() runSuite {
 		p, err := plan.CompileDir(dir)
 		if err != nil {

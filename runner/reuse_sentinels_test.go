@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,43 +24,12 @@ import (
 // sentinelSuite is six cases of two trials, a no-skill arm and a skill
 // arm, on the command agent asking the STAND-IN PROVIDER (not a model) for
 // an answer; each case passes when the answer says "sunny".
-func sentinelSuite(t *testing.T, up *standin.Server) (dir string, compile func() runSuite) {
-	const ask = `wget -q -O- --header \"x-api-key: $SKILLGATE_MODEL_KEY\" --header 'content-type: application/json' --post-data '{\"model\":\"m\",\"max_tokens\":10,\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"}]}' $SKILLGATE_MODEL_URL/v1/messages`
+func sentinelSuite(t *testing.T, up *standin.Server) (string, func() runSuite) {
 	var cases strings.Builder
 	for _, c := range "abcdef" {
 		cases.WriteString("\t\t" + string(c) + `: {prompt: "p` + string(c) + `", assert: [{answer: contains: "sunny"}]}` + "\n")
 	}
-	root := writeRepo(t, map[string]string{
-		"s/skill/SKILL.md": "---\nname: s\ndescription: A test skill.\n---\n",
-		"s/suite.cue": `package s
-
-import (
-	"skillgate.dev/schema"
-	"skillgate.dev/schema/agents"
-	"skillgate.dev/schema/policies"
-)
-
-schema.#Suite & {
-	name: "runtest-reuse-sentinels"
-	skills: s: path: "skill"
-	agent: agents.command & {
-		provider:      "anthropic"
-		upstream:      "` + up.URL + `"
-		credentialEnv: "SKILLGATE_TEST_KEY"
-		command: ["sh", "-c", "` + ask + `"]
-	}
-	trials: 2
-	arms: {
-		none: {}
-		forced: {skills: ["s"], activation: "forced"}
-	}
-	cases: {
-` + cases.String() + `	}
-	policy: policies.advisory
-}
-`,
-	})
-	dir = filepath.Join(root, "s")
+	root, dir := standinReuseSuite(t, up, "runtest-reuse-sentinels", "weather?", 2, cases.String(), "policy: policies.advisory")
 	return dir, func() runSuite {
 		p, err := plan.CompileDir(dir)
 		if err != nil {
@@ -276,4 +246,47 @@ func readbackSentinels(out string) (*verdict.ReuseSentinels, error) {
 		return nil, err
 	}
 	return &rec, json.Unmarshal(b, &rec)
+}
+
+// twoCases are two cases without assertions, for standinReuseSuite.
+const twoCases = "\t\ta: {prompt: \"pa\"}\n\t\tb: {prompt: \"pb\"}\n"
+
+// standinReuseSuite writes a suite named name, a no-skill arm and a forced
+// skill arm, on the command agent asking the STAND-IN PROVIDER up (not a
+// model) with the user message say; cases are its cases' CUE lines and
+// policy its policy. It returns the repository's root and the suite's
+// folder.
+func standinReuseSuite(t *testing.T, up *standin.Server, name, say string, trials int, cases, policy string) (root, dir string) {
+	ask := `wget -q -O- --header \"x-api-key: $SKILLGATE_MODEL_KEY\" --header 'content-type: application/json' --post-data '{\"model\":\"m\",\"max_tokens\":10,\"messages\":[{\"role\":\"user\",\"content\":\"` + say + `\"}]}' $SKILLGATE_MODEL_URL/v1/messages`
+	root = writeRepo(t, map[string]string{
+		"s/skill/SKILL.md": "---\nname: s\ndescription: A test skill.\n---\n",
+		"s/suite.cue": `package s
+
+import (
+	"skillgate.dev/schema"
+	"skillgate.dev/schema/agents"
+	"skillgate.dev/schema/policies"
+)
+
+schema.#Suite & {
+	name: "` + name + `"
+	skills: s: path: "skill"
+	agent: agents.command & {
+		provider:      "anthropic"
+		upstream:      "` + up.URL + `"
+		credentialEnv: "SKILLGATE_TEST_KEY"
+		command: ["sh", "-c", "` + ask + `"]
+	}
+	trials: ` + fmt.Sprint(trials) + `
+	arms: {
+		none: {}
+		forced: {skills: ["s"], activation: "forced"}
+	}
+	cases: {
+` + cases + `	}
+	` + policy + `
+}
+`,
+	})
+	return root, filepath.Join(root, "s")
 }
