@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,18 +29,9 @@ func (c *Cache) Entries() ([]Entry, error) {
 		if tree.Validate() != nil {
 			continue
 		}
-		e := Entry{Tree: tree}
-		if b, err := os.ReadFile(c.entryFile(tree)); err == nil {
-			json.Unmarshal(b, &e) // a damaged record: sized from the folder below
-			e.Tree = tree
-		}
-		info, err := os.Stat(c.entryFile(tree))
-		if err != nil {
-			info, err = d.Info()
-		}
-		if err == nil {
-			e.Used = info.ModTime()
-		}
+		e := Entry{}
+		e.Used = readEntry(c.entryFile(tree), d, &e)
+		e.Tree = tree
 		if e.Bytes == 0 {
 			e.Files, e.Bytes = sizeOf(c.TreeDir(tree))
 		}
@@ -47,6 +39,23 @@ func (c *Cache) Entries() ([]Entry, error) {
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return a.Used.Compare(b.Used) })
 	return out, nil
+}
+
+// readEntry reads the record file into v (a damaged one is left out: the
+// entry is then sized from its folder) and says when the entry was last
+// used: the record's modification time, else its folder's (d).
+func readEntry(file string, d fs.DirEntry, v any) time.Time {
+	if b, err := os.ReadFile(file); err == nil {
+		json.Unmarshal(b, v)
+	}
+	info, err := os.Stat(file)
+	if err != nil {
+		info, err = d.Info()
+	}
+	if err != nil {
+		return time.Time{}
+	}
+	return info.ModTime()
 }
 
 func sizeOf(dir string) (files int, bytes int64) {

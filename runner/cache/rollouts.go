@@ -143,18 +143,8 @@ func (c *Cache) RolloutEntries() ([]RolloutEntry, error) {
 			continue
 		}
 		e := RolloutEntry{}
-		file := filepath.Join(c.RolloutDir(key), FileRolloutEntry)
-		if b, err := os.ReadFile(file); err == nil {
-			json.Unmarshal(b, &e) // a damaged entry: sized from the folder below
-		}
+		e.Used = readEntry(filepath.Join(c.RolloutDir(key), FileRolloutEntry), d, &e)
 		e.Key = key
-		info, err := os.Stat(file)
-		if err != nil {
-			info, err = d.Info()
-		}
-		if err == nil {
-			e.Used = info.ModTime()
-		}
 		if e.Bytes == 0 {
 			_, e.Bytes = sizeOf(c.RolloutDir(key))
 		}
