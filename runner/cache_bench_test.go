@@ -49,7 +49,8 @@ type freshRun struct{ compile, start, whole float64 }
 // `skillgate run` makes it: the plan compiled from the suite folder (its live folders
 // hashed, through the cache's stat index when there is a cache), then Run into a fresh
 // folder (the trees pinned, ten cells of agent true with the default four jobs, the live
-// folders hashed again after the rollouts). Two suite folders, alike but for their
+// folders hashed again after the rollouts, by their watch since the compile when
+// there is a cache; each invocation starts with no folder watched, as a new process). Two suite folders, alike but for their
 // fixture: a 20,000-file one (200 folders of 100 files of 4 KB of random bytes, 82 MB)
 // and a one-file one. start is from the compile until the first cell is admitted;
 // whole until Run returns. start-ratio and ratio are the 20,000-file invocation against
@@ -103,6 +104,7 @@ func BenchmarkFreshFolderPinnedFixture(b *testing.B) {
 		b.Helper()
 		var once sync.Once
 		var first time.Time
+		cache.Unwatch() // as a new process: no folder watched yet
 		t0 := time.Now()
 		plan.SetLiveHasher(nil)
 		if cacheTo != "" {

@@ -30,7 +30,9 @@ import (
 // linked from its verified snapshots instead, each file checked by its
 // stat record or hashed; a fixture it holds is placed while the first
 // cells run (pinFirst); and the live folders are hashed through the
-// cache's stat index of each.
+// cache's stat index of each, and after the rollouts not walked again when
+// the watch the compile's walk set on them reported no change
+// (cache.HashWatched).
 
 // inputTree is one live folder a run's cells need, and the tree the plan
 // knows it as.
@@ -216,9 +218,9 @@ func (in *inputs) recheck() map[string][]string {
 	changed := map[string][]string{}
 	hash := plan.HashTree
 	if live, ok := in.store.Shared.(interface {
-		HashLive(dir string) (plan.Tree, error)
+		HashWatched(dir string) (plan.Tree, error)
 	}); ok && in.from == nil {
-		hash = live.HashLive // by the machine's stat index of the folder
+		hash = live.HashWatched // by the machine's stat index of the folder, or its watch since the compile
 	}
 	for _, what := range in.order {
 		t := in.trees[what]

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/cache"
 	"github.com/skillgate/skillgate/runner/images"
 
 	"github.com/skillgate/skillgate/runner/store"
@@ -79,10 +80,25 @@ func checkRanPinnedBytes(t *testing.T, s runSuite, out string) string {
 // TestSkillEditedDuringRun edits SKILL.md while the cells run: every cell
 // run from the skill (before and after the edit) ran the pinned bytes, yet
 // is invalid, naming the file, so the verdict is INCOMPLETE; once the file
-// is restored the next run reruns exactly those cells.
+// is restored the next run reruns exactly those cells. So without a cache
+// and with one, where the plan is compiled through it as skillgate run
+// compiles it and the watch its walk set is what reports the edit.
 func TestSkillEditedDuringRun(t *testing.T) {
 	e := dockertest.Engine(t)
+	t.Run("copied", func(t *testing.T) { skillEditedDuringRun(t, e, "") })
+	t.Run("cache", func(t *testing.T) { skillEditedDuringRun(t, e, t.TempDir()) })
+}
+
+func skillEditedDuringRun(t *testing.T, e *docker.Engine, cacheDir string) {
 	s := copySuite(t, e, "pinned")
+	if cacheDir != "" {
+		t.Cleanup(cache.Unwatch)
+		plan.SetLiveHasher(cache.LiveHasher(cacheDir))
+		p, err := plan.CompileDir(s.Dir)
+		plan.SetLiveHasher(nil)
+		mustDo(t, err)
+		s.Plan = p
+	}
 	out := t.TempDir()
 	skill := filepath.Join(s.Dir, "skill", "SKILL.md")
 	original, err := os.ReadFile(skill)
@@ -99,7 +115,7 @@ func TestSkillEditedDuringRun(t *testing.T) {
 	var log bytes.Buffer
 	go func() {
 		defer close(done)
-		sum, rep, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 1, Log: &log})
+		sum, rep, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 1, Log: &log, Cache: cacheDir})
 		finished <- result{sum, rep, err}
 	}()
 	waitStored(t, out, 1, done)
@@ -138,7 +154,7 @@ func TestSkillEditedDuringRun(t *testing.T) {
 	if err := os.WriteFile(skill, original, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum, rep, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 2})
+	sum, rep, err := Evaluate(context.Background(), s.Plan, Options{Out: out, SuiteDir: s.Dir, Jobs: 2, Cache: cacheDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,9 @@
 // index the same way (Cache.HashLive), when the plan is compiled and again
 // after the rollouts, with git's racy-clean rule besides: an entry is
 // trusted only when its file's last change was RacyMargin older than the
-// walk that recorded it.
+// walk that recorded it. After the rollouts, a folder the compile's walk
+// set an inotify watch on, with no change reported since, is not walked
+// again (Cache.HashWatched, watch.go).
 //
 // # Kept rollouts
 //

@@ -35,7 +35,11 @@ const RacyMargin = 2 * time.Second
 // moves, whatever is done to its modification time) or replaced (its
 // inode) is hashed. The index is rewritten after a walk that read a file
 // or found one gone; a damaged one is ignored. Errors in keeping the index never fail the hash.
-func (c *Cache) HashLive(dir string) (plan.Tree, error) {
+func (c *Cache) HashLive(dir string) (plan.Tree, error) { return c.hashLive(dir, nil) }
+
+// hashLive is HashLive telling seen of every regular file the walk
+// stat'ed, with its stat.
+func (c *Cache) hashLive(dir string, seen func(p string, info os.FileInfo)) (plan.Tree, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return plan.HashTree(dir)
@@ -57,6 +61,9 @@ func (c *Cache) HashLive(dir string) (plan.Tree, error) {
 	now := map[string]store.KnownFile{}
 	read := 0
 	t, err := plan.HashTreeWith(abs, func(p, rel string, info os.FileInfo) (digest.Digest, error) {
+		if seen != nil {
+			seen(p, info)
+		}
 		st, stated := store.StatOf(info)
 		if k, ok := known[rel]; ok && stated && k.Stat == st && st.Mtime < trustBefore && st.Ctime < trustBefore {
 			now[rel] = k
@@ -82,14 +89,14 @@ func (c *Cache) HashLive(dir string) (plan.Tree, error) {
 	return t, nil
 }
 
-// LiveHasher is HashLive of the cache under dir, for plan.SetLiveHasher;
-// plan.HashTree when the cache cannot be opened.
+// LiveHasher is HashWatched of the cache under dir, for
+// plan.SetLiveHasher; plan.HashTree when the cache cannot be opened.
 func LiveHasher(dir string) func(string) (plan.Tree, error) {
 	return func(live string) (plan.Tree, error) {
 		c, err := Open(dir)
 		if err != nil {
 			return plan.HashTree(live)
 		}
-		return c.HashLive(live)
+		return c.HashWatched(live)
 	}
 }
