@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/opencontainers/go-digest"
@@ -14,28 +16,36 @@ import (
 
 // A plan's cells are most of it: a million-cell plan is a million keys
 // digested and a million cells encoded, twice (for its digest, then for its
-// file). Both are written here by hand, byte for byte what encoding/json
+// file); and a fixture of 20,000 files is 20,000 entries of its tree. Both
+// are written here by hand, byte for byte what encoding/json
 // writes (TestEncodeMatchesEncodingJSON holds them to it), without
 // reflection and without holding a second copy of the plan's JSON.
 
 // writePlan writes p as indented canonical JSON: encoding/json's bytes of
-// every field but the cells, and the cells appended in the same layout.
+// every field but the fixtures and the cells, and those appended in the
+// same layout.
 func writePlan(w io.Writer, p *Plan) error {
 	q := *p
-	q.Cells = nil
+	q.Cells, q.Fixtures = nil, nil
 	var head bytes.Buffer
 	enc := json.NewEncoder(&head)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(&q); err != nil {
 		return err
 	}
-	const hole = "\n  \"cells\": null"
+	const hole, fixturesHole = "\n  \"cells\": null", "\n  \"fixtures\": null"
 	b := head.Bytes()
-	i := bytes.Index(b, []byte(hole))
-	if i < 0 || bytes.Count(b, []byte(hole)) != 1 {
-		return fmt.Errorf("encode plan: no single cells field in the encoding")
+	f, i := bytes.Index(b, []byte(fixturesHole)), bytes.Index(b, []byte(hole))
+	if i < 0 || bytes.Count(b, []byte(hole)) != 1 || f < 0 || f > i || bytes.Count(b, []byte(fixturesHole)) != 1 {
+		return fmt.Errorf("encode plan: no single cells and fixtures fields in the encoding")
 	}
-	if _, err := w.Write(b[:i]); err != nil {
+	if _, err := w.Write(b[:f]); err != nil {
+		return err
+	}
+	if err := writeTrees(w, "\n  \"fixtures\": ", p.Fixtures); err != nil {
+		return err
+	}
+	if _, err := w.Write(b[f+len(fixturesHole) : i]); err != nil {
 		return err
 	}
 	switch {
@@ -69,6 +79,78 @@ func writePlan(w io.Writer, p *Plan) error {
 	}
 	_, err := w.Write(b[i+len(hole):])
 	return err
+}
+
+// writeTrees writes field and trees as a field of the plan object, as
+// encoding/json indents it: a fixture's tree lists every file of it, so a
+// large fixture is most of a plan but its cells.
+func writeTrees(w io.Writer, field string, trees map[string]Tree) error {
+	b := append(make([]byte, 0, 64<<10), field...)
+	switch {
+	case trees == nil:
+		b = append(b, "null"...)
+	case len(trees) == 0:
+		b = append(b, "{}"...)
+	default:
+		b = append(b, '{')
+		for j, name := range slices.Sorted(maps.Keys(trees)) {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			t := trees[name]
+			b = append(b, "\n    "...)
+			b = appendString(b, name)
+			b = append(b, ": {\n      \"digest\": "...)
+			b = appendString(b, string(t.Digest))
+			b = append(b, ",\n      \"bytes\": "...)
+			b = strconv.AppendInt(b, t.Bytes, 10)
+			b = append(b, ",\n      \"files\": "...)
+			var err error
+			if b, err = writeFiles(w, b, t.Files); err != nil {
+				return err
+			}
+			b = append(b, "\n    }"...)
+		}
+		b = append(b, "\n  }"...)
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// writeFiles appends a tree's files to b, at the depth of a fixture's,
+// writing b to w whenever it holds 60 KB.
+func writeFiles(w io.Writer, b []byte, files map[string]TreeEntry) ([]byte, error) {
+	if files == nil {
+		return append(b, "null"...), nil
+	}
+	if len(files) == 0 {
+		return append(b, "{}"...), nil
+	}
+	b = append(b, '{')
+	for j, p := range slices.Sorted(maps.Keys(files)) {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		e := files[p]
+		b = append(b, "\n        "...)
+		b = appendString(b, p)
+		b = append(b, ": {\n          \"digest\": "...)
+		b = appendString(b, string(e.Digest))
+		if e.Mode != "" {
+			b = append(b, ",\n          \"mode\": "...)
+			b = appendString(b, e.Mode)
+		}
+		b = append(b, ",\n          \"size\": "...)
+		b = strconv.AppendInt(b, e.Size, 10)
+		b = append(b, "\n        }"...)
+		if len(b) > 60<<10 {
+			if _, err := w.Write(b); err != nil {
+				return b, err
+			}
+			b = b[:0]
+		}
+	}
+	return append(b, "\n      }"...), nil
 }
 
 // appendCell appends one cell as an element of the plan's cells array.
