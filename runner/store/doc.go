@@ -18,7 +18,8 @@
 // pipeline/report (reports) and runner/judge (rejudged) name its parts.
 //
 //	plan.json                      the plan the reports describe, written before any cell
-//	calibration.json               the calibration checks' outcome, for that plan
+//	calibration.json               the calibration checks' outcome, for that plan; on
+//	                               several agents, every agent's checks, each naming it
 //	shard.json                     the shares of the plan's cells the folder holds, when not
 //	                               all (skillgate run --shard I/N); its reports say INCOMPLETE
 //	merge.json                     in a merged folder: the folders read, and every key found
