@@ -80,7 +80,7 @@ func (m *merger) scanSentinels(i int) error {
 	for n, g := range rec.Groups {
 		k := sentinelsKey(g)
 		keys, err := m.checkSentinels(in, g)
-		if err == nil && s.groups[k].Agent != "" {
+		if _, twice := s.groups[k]; err == nil && twice {
 			err = errors.New("listed twice")
 		}
 		if err != nil {

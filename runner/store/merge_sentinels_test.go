@@ -110,7 +110,7 @@ func TestMergeReuseSentinels(t *testing.T) {
 }
 
 // TestMergeReuseSentinelsRefused: a group that does not match the plan or
-// its folder stops the merge, naming the folder and the group, before the
+// its folder, or listed twice, stops the merge, naming the folder and the group, before the
 // merged folder exists.
 func TestMergeReuseSentinelsRefused(t *testing.T) {
 	p := mergePlan(t)
@@ -143,5 +143,11 @@ func TestMergeReuseSentinelsRefused(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%s: a refused merge wrote its folder", tc.name)
 		}
+	}
+	d := filepath.Join(base, "twice")
+	fakeRun(t, p, d, []plan.Cell{c0, plan.SentinelCell(c0)}, "x", at)
+	writeSentinels(t, d, sentinelGroup(p, "m", c0), sentinelGroup(p, "m", c0))
+	if _, err := Merge(filepath.Join(base, "twice-merged"), []string{d}); err == nil || !strings.Contains(err.Error(), "reuse-sentinels.json group 2 (agent "+p.Agent.Kind+", model m): listed twice: altered or damaged") {
+		t.Errorf("a group listed twice: %v", err)
 	}
 }
