@@ -85,8 +85,12 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 		}
 	}
 	var incomplete []string
+	agent := "" // named only in a plan on several agents
+	if len(opts.folderPlan(p).Agents) > 0 {
+		agent = p.Agent.Name
+	}
 	for _, c := range cells {
-		ch := verdict.CalibrationCheck{Arm: c.Arm.Name, Check: c.Check, Cell: c.Cell.ID, Rollout: c.Cell.Rollout, Status: grade.StatusMissing}
+		ch := verdict.CalibrationCheck{Agent: agent, Arm: c.Arm.Name, Check: c.Check, Cell: c.Cell.ID, Rollout: c.Cell.Rollout, Status: grade.StatusMissing}
 		ro, ok, err := st.Rollout(c.Cell.Rollout)
 		if err != nil {
 			return nil, err
@@ -108,25 +112,14 @@ func Calibrate(ctx context.Context, p *plan.Plan, opts Options) (*verdict.Calibr
 			ch.Detail = c.Asked + ": " + why
 		}
 		cal.Checks = append(cal.Checks, ch)
-		var kind **bool
-		switch c.Check {
-		case verdict.CalibrationSkill:
-			kind = &cal.Skill
-		case verdict.CalibrationNone:
-			kind = &cal.None
-		default:
-			kind = &cal.Shell
-		}
-		if *kind == nil {
-			*kind = new(bool)
-			**kind = true
-		}
-		**kind = **kind && ch.Passed
 	}
+	cal.Tally()
 	if len(incomplete) > 0 {
 		return cal, fmt.Errorf("%w: %s; run again to retry", ErrCalibrationIncomplete, strings.Join(incomplete, "; "))
 	}
-	if err := store.WriteCalibration(out, p, cal); err != nil {
+	// The folder's record keeps every agent's checks: this share's
+	// replace its agent's own.
+	if err := store.WriteCalibration(out, opts.folderPlan(p), cal); err != nil {
 		return nil, err
 	}
 	return cal, nil
@@ -145,7 +138,11 @@ func DescribeCalibration(cal *verdict.Calibration) string {
 		if !ch.Passed {
 			mark = "FAIL"
 		}
-		fmt.Fprintf(&b, "  %s %s in arm %s: %s\n", mark, ch.Check, ch.Arm, ch.Detail)
+		arm := ch.Arm
+		if ch.Agent != "" {
+			arm += " of agent " + ch.Agent
+		}
+		fmt.Fprintf(&b, "  %s %s in arm %s: %s\n", mark, ch.Check, arm, ch.Detail)
 	}
 	return b.String()
 }

@@ -83,11 +83,22 @@ func describeMerge(rec *store.MergeRecord, out string) string {
 	if rec.Reused > 0 {
 		counts = append(counts, fmt.Sprintf("%d reused cells (reused.json)", rec.Reused))
 	}
+	if n := rec.Records[store.KindReuseSentinels]; n > 0 {
+		groups := "groups"
+		if n == 1 {
+			groups = "group"
+		}
+		counts = append(counts, fmt.Sprintf("%d reuse sentinel %s (reuse-sentinels.json)", n, groups))
+	}
 	fmt.Fprintf(&b, "merged %d run folders of plan %s into %s: %s\n", len(rec.Inputs), rec.Plan, out, strings.Join(counts, ", "))
-	calibrated := 0
+	calibrated, sentinels := 0, 0
 	for _, d := range rec.Duplicates {
 		if d.Kind == store.KindRollout && d.Rule == store.RuleCalibration {
 			calibrated++ // said once, with the calibration
+			continue
+		}
+		if d.Kind == store.KindRollout && d.Rule == store.RuleSentinels {
+			sentinels++ // said once, with the sentinels
 			continue
 		}
 		chosen := "none"
@@ -102,10 +113,17 @@ func describeMerge(rec *store.MergeRecord, out string) string {
 			fmt.Fprintf(&b, "  calibration: run into several folders; chose %s (%s), with its rollouts; kept %s\n", chosen, d.Rule, strings.Join(aside, ", "))
 			continue
 		}
+		if d.Kind == store.KindReuseSentinels {
+			fmt.Fprintf(&b, "  reuse sentinels for %s: run into several folders; chose %s (%s), with its sentinels' rollouts; kept %s\n", d.Key, chosen, d.Rule, strings.Join(aside, ", "))
+			continue
+		}
 		fmt.Fprintf(&b, "  %s %s: stored with different content; chose %s (%s); kept %s\n", d.Kind, shortKey(d.Key), chosen, d.Rule, strings.Join(aside, ", "))
 	}
 	if calibrated > 0 {
 		fmt.Fprintf(&b, "  %d calibration rollouts follow the chosen calibration; the others are kept under %s/%s\n", calibrated, store.DirSetAside, store.KindRollout)
+	}
+	if sentinels > 0 {
+		fmt.Fprintf(&b, "  %d sentinel rollouts follow the chosen reuse sentinels; the others are kept under %s/%s\n", sentinels, store.DirSetAside, store.KindRollout)
 	}
 	if s := rec.Shard; s != nil {
 		var missing []string

@@ -326,7 +326,9 @@ type Calibration struct {
 
 // CalibrationCheck is one calibration cell and its outcome.
 type CalibrationCheck struct {
-	Arm string `json:"arm"`
+	// Agent names the check's agent in a plan on several agents.
+	Agent string `json:"agent,omitempty"`
+	Arm   string `json:"arm"`
 	// Check is "skill", "none" or "shell".
 	Check  string `json:"check"`
 	Passed bool   `json:"passed"`
@@ -351,15 +353,43 @@ func (c *Calibration) Passed() bool {
 }
 
 // Reasons are the failed checks as stable verdict reasons, such as
-// "CALIBRATION skill after", in check order.
+// "CALIBRATION skill after" ("CALIBRATION skill after (agent codex)" in a
+// plan on several agents), in check order.
 func (c *Calibration) Reasons() []string {
 	out := []string{}
 	for _, ch := range c.Checks {
-		if !ch.Passed {
-			out = append(out, "CALIBRATION "+ch.Check+" "+ch.Arm)
+		if ch.Passed {
+			continue
 		}
+		r := "CALIBRATION " + ch.Check + " " + ch.Arm
+		if ch.Agent != "" {
+			r += " (agent " + ch.Agent + ")"
+		}
+		out = append(out, r)
 	}
 	return out
+}
+
+// Tally sets Skill, None and Shell from the checks: each true when every
+// check of its kind passed, false when one failed, nil when there is none.
+func (c *Calibration) Tally() {
+	c.Skill, c.None, c.Shell = nil, nil, nil
+	for _, ch := range c.Checks {
+		var kind **bool
+		switch ch.Check {
+		case CalibrationSkill:
+			kind = &c.Skill
+		case CalibrationNone:
+			kind = &c.None
+		default:
+			kind = &c.Shell
+		}
+		if *kind == nil {
+			*kind = new(bool)
+			**kind = true
+		}
+		**kind = **kind && ch.Passed
+	}
 }
 
 // CalibrationVerdict is the verdict of a run stopped by failed calibration

@@ -18,7 +18,8 @@
 // pipeline/report (reports) and runner/judge (rejudged) name its parts.
 //
 //	plan.json                      the plan the reports describe, written before any cell
-//	calibration.json               the calibration checks' outcome, for that plan
+//	calibration.json               the calibration checks' outcome, for that plan; on
+//	                               several agents, every agent's checks, each naming it
 //	shard.json                     the shares of the plan's cells the folder holds, when not
 //	                               all (skillgate run --shard I/N); its reports say INCOMPLETE
 //	merge.json                     in a merged folder: the folders read, and every key found
@@ -31,7 +32,8 @@
 //	                               key, cell, where from, when it ran, when taken (runner/reuse)
 //	reuse-sentinels.json           run --reuse's drift sentinels per agent and model: the reused
 //	                               cells run again (KEY of plan.SentinelCell), stored against
-//	                               fresh outcomes, the paired test and the decision
+//	                               fresh outcomes, the paired test and the decision (merge
+//	                               carries it, one group per agent and model)
 //	store/rollouts/KEY/            one agent session, by rollout key:
 //	    rollout.json                 the normalized record (status, telemetry, changes, usage, setup)
 //	    answer.txt                   the final answer as the agent gave it
@@ -110,7 +112,11 @@
 // rollout; a judgement names its key, and under a key of the plan is by the
 // plan's judge of the cells that give the key; a judge failure names its
 // key; a packet is JSON; the ledgers' lines parse (an audit decision names
-// a cell of the plan); calibration.json names rollouts the folder holds. A folder of
+// a cell of the plan); calibration.json names rollouts the folder holds;
+// reused.json names rollouts the folder holds; each group of
+// reuse-sentinels.json is of a plan's agent, names cells of the plan and
+// their sentinels, every graded sentinel a rollout the folder holds, and
+// counts what its cells say. A folder of
 // another plan, a part of the store the merge does not know, or a record
 // that fails stops the merge before the new folder exists.
 //
@@ -122,10 +128,14 @@
 //
 //  1. Calibration first: each folder's calibration.json with the versions
 //     of the rollouts it read is one version; the chosen one brings those
-//     rollouts with it (rule "follows the chosen calibration").
+//     rollouts with it (rule "follows the chosen calibration"). So does
+//     each reuse sentinel group, an agent and model of reuse-sentinels.json,
+//     with the sentinel rollouts it names (rule "follows the chosen reuse
+//     sentinels"); every group is carried, one per agent and model.
 //  2. A valid record over an invalid one: a rollout or grade not invalid, a
 //     judgement without an error; a judge failure is never valid.
-//  3. For rollouts and calibrations: the one that started first.
+//  3. For rollouts, calibrations and sentinel groups: the one that
+//     started first (a group: its first sentinel).
 //  4. The lowest content digest (a rollout's: its folder's tree digest; a
 //     file's: its bytes').
 //

@@ -128,9 +128,16 @@ type merger struct {
 	spend   map[string]SpendEntry
 	audits  map[string]grade.AuditDecision
 	unlocks []func()
-	// calibration chosen: its bytes, and the rollouts it pins.
+	// calibration chosen: its bytes. pinned are the rollouts the chosen
+	// calibration and reuse sentinels bring with them.
 	calibration []byte
-	pinned      map[digest.Digest]digest.Digest
+	pinned      map[digest.Digest]mergePin
+}
+
+// mergePin is the version of a rollout the merge must choose, and why.
+type mergePin struct {
+	digest digest.Digest
+	rule   string
 }
 
 // mergeInput is one run folder being merged.
@@ -146,6 +153,8 @@ type mergeInput struct {
 	calChecks   []digest.Digest
 	// reused is its reused.json, by key (merge_reused.go).
 	reused map[digest.Digest]Reused
+	// sentinels is its reuse-sentinels.json (merge_sentinels.go).
+	sentinels *inputSentinels
 }
 
 // mergeKey is every version of one record found in the inputs.

@@ -26,10 +26,11 @@ const (
 	ruleFollows          = "follows rollout %s, whose version it was not made from"
 )
 
-// decide chooses one version of every key: calibration first, whose
-// rollouts go with it; then rollouts; then what derives from them.
+// decide chooses one version of every key: calibration and reuse
+// sentinels first, whose rollouts go with them; then rollouts; then what
+// derives from them.
 func (m *merger) decide() error {
-	m.pinned = map[digest.Digest]digest.Digest{}
+	m.pinned = map[digest.Digest]mergePin{}
 	var cands []int
 	for i, in := range m.inputs {
 		if in.calibration != nil {
@@ -75,9 +76,10 @@ func (m *merger) decide() error {
 		chosen := m.inputs[k.chosen.inputs[0]]
 		m.calibration = chosen.calibration
 		for _, r := range chosen.calChecks {
-			m.pinned[r] = chosen.held[r]
+			m.pinned[r] = mergePin{chosen.held[r], RuleCalibration}
 		}
 	}
+	m.decideSentinels()
 	for _, kind := range []string{KindTree, KindExchangeBody, KindExchangeLog} {
 		for _, k := range m.sorted(kind) {
 			choose(k, false) // one version: its bytes give its key
@@ -88,13 +90,13 @@ func (m *merger) decide() error {
 		rk := digest.NewDigestFromEncoded(digest.SHA256, k.key)
 		if pin, ok := m.pinned[rk]; ok && len(k.versions) > 1 {
 			for _, v := range k.versions {
-				if v.digest == pin {
+				if v.digest == pin.digest {
 					k.chosen = v
 				} else {
 					k.aside = append(k.aside, v)
 				}
 			}
-			k.rule = RuleCalibration
+			k.rule = pin.rule
 		} else {
 			choose(k, true)
 		}

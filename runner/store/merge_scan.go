@@ -132,6 +132,9 @@ func (m *merger) scan(i int) error {
 	if err := m.scanReused(i); err != nil {
 		return err
 	}
+	if err := m.scanSentinels(i); err != nil {
+		return err
+	}
 	return m.scanAudits(i)
 }
 

@@ -112,6 +112,9 @@ func (m *merger) write() error {
 		}
 		m.rec.Reused = n
 	}
+	if err := m.writeSentinels(tmp); err != nil {
+		return err
+	}
 	if m.rec.Shard != nil {
 		b, _ := json.MarshalIndent(m.rec.Shard, "", "  ")
 		if err := put(FileShard, append(b, '\n')); err != nil {
