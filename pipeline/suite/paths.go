@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skillgate/skillgate/pipeline/fswalk"
+
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/encoding/yaml"
 )
@@ -54,56 +56,51 @@ func Within(root, p string) bool {
 }
 
 // checkTree checks that no symlink in the folder leaves the repository.
-func checkTree(dir, root string) error {
+func checkTree(dir, root string) error { return checkLinks(dir, root, false) }
+
+// checkLinks checks every symlink of dir, in one walk of its folders: none
+// is broken or leaves the repository and, with inFolder, none but dir
+// itself leaves dir. A link that leaves the repository is named before
+// one that leaves the folder alone, wherever each is.
+func checkLinks(dir, root string, inFolder bool) error {
 	rootReal, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return err
 	}
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type()&os.ModeSymlink == 0 {
-			return nil
-		}
+	var leaves error
+	err = fswalk.Walk(dir, nil, func(p string) error {
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
 		target, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			rel, _ := filepath.Rel(dir, p)
-			return fmt.Errorf("symlink %s is broken", filepath.ToSlash(rel))
+			return fmt.Errorf("symlink %s is broken", rel)
 		}
 		if !Within(rootReal, target) {
-			rel, _ := filepath.Rel(dir, p)
-			return fmt.Errorf("symlink %s points outside the repository", filepath.ToSlash(rel))
+			return fmt.Errorf("symlink %s points outside the repository", rel)
+		}
+		if !inFolder || leaves != nil || p == dir {
+			return nil
+		}
+		if target, err = os.Readlink(p); err != nil {
+			return err
+		}
+		to := path.Join(path.Dir(rel), filepath.ToSlash(target))
+		if filepath.IsAbs(target) || to == ".." || strings.HasPrefix(to, "../") {
+			leaves = fmt.Errorf("symlink %s points to %s, outside the folder: a cell's workspace holds the folder's files alone; copy the file in, or link within the folder", rel, target)
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return leaves
 }
 
 // checkCaseTree checks a fixture or overlay folder: no symlink in it leaves
 // the repository, and none leaves the folder itself, since a cell's
 // workspace holds the folder's files alone and a link out of it would
 // make every cell of the case invalid.
-func checkCaseTree(dir, root string) error {
-	if err := checkTree(dir, root); err != nil {
-		return err
-	}
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.Type()&os.ModeSymlink == 0 || p == dir {
-			return err
-		}
-		target, err := os.Readlink(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		to := path.Join(path.Dir(rel), filepath.ToSlash(target))
-		if filepath.IsAbs(target) || to == ".." || strings.HasPrefix(to, "../") {
-			return fmt.Errorf("symlink %s points to %s, outside the folder: a cell's workspace holds the folder's files alone; copy the file in, or link within the folder", rel, target)
-		}
-		return nil
-	})
-}
+func checkCaseTree(dir, root string) error { return checkLinks(dir, root, true) }
 
 // checkSkillFolder checks a skill's SKILL.md front matter.
 func checkSkillFolder(dir, root, name string) error {
