@@ -5,12 +5,12 @@ package cache
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/skillgate/skillgate/pipeline/fswalk"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -72,31 +72,27 @@ func startWatch(abs string) *folderWatch {
 // addFolder watches dir, then lists it and watches its folders in turn:
 // a folder made after its parent was listed is reported by the parent.
 func (w *folderWatch) addFolder(dir string) bool {
-	if w.watches++; w.watches > maxWatches || w.watches > watchBudget() {
-		return false
-	}
-	if _, err := unix.InotifyAddWatch(w.fd, dir, dirMask); err != nil {
-		return false
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+	err := fswalk.Walk(dir, func(p string) error {
+		if w.watches++; w.watches > maxWatches || w.watches > watchBudget() {
+			return errTooMany
 		}
-		p := filepath.Join(dir, e.Name())
 		var st unix.Stat_t
-		if unix.Lstat(p, &st) != nil || uint64(st.Dev) != w.dev { // another file system mounted here
-			return false
+		if err := unix.Lstat(p, &st); err != nil {
+			return err
 		}
-		if !w.addFolder(p) {
-			return false
+		if uint64(st.Dev) != w.dev {
+			return errMounted
 		}
-	}
-	return true
+		_, err := unix.InotifyAddWatch(w.fd, p, dirMask)
+		return err
+	}, nil)
+	return err == nil
 }
+
+var (
+	errTooMany = errors.New("more folders than the watches allowed")
+	errMounted = errors.New("another file system mounted inside")
+)
 
 // seen hears of each regular file the walk stat'ed: one with another name
 // (outside the folder, perhaps) is watched itself, as a write through that
