@@ -319,10 +319,10 @@ func (p *placing) placeFile(f *placingFile, src, dst dirAt, known map[string]Kno
 	}
 	kn, found := known[f.rel]
 	trusted := pre.stated && found && kn.Stat == pre.stat && kn.Digest == f.want.Digest
-	out := filepath.Join(dst.path, f.name)
+	out := func() string { return filepath.Join(dst.path, f.name) }
 	if err := linkAt(src, dst, f.name); err != nil {
 		if errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EMLINK) {
-			got, err := copyHashed(p.host(f.rel), out, mode == "exec")
+			got, err := copyHashed(p.host(f.rel), out(), mode == "exec")
 			if err != nil {
 				return k, false, nil, err
 			}
@@ -331,7 +331,7 @@ func (p *placing) placeFile(f *placingFile, src, dst dirAt, known map[string]Kno
 			}
 			return k, false, nil, nil
 		}
-		return k, false, nil, &os.LinkError{Op: "link", Old: p.host(f.rel), New: out, Err: err}
+		return k, false, nil, &os.LinkError{Op: "link", Old: p.host(f.rel), New: out(), Err: err}
 	}
 	// The link's own stat: the inode linked, whatever the snapshot's path
 	// names by now.
@@ -340,7 +340,7 @@ func (p *placing) placeFile(f *placingFile, src, dst dirAt, known map[string]Kno
 		return k, false, nil, fmt.Errorf("%s: %w", p.host(f.rel), err)
 	}
 	if !trusted || !post.stated || !sameBytes(pre.stat, post.stat) {
-		got, err := pipeline.FileDigest(out)
+		got, err := pipeline.FileDigest(out())
 		if err != nil {
 			return k, false, nil, fmt.Errorf("%s: %w", p.host(f.rel), err)
 		}
