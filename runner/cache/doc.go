@@ -26,13 +26,15 @@
 // tmp/). Every time a run folder takes it, every file placed is checked
 // against the plan: a file whose stat, taken just before it is linked, is
 // exactly the one its stat record holds (device, inode, size, mode,
-// modification and change times) keeps the digest it was verified to
-// have; any other is hashed through its link. An edit changes a file's
+// modification and change times), its link's stat after saying the same
+// inode and bytes, keeps the digest it was verified to have; any other is
+// hashed through its link. An edit changes a file's
 // change time, its modification time set back or not, so a snapshot
 // damaged on disk (a byte changed, a file added, removed or made writable)
 // is refused, removed and made again from the live folder, never used; the
 // run's log says so. A link changes the change time too: whoever links
-// records the stats again, after the check. A stat record damaged on disk
+// records the stats again, after the check, as its links' stats (the
+// inodes it checked). A stat record damaged on disk
 // fails its sum and is ignored (every file hashed). Two processes pinning
 // the same tree at once make it once: the second waits on the lock, then
 // links what the first made.
