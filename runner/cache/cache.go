@@ -100,55 +100,57 @@ func (c *Cache) entryFile(tree digest.Digest) string {
 // verified file by file as it is linked; it makes the snapshot from the
 // live folder src first when the cache lacks it, and makes it again when
 // the one it holds fails verification (store.SharedTrees).
-func (c *Cache) PlaceTree(what, src string, want plan.Tree, dst string) error {
+func (c *Cache) PlaceTree(what, src string, want plan.Tree, dst string) (map[string]store.KnownFile, error) {
 	entry := c.TreeDir(want.Digest)
 	unlock, err := c.lock(want.Digest, syscall.LOCK_SH)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var refused error
 	if _, err := os.Stat(entry); err == nil {
-		if refused = c.link(entry, dst, want); refused == nil {
+		var known map[string]store.KnownFile
+		if known, refused = c.link(entry, dst, want); refused == nil {
 			unlock()
 			c.touch(want.Digest)
-			return nil
+			return known, nil
 		}
 		if err := clearDir(dst); err != nil {
 			unlock()
-			return err
+			return nil, err
 		}
 	}
 	unlock()
 
 	if unlock, err = c.lock(want.Digest, syscall.LOCK_EX); err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	if _, err := os.Stat(entry); err == nil {
 		// Made (or made again) by another process while this one waited;
 		// what one placed and found damaged is checked again before it is
 		// removed.
-		err := c.link(entry, dst, want)
+		known, err := c.link(entry, dst, want)
 		if err == nil {
 			c.touch(want.Digest)
-			return nil
+			return known, nil
 		}
 		refused = err
 		if err := clearDir(dst); err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(c.Log, "cache: refused the snapshot of %s in %s: %v; making it again from %s\n", what, entry, refused, src)
 		if err := c.remove(want.Digest); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := c.make(src, want); err != nil {
-		return fmt.Errorf("cache %s: %w", what, err)
+		return nil, fmt.Errorf("cache %s: %w", what, err)
 	}
-	if err := c.link(entry, dst, want); err != nil {
-		return fmt.Errorf("place %s from the cache: %w", what, err)
+	known, err := c.link(entry, dst, want)
+	if err != nil {
+		return nil, fmt.Errorf("place %s from the cache: %w", what, err)
 	}
-	return nil
+	return known, nil
 }
 
 // make copies the live folder src into the cache as the snapshot of want,
@@ -187,14 +189,15 @@ func (c *Cache) make(src string, want plan.Tree) error {
 
 // link places the snapshot entry of want at dst (store.LinkTreeKnown),
 // trusting the files whose stats are still the ones its stat record holds,
-// and records their stats once linked. The caller holds the tree's lock.
-func (c *Cache) link(entry, dst string, want plan.Tree) error {
+// and records their stats once linked, which it returns. The caller
+// holds the tree's lock.
+func (c *Cache) link(entry, dst string, want plan.Tree) (map[string]store.KnownFile, error) {
 	known, err := store.LinkTreeKnown(entry, dst, want, c.known(want.Digest))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.record(want.Digest, known)
-	return nil
+	return known, nil
 }
 
 // remove takes the snapshot of tree out of the cache: renamed away first,

@@ -1,17 +1,9 @@
 package cache
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/runner/store"
@@ -20,93 +12,8 @@ import (
 )
 
 // A stat record (trees/HEX.stat for a snapshot, index/KEY for a live
-// folder) lists files by path, each with the stat it had when its digest
-// was last known: trusted for a file while a stat of it says exactly that
-// (device, inode, size, mode, modification and change times in
-// nanoseconds). Any edit of a file changes its change time, setting its
-// modification time back included, so an edited file is hashed again. The
-// record is text, one file a line, its first line naming what it records
-// and its last the SHA-256 of the lines before it: a record damaged on
-// disk is ignored, every file then hashed, never trusted.
-//
-//	skillgate-stats 1 HEAD
-//	DIGEST DEV INO SIZE MODE MTIME CTIME PATH
-//	sum HEX
-const recordMagic = "skillgate-stats 1 "
-
-// encodeRecord writes files under the header head (no newline in it).
-// Paths with a newline or a tab are left out: they are hashed.
-func encodeRecord(head string, files map[string]store.KnownFile) []byte {
-	var b bytes.Buffer
-	b.WriteString(recordMagic + head + "\n")
-	for _, p := range slices.Sorted(maps.Keys(files)) {
-		if strings.ContainsAny(p, "\n\t") {
-			continue
-		}
-		k := files[p]
-		s := k.Stat
-		fmt.Fprintf(&b, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", k.Digest, s.Dev, s.Ino, s.Size, s.Mode, s.Mtime, s.Ctime, p)
-	}
-	sum := sha256.Sum256(b.Bytes())
-	b.WriteString("sum " + hex.EncodeToString(sum[:]) + "\n")
-	return b.Bytes()
-}
-
-// decodeRecord reads a record written under head; nil when it is damaged,
-// of another head, or absent.
-func decodeRecord(b []byte, head string) map[string]store.KnownFile {
-	if !bytes.HasPrefix(b, []byte(recordMagic+head+"\n")) {
-		return nil
-	}
-	_, files := decodeAny(b)
-	return files
-}
-
-// decodeAny reads a record and its head; nil files when it is damaged.
-func decodeAny(b []byte) (head string, files map[string]store.KnownFile) {
-	first, _, _ := bytes.Cut(b, []byte("\n"))
-	head, ok := strings.CutPrefix(string(first), recordMagic)
-	if !ok {
-		return "", nil
-	}
-	return head, decodeBody(b)
-}
-
-func decodeBody(b []byte) map[string]store.KnownFile {
-	i := bytes.LastIndex(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
-	if i < 0 {
-		return nil
-	}
-	body, tail := b[:i+1], strings.TrimSpace(string(b[i+1:]))
-	sum := sha256.Sum256(body)
-	if tail != "sum "+hex.EncodeToString(sum[:]) {
-		return nil
-	}
-	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")[1:]
-	out := make(map[string]store.KnownFile, len(lines))
-	for _, line := range lines {
-		f := strings.SplitN(line, "\t", 8)
-		if len(f) != 8 {
-			return nil
-		}
-		var n [6]int64
-		for j := range n {
-			v, err := strconv.ParseInt(f[1+j], 10, 64)
-			if err != nil {
-				return nil
-			}
-			n[j] = v
-		}
-		dg := digest.Digest(f[0])
-		if dg.Validate() != nil {
-			return nil
-		}
-		out[f[7]] = store.KnownFile{Digest: dg, Stat: store.FileStat{
-			Dev: uint64(n[0]), Ino: uint64(n[1]), Size: n[2], Mode: uint32(n[3]), Mtime: n[4], Ctime: n[5],
-		}}
-	}
-	return out
-}
+// folder) is store's (store.EncodeKnown): files by path, each with the
+// stat it had when its digest was last known.
 
 // writeRecord writes b at path atomically, through tmp/: processes that
 // write the same record at once each write a whole one, the last kept.
@@ -141,7 +48,7 @@ func (c *Cache) known(tree digest.Digest) map[string]store.KnownFile {
 	if err != nil {
 		return nil
 	}
-	return decodeRecord(b, tree.String())
+	return store.DecodeKnownUnder(b, tree.String())
 }
 
 // record writes the stat record of the snapshot of tree. Two processes
@@ -150,7 +57,7 @@ func (c *Cache) known(tree digest.Digest) map[string]store.KnownFile {
 // recorded again.
 func (c *Cache) record(tree digest.Digest, files map[string]store.KnownFile) {
 	if files != nil {
-		c.writeRecord(c.statFile(tree), encodeRecord(tree.String(), files))
+		c.writeRecord(c.statFile(tree), store.EncodeKnown(tree.String(), files))
 	}
 }
 

@@ -50,7 +50,7 @@ func (c *Cache) hashLive(dir string, seen func(p string, info os.FileInfo)) (pla
 	var known map[string]store.KnownFile
 	var trustBefore int64 // change times from this (ns) on are racy
 	if b, err := os.ReadFile(index); err == nil {
-		if head, files := decodeAny(b); files != nil {
+		if head, files := store.DecodeKnown(b); files != nil {
 			k, taken, _ := strings.Cut(head, " ")
 			if ns, err := strconv.ParseInt(taken, 10, 64); err == nil && k == key {
 				known, trustBefore = files, ns-int64(RacyMargin)
@@ -84,7 +84,7 @@ func (c *Cache) hashLive(dir string, seen func(p string, info os.FileInfo)) (pla
 		return t, nil
 	}
 	if os.MkdirAll(filepath.Join(c.Dir, DirIndex), 0o755) == nil {
-		c.writeRecord(index, encodeRecord(key+" "+strconv.FormatInt(taken, 10), now))
+		c.writeRecord(index, store.EncodeKnown(key+" "+strconv.FormatInt(taken, 10), now))
 	}
 	return t, nil
 }

@@ -43,7 +43,7 @@ func plantIndex(t *testing.T, c *Cache, dir, rel string, lie digest.Digest, take
 	files[rel] = store.KnownFile{Stat: files[rel].Stat, Digest: lie}
 	index := filepath.Join(c.Dir, DirIndex, key)
 	os.MkdirAll(filepath.Dir(index), 0o755)
-	if err := os.WriteFile(index, encodeRecord(key+" "+strconv.FormatInt(taken.UnixNano(), 10), files), 0o644); err != nil {
+	if err := os.WriteFile(index, store.EncodeKnown(key+" "+strconv.FormatInt(taken.UnixNano(), 10), files), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return index

@@ -136,12 +136,24 @@ func Root(out string) (digest.Digest, error) {
 		return add(p, rel, d)
 	})
 	if err == nil {
-		// The files' bytes are read on every core: a fixture's snapshot
-		// can hold most of a folder's bytes.
+		// The files' bytes are read on every core, but a placed tree's
+		// files whose stats are still the ones recorded as they were
+		// placed (root_known.go): a fixture's snapshot can hold most of a
+		// folder's bytes.
+		records := &treeRecords{out: out}
 		err = forEachFile(len(entries), func(i int) (err error) {
-			if hosts[i] != "" {
-				entries[i].Digest, err = pipeline.FileDigest(hosts[i])
+			if hosts[i] == "" {
+				return nil
 			}
+			if k, ok := records.lookup(entries[i].Path); ok {
+				if info, err := os.Lstat(hosts[i]); err == nil {
+					if st, ok := StatOf(info); ok && st == k.Stat {
+						entries[i].Digest = k.Digest
+						return nil
+					}
+				}
+			}
+			entries[i].Digest, err = pipeline.FileDigest(hosts[i])
 			return err
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/skillgate/skillgate/pipeline/runfolder"
@@ -191,7 +192,15 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	tmps, _ := os.ReadDir(filepath.Join(dir, DirTmp))
 	for _, t := range tmps {
-		os.RemoveAll(filepath.Join(dir, DirTmp, t.Name()))
+		if t.Name() != filepath.Base(DirKnown) { // placed trees' stat records stay
+			os.RemoveAll(filepath.Join(dir, DirTmp, t.Name()))
+		}
+	}
+	records, _ := os.ReadDir(filepath.Join(dir, DirKnown))
+	for _, r := range records {
+		if strings.HasPrefix(r.Name(), ".") { // one left half-written
+			os.RemoveAll(filepath.Join(dir, DirKnown, r.Name()))
+		}
 	}
 	return &Store{Dir: dir}, nil
 }

@@ -45,8 +45,9 @@ func (s *Store) PinTree(what, src string, want plan.Tree) (string, error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", what, err)
 	}
+	var known map[string]KnownFile
 	if s.Shared != nil {
-		err = s.Shared.PlaceTree(what, src, want, tmp)
+		known, err = s.Shared.PlaceTree(what, src, want, tmp)
 	} else {
 		err = copyVerified(src, tmp, want)
 	}
@@ -62,6 +63,7 @@ func (s *Store) PinTree(what, src string, want plan.Tree) (string, error) {
 		}
 		return "", fmt.Errorf("snapshot %s: %w", what, err)
 	}
+	s.recordTree(want.Digest, known)
 	return dst, nil
 }
 

@@ -16,8 +16,10 @@ type SharedTrees interface {
 	// as want, each file verified against it, from the shared store's
 	// snapshot, which it first makes from the live folder src when it
 	// lacks one or holds one that fails verification. what names the
-	// tree in errors.
-	PlaceTree(what, src string, want plan.Tree, dst string) error
+	// tree in errors. It returns what it knows of dst's files once
+	// placed (their stats as placed, with their digests), nil when
+	// nothing.
+	PlaceTree(what, src string, want plan.Tree, dst string) (map[string]KnownFile, error)
 }
 
 // CopyTree copies the live folder src into dst (an empty folder), hashing
