@@ -82,31 +82,85 @@ func decodeBody(b []byte) map[string]store.KnownFile {
 	if tail != "sum "+hex.EncodeToString(sum[:]) {
 		return nil
 	}
-	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")[1:]
-	out := make(map[string]store.KnownFile, len(lines))
-	for _, line := range lines {
-		f := strings.SplitN(line, "\t", 8)
-		if len(f) != 8 {
+	text := strings.TrimSuffix(string(body), "\n")
+	_, text, more := strings.Cut(text, "\n") // past the head
+	out := make(map[string]store.KnownFile, strings.Count(text, "\n")+1)
+	for more {
+		var line string
+		line, text, more = strings.Cut(text, "\n")
+		p, k, ok := decodeLine(line)
+		if !ok {
 			return nil
 		}
-		var n [6]int64
-		for j := range n {
-			v, err := strconv.ParseInt(f[1+j], 10, 64)
-			if err != nil {
-				return nil
-			}
-			n[j] = v
-		}
-		dg := digest.Digest(f[0])
-		if dg.Validate() != nil {
-			return nil
-		}
-		out[f[7]] = store.KnownFile{Digest: dg, Stat: store.FileStat{
-			Dev: uint64(n[0]), Ino: uint64(n[1]), Size: n[2], Mode: uint32(n[3]), Mtime: n[4], Ctime: n[5],
-		}}
+		out[p] = k
 	}
 	return out
 }
+
+// decodeLine reads a record's line: DIGEST DEV INO SIZE MODE MTIME CTIME
+// PATH, tab-separated, the path all that follows the seventh tab.
+func decodeLine(line string) (string, store.KnownFile, bool) {
+	dg, line, ok := strings.Cut(line, "\t")
+	if !ok || !validSHA256(dg) {
+		return "", store.KnownFile{}, false
+	}
+	var n [6]int64
+	for j := range n {
+		var f string
+		if f, line, ok = strings.Cut(line, "\t"); !ok {
+			return "", store.KnownFile{}, false
+		}
+		v, ok := parseInt(f)
+		if !ok {
+			return "", store.KnownFile{}, false
+		}
+		n[j] = v
+	}
+	return line, store.KnownFile{Digest: digest.Digest(dg), Stat: store.FileStat{
+		Dev: uint64(n[0]), Ino: uint64(n[1]), Size: n[2], Mode: uint32(n[3]), Mtime: n[4], Ctime: n[5],
+	}}, true
+}
+
+// parseInt is strconv.ParseInt(f, 10, 64), without its error value for
+// the short runs of digits a record holds.
+func parseInt(f string) (int64, bool) {
+	if len(f) == 0 || len(f) > 18 {
+		v, err := strconv.ParseInt(f, 10, 64)
+		return v, err == nil
+	}
+	var v int64
+	for i := 0; i < len(f); i++ {
+		c := f[i] - '0'
+		if c > 9 {
+			v, err := strconv.ParseInt(f, 10, 64) // a sign
+			return v, err == nil
+		}
+		v = v*10 + int64(c)
+	}
+	return v, true
+}
+
+// validSHA256 says whether dg is a SHA-256 digest, the only kind a record
+// holds: "sha256:" and 64 lowercase hex digits.
+func validSHA256(dg string) bool {
+	hexa, ok := strings.CutPrefix(dg, "sha256:")
+	if !ok || len(hexa) != 64 {
+		return false
+	}
+	for i := 0; i < len(hexa); i++ {
+		if !lowerHex[hexa[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+var lowerHex = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()
 
 // writeRecord writes b at path atomically, through tmp/: processes that
 // write the same record at once each write a whole one, the last kept.
