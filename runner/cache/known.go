@@ -100,25 +100,43 @@ func decodeBody(b []byte) map[string]store.KnownFile {
 // decodeLine reads a record's line: DIGEST DEV INO SIZE MODE MTIME CTIME
 // PATH, tab-separated, the path all that follows the seventh tab.
 func decodeLine(line string) (string, store.KnownFile, bool) {
-	dg, line, ok := strings.Cut(line, "\t")
-	if !ok || !validSHA256(dg) {
+	const dgLen = len("sha256:") + 64
+	if len(line) <= dgLen || line[dgLen] != '\t' || !validSHA256(line[:dgLen]) {
 		return "", store.KnownFile{}, false
 	}
+	dg, line := line[:dgLen], line[dgLen+1:]
 	var n [6]int64
 	for j := range n {
-		var f string
-		if f, line, ok = strings.Cut(line, "\t"); !ok {
+		var ok bool
+		if n[j], line, ok = cutInt(line); !ok {
 			return "", store.KnownFile{}, false
 		}
-		v, ok := parseInt(f)
-		if !ok {
-			return "", store.KnownFile{}, false
-		}
-		n[j] = v
 	}
 	return line, store.KnownFile{Digest: digest.Digest(dg), Stat: store.FileStat{
 		Dev: uint64(n[0]), Ino: uint64(n[1]), Size: n[2], Mode: uint32(n[3]), Mtime: n[4], Ctime: n[5],
 	}}, true
+}
+
+// cutInt reads the number before the first tab of line, as
+// strconv.ParseInt reads it, and returns it with what follows the tab.
+func cutInt(line string) (int64, string, bool) {
+	var v int64
+	for i := 0; i < len(line) && i <= 18; i++ {
+		c := line[i]
+		if c == '\t' && i > 0 {
+			return v, line[i+1:], true
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+	}
+	f, rest, ok := strings.Cut(line, "\t")
+	if !ok {
+		return 0, "", false
+	}
+	v, ok = parseInt(f)
+	return v, rest, ok
 }
 
 // parseInt is strconv.ParseInt(f, 10, 64), without its error value for

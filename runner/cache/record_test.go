@@ -93,18 +93,22 @@ func TestDecodeRecord(t *testing.T) {
 	}
 }
 
-// FuzzParseInt: parseInt reads what strconv.ParseInt reads, in base 10.
-func FuzzParseInt(f *testing.F) {
+// FuzzCutInt: cutInt reads the field before a tab as strings.Cut and
+// strconv.ParseInt in base 10 read it.
+func FuzzCutInt(f *testing.F) {
 	for _, s := range []string{"", "0", "007", "-5", "+5", "-", "+", "1_000", " 1", "1 ", "1a", "٣",
 		"922337203685477580", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
-		"18446744073709551615", "123456789012345678", "1234567890123456789"} {
+		"18446744073709551615", "123456789012345678", "999999999999999999", "1234567890123456789"} {
 		f.Add(s)
+		f.Add(s + "\t")
+		f.Add(s + "\trest\tmore")
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		want, err := strconv.ParseInt(s, 10, 64)
-		got, ok := parseInt(s)
-		if ok != (err == nil) || (ok && got != want) {
-			t.Errorf("parseInt(%q) = %d, %v; strconv %d, %v", s, got, ok, want, err)
+		field, rest, cut := strings.Cut(s, "\t")
+		want, err := strconv.ParseInt(field, 10, 64)
+		got, gotRest, ok := cutInt(s)
+		if ok != (cut && err == nil) || (ok && (got != want || gotRest != rest)) {
+			t.Errorf("cutInt(%q) = %d, %q, %v; strconv %d, %q, %v %v", s, got, gotRest, ok, want, rest, cut, err)
 		}
 	})
 }
