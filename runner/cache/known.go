@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,23 +121,23 @@ func decodeLine(line string) (string, store.KnownFile, bool) {
 // cutInt reads the number before the first tab of line, as
 // strconv.ParseInt reads it, and returns it with what follows the tab.
 func cutInt(line string) (int64, string, bool) {
-	var v int64
-	for i := 0; i < len(line) && i <= 18; i++ {
+	var v uint64 // 19 digits fit
+	for i := 0; i < len(line) && i <= 19; i++ {
 		c := line[i]
-		if c == '\t' && i > 0 {
-			return v, line[i+1:], true
+		if c == '\t' && i > 0 && v <= math.MaxInt64 {
+			return int64(v), line[i+1:], true
 		}
 		if c < '0' || c > '9' {
 			break
 		}
-		v = v*10 + int64(c-'0')
+		v = v*10 + uint64(c-'0')
 	}
 	f, rest, ok := strings.Cut(line, "\t")
 	if !ok {
 		return 0, "", false
 	}
-	v, ok = parseInt(f)
-	return v, rest, ok
+	n, ok := parseInt(f)
+	return n, rest, ok
 }
 
 // parseInt is strconv.ParseInt(f, 10, 64), without its error value for
