@@ -136,27 +136,8 @@ func cutInt(line string) (int64, string, bool) {
 	if !ok {
 		return 0, "", false
 	}
-	n, ok := parseInt(f)
-	return n, rest, ok
-}
-
-// parseInt is strconv.ParseInt(f, 10, 64), without its error value for
-// the short runs of digits a record holds.
-func parseInt(f string) (int64, bool) {
-	if len(f) == 0 || len(f) > 18 {
-		v, err := strconv.ParseInt(f, 10, 64)
-		return v, err == nil
-	}
-	var v int64
-	for i := 0; i < len(f); i++ {
-		c := f[i] - '0'
-		if c > 9 {
-			v, err := strconv.ParseInt(f, 10, 64) // a sign
-			return v, err == nil
-		}
-		v = v*10 + int64(c)
-	}
-	return v, true
+	n, err := strconv.ParseInt(f, 10, 64) // a sign, leading zeros, or not a number
+	return n, rest, err == nil
 }
 
 // validSHA256 says whether dg is a SHA-256 digest, the only kind a record
