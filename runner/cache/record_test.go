@@ -61,7 +61,7 @@ func TestDecodeRecord(t *testing.T) {
 		t.Fatalf("the record summed again read as %v", got)
 	}
 	dg := string(files["d/b c.txt"].Digest)
-	ino := "\t" + strconv.Itoa(1<<40) + "\t"
+	ino := "\t" + strconv.FormatInt(1<<40, 10) + "\t"
 	for name, b := range map[string][]byte{
 		"upper hex":     edit(dg, strings.ToUpper(dg[:10])+dg[10:]),
 		"sha512":        edit(dg, string(digest.SHA512.FromString("b"))),
