@@ -38,8 +38,8 @@ func HashTreeParallel(dir string, hash FileHasher) (Tree, error) {
 	top := &folder{p: dir, top: true}
 	listAll(top, workers)
 	files, err := top.inWalkOrder(nil)
-	if err := hashAll(files, hash, workers); err != nil {
-		return Tree{}, fmt.Errorf("hash tree %s: %w", dir, err)
+	if herr := hashAll(files, hash, workers); herr != nil {
+		err = herr // a file before the entry that failed, if one did
 	}
 	if err != nil {
 		return Tree{}, fmt.Errorf("hash tree %s: %w", dir, err)
