@@ -1,13 +1,14 @@
 package plan
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"hash"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync/atomic"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -103,13 +104,42 @@ func (t Tree) ContentDigest() digest.Digest { return t.digest() }
 
 // digest is the tree digest: one line per file, sorted by path.
 func (t Tree) digest() digest.Digest {
-	paths := slices.Sorted(maps.Keys(t.Files))
-	var b strings.Builder
-	for _, p := range paths {
-		e := t.Files[p]
-		fmt.Fprintf(&b, "%s\x00%s\x00%s\n", p, e.Mode, e.Digest)
+	var h lineHash
+	for _, p := range slices.Sorted(maps.Keys(t.Files)) {
+		h.add(p, t.Files[p])
 	}
-	return digest.FromString(b.String())
+	return h.sum()
+}
+
+// lineHash is the SHA-256 of a tree's lines, taken file by file in path
+// order: path NUL mode NUL digest NL.
+type lineHash struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func (l *lineHash) add(p string, e TreeEntry) {
+	if l.h == nil {
+		l.h, l.buf = sha256.New(), make([]byte, 0, 32<<10)
+	}
+	if len(l.buf)+len(p)+len(e.Mode)+len(e.Digest)+3 > cap(l.buf) {
+		l.h.Write(l.buf)
+		l.buf = l.buf[:0]
+	}
+	l.buf = append(l.buf, p...)
+	l.buf = append(l.buf, 0)
+	l.buf = append(l.buf, e.Mode...)
+	l.buf = append(l.buf, 0)
+	l.buf = append(l.buf, e.Digest...)
+	l.buf = append(l.buf, '\n')
+}
+
+func (l *lineHash) sum() digest.Digest {
+	if l.h == nil {
+		l.h = sha256.New()
+	}
+	l.h.Write(l.buf)
+	return digest.NewDigest(digest.SHA256, l.h)
 }
 
 // TreeChange is one file that differs between two trees.

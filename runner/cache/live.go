@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skillgate/skillgate/pipeline"
@@ -34,11 +36,13 @@ const RacyMargin = 2 * time.Second
 // stat'ed, so a file added, removed, retyped, edited (its change time
 // moves, whatever is done to its modification time) or replaced (its
 // inode) is hashed. The index is rewritten after a walk that read a file
-// or found one gone; a damaged one is ignored. Errors in keeping the index never fail the hash.
+// or found one gone; a damaged one is ignored. Errors in keeping the index
+// never fail the hash. The folder is walked by plan.HashTreeParallel, the
+// index read while its entries are lstat'ed.
 func (c *Cache) HashLive(dir string) (plan.Tree, error) { return c.hashLive(dir, nil) }
 
 // hashLive is HashLive telling seen of every regular file the walk
-// stat'ed, with its stat.
+// stat'ed, with its stat (from the walk's goroutines, at once).
 func (c *Cache) hashLive(dir string, seen func(p string, info os.FileInfo)) (plan.Tree, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -47,46 +51,83 @@ func (c *Cache) hashLive(dir string, seen func(p string, info os.FileInfo)) (pla
 	sum := sha256.Sum256([]byte(abs))
 	key := hex.EncodeToString(sum[:])
 	index := filepath.Join(c.Dir, DirIndex, key)
-	var known map[string]store.KnownFile
-	var trustBefore int64 // change times from this (ns) on are racy
-	if b, err := os.ReadFile(index); err == nil {
-		if head, files := store.DecodeKnown(b); files != nil {
-			k, taken, _ := strings.Cut(head, " ")
-			if ns, err := strconv.ParseInt(taken, 10, 64); err == nil && k == key {
-				known, trustBefore = files, ns-int64(RacyMargin)
-			}
-		}
-	}
+	read := make(chan liveIndex, 1) // the index, read while the folder's entries are lstat'ed
+	go func() { read <- readIndex(index, key) }()
+	indexed := sync.OnceValue(func() liveIndex { return <-read })
 	taken := time.Now().UnixNano()
-	now := map[string]store.KnownFile{}
-	read := 0
-	t, err := plan.HashTreeWith(abs, func(p, rel string, info os.FileInfo) (digest.Digest, error) {
+	var (
+		trusted atomic.Int64
+		mu      sync.Mutex
+		hashed  = map[string]store.KnownFile{} // files read, with their stat (none: not stated)
+	)
+	t, err := plan.HashTreeParallel(abs, func(p, rel string, info os.FileInfo) (digest.Digest, error) {
 		if seen != nil {
 			seen(p, info)
 		}
+		ix := indexed()
 		st, stated := store.StatOf(info)
-		if k, ok := known[rel]; ok && stated && k.Stat == st && st.Mtime < trustBefore && st.Ctime < trustBefore {
-			now[rel] = k
+		if k, ok := ix.files[rel]; ok && stated && k.Stat == st && st.Mtime < ix.trustBefore && st.Ctime < ix.trustBefore {
+			trusted.Add(1)
 			return k.Digest, nil
 		}
-		read++
 		dg, err := pipeline.FileDigest(p)
+		var k store.KnownFile
 		if err == nil && stated {
-			now[rel] = store.KnownFile{Stat: st, Digest: dg}
+			k = store.KnownFile{Stat: st, Digest: dg}
 		}
+		mu.Lock()
+		hashed[rel] = k
+		mu.Unlock()
 		return dg, err
 	})
 	if err != nil {
 		return t, err
 	}
-	if read == 0 && len(now) == len(known) {
+	ix := indexed()
+	if len(hashed) == 0 && int(trusted.Load()) == len(ix.files) {
 		touchIndex(index) // every entry trusted, none gone: the index stands as it is
 		return t, nil
+	}
+	now := make(map[string]store.KnownFile, len(t.Files))
+	for rel, e := range t.Files {
+		if k, ok := hashed[rel]; ok {
+			if k.Digest != "" {
+				now[rel] = k
+			}
+		} else if e.Mode != "symlink" {
+			now[rel] = ix.files[rel] // trusted
+		}
 	}
 	if os.MkdirAll(filepath.Join(c.Dir, DirIndex), 0o755) == nil {
 		c.writeRecord(index, store.EncodeKnown(key+" "+strconv.FormatInt(taken, 10), now))
 	}
 	return t, nil
+}
+
+// liveIndex is what a live folder's index holds: files by path, trusted
+// while their change times are before trustBefore (ns).
+type liveIndex struct {
+	files       map[string]store.KnownFile
+	trustBefore int64
+}
+
+// readIndex reads the index of the live folder whose key is key; empty
+// when it is absent, damaged or another folder's.
+func readIndex(index, key string) liveIndex {
+	b, err := os.ReadFile(index)
+	if err != nil {
+		return liveIndex{}
+	}
+	head, files := store.DecodeKnown(b)
+	if files == nil {
+		return liveIndex{}
+	}
+	k, taken, _ := strings.Cut(head, " ")
+	ns, err := strconv.ParseInt(taken, 10, 64)
+	if err != nil || k != key {
+		return liveIndex{}
+	}
+	return liveIndex{files: files, trustBefore: ns - int64(RacyMargin)}
 }
 
 // LiveHasher is HashWatched of the cache under dir, for

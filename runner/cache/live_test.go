@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,5 +108,81 @@ func TestHashLiveIndex(t *testing.T) {
 	}
 	if ch := plan.DiffTrees(tree, got); len(ch) != 1 || ch[0].Path != rel {
 		t.Errorf("changes %v, want %s modified", ch, rel)
+	}
+}
+
+// TestHashLiveRewrite: a walk that read a file rewrites the index with
+// every regular file, those trusted as the index had them and those read
+// with the stat they were read at; links are left out. A record whose sum
+// is right but one of whose lines is not a file's is ignored whole.
+func TestHashLiveRewrite(t *testing.T) {
+	dir, tree := liveTree(t, 40)
+	trusted, edited := "d05/f0005.txt", "d07/f0017.txt"
+	lie := digest.FromString("not the file")
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := plantIndex(t, c, dir, trusted, lie, time.Now().Add(RacyMargin+time.Second))
+	time.Sleep(20 * time.Millisecond)
+	f := filepath.Join(dir, filepath.FromSlash(edited))
+	editKept(t, f)
+	got, err := c.HashLive(dir)
+	if err != nil || got.Files[trusted].Digest != lie {
+		t.Fatalf("%v: %s read, not trusted (%s)", err, trusted, got.Files[trusted].Digest)
+	}
+	want, _ := plan.HashTree(dir)
+	if got.Files[edited] != want.Files[edited] || got.Files[edited] == tree.Files[edited] {
+		t.Fatalf("the edited file hashed as %v, want %v", got.Files[edited], want.Files[edited])
+	}
+	b, _ := os.ReadFile(index)
+	_, files := store.DecodeKnown(b)
+	if len(files) != len(tree.Files)-1 {
+		t.Fatalf("the index rewritten holds %d files, want %d (all but the link)", len(files), len(tree.Files)-1)
+	}
+	info, _ := os.Lstat(f)
+	st, _ := store.StatOf(info)
+	if k := files[edited]; k.Digest != want.Files[edited].Digest || k.Stat != st {
+		t.Errorf("the edited file indexed as %+v, want %s at %+v", k, want.Files[edited].Digest, st)
+	}
+	if k := files[trusted]; k.Digest != lie {
+		t.Errorf("the trusted file indexed as %+v, not as the index had it", k)
+	}
+	for rel, e := range tree.Files {
+		if k, ok := files[rel]; rel != trusted && e.Mode != "symlink" && (!ok || k.Digest != want.Files[rel].Digest) {
+			t.Errorf("%s indexed as %+v, want %s", rel, k, want.Files[rel].Digest)
+		}
+	}
+
+	// The lie's line given a digest in capitals, the record summed again.
+	index = plantIndex(t, c, dir, trusted, lie, time.Now().Add(RacyMargin+time.Second))
+	b, _ = os.ReadFile(index)
+	body := string(b[:strings.LastIndex(string(b), "sum ")])
+	body = strings.Replace(body, string(lie), "sha256:"+strings.ToUpper(lie.Encoded()), 1)
+	sum := sha256.Sum256([]byte(body))
+	os.WriteFile(index, []byte(body+"sum "+hex.EncodeToString(sum[:])+"\n"), 0o644)
+	if got, _ := c.HashLive(dir); got.Files[trusted].Digest != tree.Files[trusted].Digest {
+		t.Errorf("a record with a digest in capitals was trusted: %s", got.Files[trusted].Digest)
+	}
+}
+
+// TestHashLiveFifo: a fifo in a live folder fails HashLive as it fails
+// plan.HashTree, index or not.
+func TestHashLiveFifo(t *testing.T) {
+	dir, _ := liveTree(t, 30)
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.HashLive(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "d03", "pipe"), 0o644); err != nil {
+		t.Skip("no fifo here:", err)
+	}
+	_, want := plan.HashTree(dir)
+	_, err = c.HashLive(dir)
+	if err == nil || want == nil || err.Error() != want.Error() || !strings.Contains(err.Error(), "d03/pipe is not a regular file") {
+		t.Errorf("HashLive: %v, HashTree: %v", err, want)
 	}
 }
