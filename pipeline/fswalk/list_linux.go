@@ -4,6 +4,7 @@ package fswalk
 
 import (
 	"encoding/binary"
+	"errors"
 	"io/fs"
 	"os"
 	"slices"
@@ -53,28 +54,32 @@ func list(dir string) ([]entry, error) {
 				name = name[:i]
 			}
 			off += reclen
-			if typ != unix.DT_DIR && typ != unix.DT_LNK && typ != unix.DT_UNKNOWN {
+			if typ == unix.DT_REG {
 				continue
 			}
 			s := string(name)
 			if s == "." || s == ".." {
 				continue
 			}
-			if typ == unix.DT_UNKNOWN { // a file system that does not say: ask
+			var mode fs.FileMode
+			switch typ {
+			case unix.DT_DIR:
+				mode = fs.ModeDir
+			case unix.DT_LNK:
+				mode = fs.ModeSymlink
+			default: // another kind, or a file system that does not say: ask
 				info, err := os.Lstat(dir + "/" + s)
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // removed since the folder was read
+				}
 				if err != nil {
 					return nil, err
 				}
-				switch {
-				case info.IsDir():
-					typ = unix.DT_DIR
-				case info.Mode()&fs.ModeSymlink != 0:
-					typ = unix.DT_LNK
-				default:
+				if mode = info.Mode().Type(); mode == 0 {
 					continue
 				}
 			}
-			out = append(out, entry{name: s, link: typ == unix.DT_LNK})
+			out = append(out, entry{name: s, typ: mode})
 		}
 	}
 	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.name, b.name) })

@@ -3,7 +3,6 @@
 package fswalk
 
 import (
-	"io/fs"
 	"os"
 )
 
@@ -15,11 +14,8 @@ func list(dir string) ([]entry, error) {
 	}
 	var out []entry
 	for _, e := range es {
-		switch {
-		case e.Type()&fs.ModeSymlink != 0:
-			out = append(out, entry{name: e.Name(), link: true})
-		case e.IsDir():
-			out = append(out, entry{name: e.Name()})
+		if typ := e.Type(); typ != 0 {
+			out = append(out, entry{name: e.Name(), typ: typ})
 		}
 	}
 	return out, nil

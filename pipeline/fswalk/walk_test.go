@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -93,6 +94,37 @@ func TestWalkAsWalkDir(t *testing.T) {
 	}
 	if err := Walk(filepath.Join(root, "missing"), nil, nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing root: %v", err)
+	}
+}
+
+// TestWalkAllOthersAndSkips: WalkAll tells Other of a fifo with its type
+// (a plain file to no one), and a folder whose Folder func says SkipDir is
+// not listed, the walk going on past it.
+func TestWalkAllOthersAndSkips(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "a/plain", "x")
+	write(t, root, "skip/deep/f", "x")
+	write(t, root, "z/f", "x")
+	if err := syscall.Mkfifo(filepath.Join(root, "a", "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	err := WalkAll(root, Funcs{
+		Folder: func(p string) error {
+			seen = append(seen, "folder "+p[len(root):])
+			if filepath.Base(p) == "skip" {
+				return SkipDir
+			}
+			return nil
+		},
+		Other: func(p string, typ fs.FileMode) error {
+			seen = append(seen, fmt.Sprintf("other %s %v", p[len(root):], typ == fs.ModeNamedPipe))
+			return nil
+		},
+	})
+	want := []string{"folder ", "folder /a", "other /a/pipe true", "folder /skip", "folder /z"}
+	if err != nil || !slices.Equal(seen, want) {
+		t.Errorf("walk %q (%v), want %q", seen, err, want)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/skillgate/skillgate/pipeline"
+	"github.com/skillgate/skillgate/pipeline/fswalk"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -31,36 +32,42 @@ func CheckLinks(out string) error {
 }
 
 func checkLinks(out string) error {
-	return filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // removed meanwhile (a record replaced)
-		}
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(out, p)
-		rel = filepath.ToSlash(rel)
-		if rel == "." {
-			return nil
-		}
-		if packSkipped(rel) {
-			if d.IsDir() {
-				return filepath.SkipDir
+	rel := func(p string) string {
+		r, _ := filepath.Rel(out, p)
+		return filepath.ToSlash(r)
+	}
+	err := fswalk.WalkAll(out, fswalk.Funcs{
+		Folder: func(p string) error {
+			if packSkipped(rel(p)) {
+				return fswalk.SkipDir
 			}
 			return nil
-		}
-		if d.IsDir() || d.Type().IsRegular() {
+		},
+		Link: func(p string) error {
+			r := rel(p)
+			if r == "." || packSkipped(r) {
+				return nil
+			}
+			target, err := os.Readlink(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile (a record replaced)
+			}
+			if err != nil {
+				return err
+			}
+			return treeLink(r, target)
+		},
+		Other: func(p string, _ fs.FileMode) error {
+			if r := rel(p); !packSkipped(r) {
+				return fmt.Errorf("%s is neither a file nor a folder", r)
+			}
 			return nil
-		}
-		if d.Type()&fs.ModeSymlink == 0 {
-			return fmt.Errorf("%s is neither a file nor a folder", rel)
-		}
-		target, err := os.Readlink(p)
-		if err != nil {
-			return err
-		}
-		return treeLink(rel, target)
+		},
 	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // a folder removed meanwhile
+	}
+	return err
 }
 
 // treeLink accepts a link at rel (a path of the run folder) only inside a
