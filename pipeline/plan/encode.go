@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/skillgate/skillgate/pipeline"
+
 	"github.com/opencontainers/go-digest"
 )
 
@@ -178,19 +180,8 @@ func appendCell(b []byte, c *Cell) []byte {
 	return append(b, "\n    }"...)
 }
 
-// appendString appends s as encoding/json writes a string: characters it
-// never escapes as they are, anything else through encoding/json itself.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
+// appendString appends s as encoding/json writes a string.
+func appendString(b []byte, s string) []byte { return pipeline.AppendJSONString(b, s) }
 
 // cellKeys digests a cell's rollout and grade keys: the digests of a
 // rolloutKey's and a gradeKey's JSON, written as encoding/json writes them.

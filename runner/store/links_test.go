@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -108,5 +110,25 @@ func TestLockLinkRefused(t *testing.T) {
 	f.Close()
 	if _, err := OpenLock(t.TempDir(), false); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("no lock, not creating: %v", err)
+	}
+}
+
+// TestEncodeRootAsJSON: the root's entries are written as encoding/json
+// writes them, for names that need escaping too, so a folder's root digest
+// is what it always was.
+func TestEncodeRootAsJSON(t *testing.T) {
+	for _, entries := range [][]rootEntry{nil, {}, {
+		{Path: "plan.json", Digest: "sha256:00"},
+		{Path: `store/trees/ab/odd<&>"\` + "\u2028é\x01", Digest: "sha256:01"},
+		{Path: "store/trees/ab/link", Link: "../é<x>"},
+		{Path: "empty"},
+	}} {
+		want, err := json.Marshal(entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := encodeRoot(entries); !bytes.Equal(got, want) {
+			t.Errorf("encodeRoot(%v) = %s, want %s", entries, got, want)
+		}
 	}
 }
