@@ -163,12 +163,20 @@ func TestReuseSentinels(t *testing.T) {
 	// sentinels.
 	up.Reply("sunny today")
 	up.AnswerAs("stand-in-model-2")
+	// The skill as the first run had it: no sentinel from its arm is then
+	// invalid for a changed input, whichever arms the sample draws.
+	if err := os.WriteFile(filepath.Join(dir, "skill", "SKILL.md"), []byte("---\nname: s\ndescription: A test skill.\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	all, _, log := evaluate(s, "identity", false)
 	if all.Taken != 0 || all.Ran != 24 || all.Sentinels != 6 || len(all.ReuseRefused) != 1 {
 		t.Errorf("every cell reused, another model version: %+v, want the reuse refused by the sentinels\n%s", all, log)
 	}
 	if !strings.Contains(log, "the provider answered m as stand-in-model-2 in the sentinels, as stand-in-model in the reused rollouts: reuse refused, 24 reused cells run again") {
 		t.Errorf("the log does not say the sentinels' version refused the reuse:\n%s", log)
+	}
+	if strings.Contains(log, "changed during the run") {
+		t.Errorf("the skill restored, a change was seen:\n%s", log)
 	}
 }
 
