@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,13 +78,13 @@ func BenchmarkHashLive20k(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		var tl, tw, cl, cw time.Duration
 		for turn := range 2 {
-			start, cpu := time.Now(), processCPU(b)
+			start, cpu := time.Now(), benchtest.CPUTime(b)
 			if (i+turn)%2 == 0 {
 				live()
-				tl, cl = time.Since(start), processCPU(b)-cpu
+				tl, cl = time.Since(start), benchtest.CPUTime(b)-cpu
 			} else {
 				walk()
-				tw, cw = time.Since(start), processCPU(b)-cpu
+				tw, cw = time.Since(start), benchtest.CPUTime(b)-cpu
 			}
 		}
 		ratios = append(ratios, tl.Seconds()/tw.Seconds())
@@ -100,13 +99,4 @@ func BenchmarkHashLive20k(b *testing.B) {
 	benchtest.ReportSpread(b, "live/walk-cpu", cpus)
 	b.Logf("HashLive / WalkDir+Lstat over %d files, %d iterations: wall %s, CPU %s (HashLive %s ms, walk %s ms)",
 		len(want.Files), len(ratios), benchtest.Spread(ratios), benchtest.Spread(cpus), benchtest.Spread(lives), benchtest.Spread(walks))
-}
-
-// processCPU is the user and system time the process has used.
-func processCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,12 +1,8 @@
 package cache
 
 import (
-	"crypto/rand"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,34 +15,12 @@ import (
 // bytes and returns it with its tree.
 func bigTree(b *testing.B, folders, files int) (string, plan.Tree) {
 	b.Helper()
-	dir := b.TempDir()
-	data := make([]byte, 4096)
-	for d := range folders {
-		sub := filepath.Join(dir, fmt.Sprintf("d%03d", d))
-		if err := os.Mkdir(sub, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for f := range files {
-			rand.Read(data)
-			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%03d", f)), data, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	dir := benchtest.RandomTree(b, folders, files)
 	tree, err := plan.HashTree(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return dir, tree
-}
-
-// cpuTime is the CPU time (user and system) this process has used.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkPlaceCachedTree measures what a fresh run folder pays to take a
@@ -92,9 +66,9 @@ func BenchmarkPlaceCachedTree(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		var pw, pc, cw, cc time.Duration
 		place := func() {
-			t0, c0 := time.Now(), cpuTime(b)
+			t0, c0 := time.Now(), benchtest.CPUTime(b)
 			pin()
-			pw, pc = time.Since(t0), cpuTime(b)-c0
+			pw, pc = time.Since(t0), benchtest.CPUTime(b)-c0
 		}
 		copyLinks := func() {
 			dst := filepath.Join(b.TempDir(), "snapshot")

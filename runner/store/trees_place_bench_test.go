@@ -1,12 +1,9 @@
 package store_test
 
 import (
-	"crypto/rand"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,20 +23,7 @@ func BenchmarkLinkTreeKnown(b *testing.B) {
 	if _, err := exec.LookPath("cp"); err != nil {
 		b.Skip("no cp")
 	}
-	live := b.TempDir()
-	data := make([]byte, 4096)
-	for d := range 200 {
-		sub := filepath.Join(live, fmt.Sprintf("d%03d", d))
-		if err := os.Mkdir(sub, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for f := range 100 {
-			rand.Read(data)
-			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%03d", f)), data, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	live := benchtest.RandomTree(b, 200, 100)
 	want, err := plan.HashTree(live)
 	if err != nil {
 		b.Fatal(err)
@@ -59,11 +43,7 @@ func BenchmarkLinkTreeKnown(b *testing.B) {
 	if out, err := exec.Command("cp", "-a", snap, same).CombinedOutput(); err != nil {
 		b.Fatalf("cp -a: %v: %s", err, out)
 	}
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	cpu := func() time.Duration { return benchtest.CPUTime(b) }
 	var ratios, cpuRatios []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

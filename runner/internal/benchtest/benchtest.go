@@ -1,11 +1,17 @@
-// Package benchtest holds what the runner's benchmarks share to report their
-// figures: the spread of per-iteration ratios and their mean.
+// Package benchtest holds what the runner's benchmarks share: the spread of
+// per-iteration ratios and their mean, a tree of random files to measure
+// with, and the process's CPU time.
 package benchtest
 
 import (
+	"crypto/rand"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // MinMedMax are the least, the median and the greatest of xs.
@@ -38,4 +44,34 @@ func Mean(xs []float64) float64 {
 		t += x
 	}
 	return t / float64(len(xs))
+}
+
+// RandomTree writes, in a fresh temporary folder, folders folders of files
+// files of 4 KB of random bytes each (dNNN/fNNN) and returns the folder.
+func RandomTree(tb testing.TB, folders, files int) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	data := make([]byte, 4096)
+	for d := range folders {
+		sub := filepath.Join(dir, fmt.Sprintf("d%03d", d))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		for f := range files {
+			rand.Read(data)
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%03d", f)), data, 0o644); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// CPUTime is the user and system time the process has used.
+func CPUTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
