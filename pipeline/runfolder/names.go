@@ -7,6 +7,10 @@ const (
 	FileShard       = "shard.json"
 	FileMerge       = "merge.json"
 	FileLock        = ".lock"
+	// DirStatRecords holds the stat records of the trees placed from the
+	// machine's cache (one file per tree, its hex): machine-local, like the
+	// lock, so no pack, merge or root digest covers it.
+	DirStatRecords = ".stat-records"
 	// FilePreflight records each check run on a case's untouched workspace.
 	FilePreflight = "preflight.json"
 	// FileSequential records where sequential stopping stopped.

@@ -49,9 +49,11 @@ type PackFile struct {
 }
 
 // packSkipped are the run folder's parts a pack leaves out: the lock of
-// the process using it and what is being written.
+// the process using it, what is being written, and the stat records of the
+// trees placed from this machine's cache.
 func packSkipped(rel string) bool {
-	return rel == FileLock || rel == DirTmp || strings.HasPrefix(rel, DirTmp+"/")
+	return rel == FileLock || rel == DirTmp || strings.HasPrefix(rel, DirTmp+"/") ||
+		rel == DirKnown || strings.HasPrefix(rel, DirKnown+"/")
 }
 
 // Export packs the run folder out into w as a gzip-compressed tar: the

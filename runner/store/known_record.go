@@ -14,7 +14,7 @@ import (
 )
 
 // A stat record (the machine cache's trees/HEX.stat for a snapshot and
-// index/KEY for a live folder, a run folder's store/tmp/known/HEX for a
+// index/KEY for a live folder, a run folder's .stat-records/HEX for a
 // tree it placed) lists files by path, each with the stat it had when its digest
 // was last known: trusted for a file while a stat of it says exactly that
 // (device, inode, size, mode, modification and change times in

@@ -6,22 +6,25 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skillgate/skillgate/pipeline/runfolder"
+
 	"github.com/opencontainers/go-digest"
 )
 
 // A tree snapshot's files are most of a run folder's bytes, and its root
 // digest (Root) covers every byte of the folder. A tree placed from the
 // machine's cache leaves a stat record of its files at
-// store/tmp/known/HEX: each file's stat as linked, with the digest it was
+// .stat-records/HEX: each file's stat as linked, with the digest it was
 // verified to hold. Root takes a snapshot file's digest from that record
 // while a stat of the file is exactly the one recorded, as the cache
 // trusts its own records (a write, a mode set, the modification time set
 // back, and another link to the file made or removed all move its change
-// time), and reads the file otherwise. The record is under store/tmp, so
-// it is never part of the root, of an export or of a merge.
+// time), and reads the file otherwise. The records are machine-local, as
+// the lock is (packSkipped): never part of the root, of an export or of a
+// merge.
 
 // DirKnown holds the stat records of a run folder's placed trees.
-const DirKnown = DirTmp + "/known"
+const DirKnown = runfolder.DirStatRecords
 
 // recordTree writes the stat record of the snapshot of tree, known its
 // files' stats as placed; nothing when none is known. A record that cannot

@@ -192,9 +192,7 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	tmps, _ := os.ReadDir(filepath.Join(dir, DirTmp))
 	for _, t := range tmps {
-		if t.Name() != filepath.Base(DirKnown) { // placed trees' stat records stay
-			os.RemoveAll(filepath.Join(dir, DirTmp, t.Name()))
-		}
+		os.RemoveAll(filepath.Join(dir, DirTmp, t.Name()))
 	}
 	records, _ := os.ReadDir(filepath.Join(dir, DirKnown))
 	for _, r := range records {
