@@ -24,6 +24,14 @@ import (
 // link or entry that failed is hashed, nor, once it is seen, any after a
 // file whose hash failed.
 func HashTreeParallel(dir string, hash FileHasher) (Tree, error) {
+	return HashTreeListing(dir, hash, nil)
+}
+
+// HashTreeListing is HashTreeParallel telling listing (when not nil) of
+// each folder's path just before the folder is listed, from the walk's
+// goroutines at once: what listing sets up on a folder (a watch on it) is
+// in place before any entry of it is read.
+func HashTreeListing(dir string, hash FileHasher, listing func(folder string)) (Tree, error) {
 	if hash == nil {
 		hash = func(p, _ string, _ os.FileInfo) (digest.Digest, error) { return pipeline.FileDigest(p) }
 	}
@@ -36,7 +44,7 @@ func HashTreeParallel(dir string, hash FileHasher) (Tree, error) {
 	}
 	workers := min(runtime.GOMAXPROCS(0), 8)
 	top := &folder{p: dir, top: true}
-	listAll(top, workers)
+	listAll(top, workers, listing)
 	files, err := top.inWalkOrder(nil)
 	if herr := hashAll(files, hash, workers); herr != nil {
 		err = herr // a file before the entry that failed, if one did
@@ -133,9 +141,10 @@ func (it *entry) take(l *listing, i int) error {
 	return nil
 }
 
-// listAll lists top and every folder under it on workers goroutines.
-func listAll(top *folder, workers int) {
-	q := &queue{folders: []*folder{top}, pending: 1}
+// listAll lists top and every folder under it on workers goroutines,
+// telling listing of each first.
+func listAll(top *folder, workers int, listing func(string)) {
+	q := &queue{folders: []*folder{top}, pending: 1, listing: listing}
 	q.cond.L = &q.mu
 	var wg sync.WaitGroup
 	for range workers {
@@ -151,6 +160,7 @@ type queue struct {
 	cond    sync.Cond
 	folders []*folder
 	pending int
+	listing func(string)
 }
 
 func (q *queue) work() {
@@ -166,6 +176,9 @@ func (q *queue) work() {
 		f := q.folders[len(q.folders)-1]
 		q.folders = q.folders[:len(q.folders)-1]
 		q.mu.Unlock()
+		if q.listing != nil {
+			q.listing(f.p)
+		}
 		subs := f.list()
 		q.mu.Lock()
 		q.folders = append(q.folders, subs...)

@@ -170,3 +170,51 @@ func TestHashTreeParallelErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHashTreeListing: HashTreeListing tells listing of every folder of
+// the tree once, the top and empty folders included, each before any of
+// its entries is hashed, and gives HashTree's tree.
+func TestHashTreeListing(t *testing.T) {
+	dir := writeTree(t)
+	bigTree(t, dir, 30)
+	var want []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			want = append(want, p)
+		}
+		return nil
+	})
+	var mu sync.Mutex
+	heard := map[string]int{}
+	early := 0 // files hashed before their folder was heard
+	tree, err := HashTreeListing(dir, func(p, rel string, info os.FileInfo) (digest.Digest, error) {
+		mu.Lock()
+		if heard[filepath.Dir(p)] == 0 {
+			early++
+		}
+		mu.Unlock()
+		return digest.FromString(rel), nil
+	}, func(folder string) {
+		mu.Lock()
+		heard[folder]++
+		mu.Unlock()
+	})
+	if err != nil || len(tree.Files) == 0 {
+		t.Fatalf("tree of %d files: %v", len(tree.Files), err)
+	}
+	var got []string
+	for f, n := range heard {
+		got = append(got, f)
+		if n != 1 {
+			t.Errorf("%s heard %d times", f, n)
+		}
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("heard %q, want the folders %q", got, want)
+	}
+	if early != 0 {
+		t.Errorf("%d files hashed before their folder was heard", early)
+	}
+}

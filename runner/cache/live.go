@@ -39,11 +39,12 @@ const RacyMargin = 2 * time.Second
 // or found one gone; a damaged one is ignored. Errors in keeping the index
 // never fail the hash. The folder is walked by plan.HashTreeParallel, the
 // index read while its entries are lstat'ed.
-func (c *Cache) HashLive(dir string) (plan.Tree, error) { return c.hashLive(dir, nil) }
+func (c *Cache) HashLive(dir string) (plan.Tree, error) { return c.hashLive(dir, nil, nil) }
 
-// hashLive is HashLive telling seen of every regular file the walk
-// stat'ed, with its stat (from the walk's goroutines, at once).
-func (c *Cache) hashLive(dir string, seen func(p string, info os.FileInfo)) (plan.Tree, error) {
+// hashLive is HashLive telling listing of every folder before the walk
+// lists it, and seen of every regular file the walk stat'ed, with its stat
+// (from the walk's goroutines, at once).
+func (c *Cache) hashLive(dir string, listing func(folder string), seen func(p string, info os.FileInfo)) (plan.Tree, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return plan.HashTree(dir)
@@ -60,7 +61,7 @@ func (c *Cache) hashLive(dir string, seen func(p string, info os.FileInfo)) (pla
 		mu      sync.Mutex
 		hashed  = map[string]store.KnownFile{} // files read, with their stat (none: not stated)
 	)
-	t, err := plan.HashTreeParallel(abs, func(p, rel string, info os.FileInfo) (digest.Digest, error) {
+	t, err := plan.HashTreeListing(abs, func(p, rel string, info os.FileInfo) (digest.Digest, error) {
 		if seen != nil {
 			seen(p, info)
 		}
@@ -79,7 +80,7 @@ func (c *Cache) hashLive(dir string, seen func(p string, info os.FileInfo)) (pla
 		hashed[rel] = k
 		mu.Unlock()
 		return dg, err
-	})
+	}, listing)
 	if err != nil {
 		return t, err
 	}

@@ -81,3 +81,10 @@ func TestRootTakesPlacedRecords(t *testing.T) {
 		t.Error("a placed file changed with its size and time kept left the root as it was")
 	}
 }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

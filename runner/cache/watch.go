@@ -9,9 +9,9 @@ import (
 	"github.com/skillgate/skillgate/pipeline/plan"
 )
 
-// A live folder hashed by HashWatched is watched for changes from just
-// before its walk (Linux inotify: every folder of it, and every file of it
-// that has another name outside it), so that hashing it again in the same
+// A live folder hashed by HashWatched is watched for changes by its walk
+// (Linux inotify: each folder of it from just before the walk lists it, and
+// each file of it that has another name outside it), so that hashing it again in the same
 // process, as a run does after its rollouts, gives the walk's tree without
 // a second walk when nothing was reported since. Anything reported (a
 // write, a change of mode or times, a file made, removed or renamed, the
@@ -60,11 +60,12 @@ func (c *Cache) HashWatched(dir string) (plan.Tree, error) {
 	watched.Lock()
 	watchWalks++
 	watched.Unlock()
+	var listing func(string)
 	var seen func(string, os.FileInfo)
 	if w != nil {
-		seen = w.seen
+		listing, seen = w.folder, w.seen
 	}
-	t, err := c.hashLive(abs, seen)
+	t, err := c.hashLive(abs, listing, seen)
 	if err != nil || w == nil || !w.settle() {
 		if w != nil {
 			w.close()

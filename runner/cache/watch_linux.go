@@ -10,7 +10,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/skillgate/skillgate/pipeline/fswalk"
 	"github.com/skillgate/skillgate/pipeline/plan"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -46,8 +45,8 @@ type folderWatch struct {
 	linked  map[string]store.FileStat // files of two names, by path: their walk's stat
 }
 
-// startWatch watches every folder of abs before it is walked; nil when
-// abs cannot be watched whole.
+// startWatch makes the watch of abs, whose walk then has it watch each
+// folder before listing it (folder); nil when abs cannot be watched.
 func startWatch(abs string) *folderWatch {
 	var root unix.Stat_t
 	if err := unix.Lstat(abs, &root); err != nil || root.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -61,38 +60,31 @@ func startWatch(abs string) *folderWatch {
 	if err != nil {
 		return nil
 	}
-	w := &folderWatch{fd: fd, dev: uint64(root.Dev), ino: root.Ino, linked: map[string]store.FileStat{}}
-	if !w.addFolder(abs) {
-		w.close()
-		return nil
+	return &folderWatch{fd: fd, dev: uint64(root.Dev), ino: root.Ino, linked: map[string]store.FileStat{}}
+}
+
+// folder watches dir, which the walk is about to list: a folder made after
+// its parent was listed is reported by the parent. A folder of another file
+// system, or one watch more than allowed, fails the watch (settle).
+func (w *folderWatch) folder(dir string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed {
+		return
 	}
-	return w
+	if w.watches++; w.watches > maxWatches || w.watches > watchBudget() {
+		w.failed = true
+		return
+	}
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil || uint64(st.Dev) != w.dev {
+		w.failed = true
+		return
+	}
+	if _, err := unix.InotifyAddWatch(w.fd, dir, dirMask); err != nil {
+		w.failed = true
+	}
 }
-
-// addFolder watches dir, then lists it and watches its folders in turn:
-// a folder made after its parent was listed is reported by the parent.
-func (w *folderWatch) addFolder(dir string) bool {
-	err := fswalk.Walk(dir, func(p string) error {
-		if w.watches++; w.watches > maxWatches || w.watches > watchBudget() {
-			return errTooMany
-		}
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return err
-		}
-		if uint64(st.Dev) != w.dev {
-			return errMounted
-		}
-		_, err := unix.InotifyAddWatch(w.fd, p, dirMask)
-		return err
-	}, nil)
-	return err == nil
-}
-
-var (
-	errTooMany = errors.New("more folders than the watches allowed")
-	errMounted = errors.New("another file system mounted inside")
-)
 
 // seen hears of each regular file the walk stat'ed: one with another name
 // (outside the folder, perhaps) is watched itself, as a write through that

@@ -12,6 +12,7 @@ import (
 type folderWatch struct{ tree plan.Tree }
 
 func startWatch(string) *folderWatch          { return nil }
+func (*folderWatch) folder(string)            {}
 func (*folderWatch) seen(string, os.FileInfo) {}
 func (*folderWatch) settle() bool             { return false }
 func (*folderWatch) unchanged() bool          { return false }

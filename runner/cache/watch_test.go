@@ -50,13 +50,6 @@ func watchedFolder(t *testing.T) (c *Cache, dir, outside string, tree plan.Tree)
 	return c, dir, outside, tree
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestHashWatchedSeesEveryChange: hashing a watched folder again gives the
 // first walk's tree without walking while nothing changed, and after any
 // change walks it again and gives HashTree's tree, whatever the change and
