@@ -205,7 +205,11 @@ func (in *inputs) pinNow(later func(*inputTree) bool) error {
 			in.store.PinLater(t.what, t.src, t.tree)
 			continue
 		}
-		if _, err := in.store.PinTree(t.what, t.src, t.tree); err != nil {
+		pin := in.store.PinTree
+		if strings.HasPrefix(t.what, "fixture ") {
+			pin = in.store.ReferTree // held by the machine's cache, when there is one
+		}
+		if _, err := pin(t.what, t.src, t.tree); err != nil {
 			return err
 		}
 	}

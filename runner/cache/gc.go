@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skillgate/skillgate/runner/store"
+
 	"github.com/opencontainers/go-digest"
 )
 
@@ -77,6 +79,9 @@ type Collected struct {
 	KeptBytes    int64 `json:"keptBytes"`
 	// Busy counts snapshots GC would have removed that a run was using.
 	Busy int `json:"busy"`
+	// Referred counts snapshots GC would have removed that a run folder
+	// refers to (store.TreeReferrer): kept while the folder lives.
+	Referred int `json:"referred"`
 	// RemovedRollouts and KeptRollouts count the kept rollouts among
 	// Removed and Kept.
 	RemovedRollouts int `json:"removedRollouts"`
@@ -94,6 +99,7 @@ type gcItem struct {
 	bytes   int64
 	used    time.Time
 	lock    func() (func(), error)
+	held    func() bool // a run folder refers to it
 	remove  func() error
 	unlink  string // its lock file, removed with it
 }
@@ -102,7 +108,8 @@ type gcItem struct {
 // maxAge (0: no bound), then the least recently used ones until the rest
 // hold at most maxBytes (0: no bound), and what interrupted processes left
 // in tmp/. One a run is using is skipped (its lock is held), never removed
-// under it; run folders keep their own copies of what is removed.
+// under it, and so is a snapshot a run folder refers to (its lease has
+// another link); run folders keep their own copies of what is removed.
 func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collected, error) {
 	var res Collected
 	entries, err := c.Entries()
@@ -117,8 +124,15 @@ func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collect
 	for _, e := range entries {
 		tree := e.Tree
 		items = append(items, gcItem{bytes: e.Bytes, used: e.Used,
-			lock:   func() (func(), error) { return c.lock(tree, syscall.LOCK_EX|syscall.LOCK_NB) },
-			remove: func() error { return c.remove(tree) },
+			lock: func() (func(), error) { return c.lock(tree, syscall.LOCK_EX|syscall.LOCK_NB) },
+			held: func() bool { return c.Referred(tree) },
+			remove: func() error {
+				if err := c.remove(tree); err != nil {
+					return err
+				}
+				os.Remove(store.TreeLease(c.TreeDir(tree)))
+				return nil
+			},
 			unlink: filepath.Join(c.Dir, DirLocks, tree.Encoded()+".lock"),
 		})
 	}
@@ -147,6 +161,12 @@ func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collect
 		unlock, err := e.lock()
 		if err != nil {
 			res.Busy++
+			keep(e)
+			continue
+		}
+		if e.held != nil && e.held() { // checked under the lock a referrer takes
+			unlock()
+			res.Referred++
 			keep(e)
 			continue
 		}
@@ -181,7 +201,7 @@ func (c *Cache) sweepTmp(now time.Time) {
 		if err != nil || now.Sub(info.ModTime()) < time.Hour {
 			continue
 		}
-		if strings.HasPrefix(d.Name(), "tree-") || strings.HasPrefix(d.Name(), "gone-") || strings.HasPrefix(d.Name(), "rollout-") || strings.HasPrefix(d.Name(), "stat-") {
+		if strings.HasPrefix(d.Name(), "tree-") || strings.HasPrefix(d.Name(), "gone-") || strings.HasPrefix(d.Name(), "rollout-") || strings.HasPrefix(d.Name(), "stat-") || strings.HasPrefix(d.Name(), "lease-") {
 			removeAll(filepath.Join(c.Dir, DirTmp, d.Name()))
 		}
 	}

@@ -53,6 +53,16 @@ func BuildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 		return nil, nil, nil, err
 	}
 	st := &store.Store{Dir: out}
+	// The root digest reads every file of the folder: on its own core
+	// while the results are read.
+	var root digest.Digest
+	var rootErr error
+	rooted := make(chan struct{})
+	go func(p *plan.Plan) {
+		defer close(rooted)
+		root, rootErr = store.Root(out, p)
+	}(p)
+	defer func() { <-rooted }()
 	// Sequential stopping decides from every stored result; the verdict
 	// then reads the cells it needed, and no other.
 	whole := p
@@ -65,9 +75,9 @@ func BuildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, erro
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	root, err := store.Root(out)
-	if err != nil {
-		return nil, nil, nil, err
+	<-rooted
+	if rootErr != nil {
+		return nil, nil, nil, rootErr
 	}
 	// The judge's rubric grades are in the results; its pairwise
 	// judgements are read from store/judgements. Judgements the plan asks

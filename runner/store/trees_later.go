@@ -38,7 +38,7 @@ func (s *Store) PinLater(what, src string, want plan.Tree) {
 	s.later.pins[want.Digest] = p
 	go func() {
 		defer close(p.done)
-		_, p.err = s.PinTree(what, src, want)
+		_, p.err = s.ReferTree(what, src, want)
 	}()
 }
 
