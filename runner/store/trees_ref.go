@@ -100,7 +100,7 @@ func (s *Store) ReferTree(what, src string, want plan.Tree) (string, error) {
 		return "", fmt.Errorf("verify %s: %w", what, err)
 	}
 	hex := want.Digest.Encoded()
-	if err := writeFileAtomic(filepath.Join(s.Dir, DirTreeCache, hex), []byte(dir)); err != nil {
+	if err := s.PutFile(filepath.Join(s.Dir, DirTreeCache, hex), []byte(dir)); err != nil {
 		return "", fmt.Errorf("refer to %s: %w", what, err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "ref"), filepath.Join(s.Dir, DirTreeRefs, hex)); err != nil {
@@ -108,25 +108,6 @@ func (s *Store) ReferTree(what, src string, want plan.Tree) (string, error) {
 	}
 	s.refs.Store(hex, dir)
 	return dir, nil
-}
-
-// writeFileAtomic writes b to file by a temporary file renamed over it.
-func writeFileAtomic(file string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(file), ".write-")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), file)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
 
 // ownTreeDir is where the folder holds the snapshot of tree itself.
