@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillgate/skillgate/runner/judge"
 
+	"github.com/skillgate/skillgate/runner/readback"
 	"github.com/skillgate/skillgate/runner/spend"
 	"github.com/skillgate/skillgate/runner/store"
 
@@ -45,10 +46,12 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 	if err := checkFixedTrials(out, p); err != nil {
 		return nil, nil, err
 	}
+	var ahead *readback.PlanAhead // the plan as the report reads it back, decoded while cells run
 	if !opts.DryRun {
 		if err := writePlan(out, opts.folderPlan(p)); err != nil {
 			return nil, nil, err
 		}
+		ahead = readback.ReadPlanAhead(out)
 		if err := recordShard(out, opts.folderPlan(p), opts.Shard); err != nil {
 			return nil, nil, err
 		}
@@ -92,7 +95,7 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 		}
 		if !cal.Passed() {
 			// A failed check stops everything: the verdict says which.
-			r, err := Report(opts.Out)
+			r, err := readback.ReportAhead(opts.Out, ahead)
 			return &Summary{Planned: len(p.Cells), Statuses: map[string]int{}}, r, err
 		}
 	}
@@ -167,7 +170,7 @@ func Evaluate(ctx context.Context, p *plan.Plan, opts Options) (*Summary, *verdi
 			return sum, nil, err
 		}
 	}
-	r, err := Report(opts.Out)
+	r, err := readback.ReportAhead(opts.Out, ahead)
 	if err == nil && sum.Shard != nil {
 		sum.ShareComplete, err = shareComplete(opts.Out, opts.folderPlan(p), opts.Shard)
 		sum.ShareComplete = sum.ShareComplete && sum.Complete()

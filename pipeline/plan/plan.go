@@ -435,6 +435,12 @@ func ReadPlan(file string) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}
+	return DecodePlan(file, b)
+}
+
+// DecodePlan decodes b, the bytes of the plan file file, and checks its
+// digest, as ReadPlan does.
+func DecodePlan(file string, b []byte) (*Plan, error) {
 	var p Plan
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -1,7 +1,6 @@
 package readback
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -18,8 +17,12 @@ import (
 // Report rebuilds the verdict and every report of a run folder from its
 // plan and stored results alone: no Docker, no model. The same stored
 // results always give the same bytes.
-func Report(out string) (*verdict.Report, error) {
-	p, r, results, err := BuildRun(out)
+func Report(out string) (*verdict.Report, error) { return ReportAhead(out, nil) }
+
+// ReportAhead is Report, its plan read ahead (ReadPlanAhead) while the
+// file still holds the bytes read.
+func ReportAhead(out string, ahead *PlanAhead) (*verdict.Report, error) {
+	p, r, results, err := buildRun(out, ahead)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +51,11 @@ func ReadRun(out string) (*plan.Plan, *verdict.Report, error) {
 }
 
 func BuildRun(out string) (*plan.Plan, *verdict.Report, []grade.CellResult, error) {
-	p, err := plan.ReadPlan(filepath.Join(out, store.FilePlan))
+	return buildRun(out, nil)
+}
+
+func buildRun(out string, ahead *PlanAhead) (*plan.Plan, *verdict.Report, []grade.CellResult, error) {
+	p, err := readPlan(out, ahead)
 	if err != nil {
 		return nil, nil, nil, err
 	}
