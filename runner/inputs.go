@@ -183,13 +183,12 @@ func (in *inputs) lookup(pc plan.PlanCase, arm plan.PlanArm, what string) (rel s
 func (in *inputs) pin() error { return in.pinNow(func(*inputTree) bool { return false }) }
 
 // pinFirst pins, as pin does, every tree added but the fixtures the
-// machine's cache already holds: those are verified and referred to while
-// the first cells run (store.PinLater), since a cell reads its fixture
-// from its cell image, and a fixture image is built from the snapshot only
-// once it is verified (images wait on store.AwaitTree). The run waits for
-// them (store.AwaitPins) before it checks the live folders again, so the
-// run folder is whole when the run ends; a snapshot refused then fails the
-// run.
+// machine's cache already holds: those are placed while the first cells
+// run (store.PinLater), since a cell reads its fixture from its cell image,
+// and a fixture image is built from the snapshot only once it is placed
+// and verified (images wait on store.AwaitTree). The run waits for them
+// (store.AwaitPins) before it checks the live folders again, so the run
+// folder is whole when the run ends; a snapshot refused then fails the run.
 func (in *inputs) pinFirst() error {
 	holds, _ := in.store.Shared.(interface{ Holds(digest.Digest) bool })
 	return in.pinNow(func(t *inputTree) bool {
@@ -197,9 +196,8 @@ func (in *inputs) pinFirst() error {
 	})
 }
 
-// pinNow pins every tree added, in order, but those later says to pin in
-// the background; a fixture is referred to in the machine's cache when
-// there is one (store.ReferTree), every other tree placed.
+// pinNow pins every tree added, in order, but those later says to place
+// in the background.
 func (in *inputs) pinNow(later func(*inputTree) bool) error {
 	for _, what := range in.order {
 		t := in.trees[what]
@@ -207,11 +205,7 @@ func (in *inputs) pinNow(later func(*inputTree) bool) error {
 			in.store.PinLater(t.what, t.src, t.tree)
 			continue
 		}
-		pin := in.store.PinTree
-		if strings.HasPrefix(t.what, "fixture ") {
-			pin = in.store.ReferTree // held by the machine's cache, when there is one
-		}
-		if _, err := pin(t.what, t.src, t.tree); err != nil {
+		if _, err := in.store.PinTree(t.what, t.src, t.tree); err != nil {
 			return err
 		}
 	}

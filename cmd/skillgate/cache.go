@@ -108,9 +108,6 @@ what is removed, and a folder whose index is removed is hashed whole next time.`
 				if res.Busy > 0 {
 					fmt.Fprintf(os.Stderr, "; %d in use by a run, kept", res.Busy)
 				}
-				if res.Referred > 0 {
-					fmt.Fprintf(os.Stderr, "; %d referred to by run folders, kept", res.Referred)
-				}
 				fmt.Fprintln(os.Stderr)
 				return nil
 			},

@@ -11,10 +11,6 @@ const (
 	// machine's cache (one file per tree, its hex): machine-local, like the
 	// lock, so no pack, merge or root digest covers it.
 	DirStatRecords = ".stat-records"
-	// DirTreeCache names, for each tree the folder refers to in the
-	// machine's cache (DirTreeRefs, one file per tree, its hex), the
-	// snapshot folder it refers to: machine-local, like the lock.
-	DirTreeCache = ".tree-cache"
 	// FilePreflight records each check run on a case's untouched workspace.
 	FilePreflight = "preflight.json"
 	// FileSequential records where sequential stopping stopped.
@@ -30,11 +26,8 @@ const (
 
 // Folders of the store, in the run folder.
 const (
-	DirRollouts = "store/rollouts"
-	DirTrees    = "store/trees"
-	// DirTreeRefs holds the references to the trees the folder does not
-	// hold itself but the machine's cache does (one file per tree, its hex).
-	DirTreeRefs       = "store/tree-refs"
+	DirRollouts       = "store/rollouts"
+	DirTrees          = "store/trees"
 	DirGrades         = "store/grades"
 	DirPackets        = "store/packets"
 	DirJudgements     = "store/judgements"

@@ -1,13 +1,11 @@
 package cache
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -103,165 +101,56 @@ func (c *Cache) entryFile(tree digest.Digest) string {
 // live folder src first when the cache lacks it, and makes it again when
 // the one it holds fails verification (store.SharedTrees).
 func (c *Cache) PlaceTree(what, src string, want plan.Tree, dst string) (map[string]store.KnownFile, error) {
-	var known map[string]store.KnownFile
-	err := c.withSnapshot("place", what, src, want, func(entry string) (err error) {
-		known, err = c.link(entry, dst, want)
-		return err
-	}, func() error { return clearDir(dst) })
-	return known, err
-}
-
-// ReferTree verifies the cache's snapshot of want file by file in place
-// (its stat record trusted for each file whose stat is exactly the one
-// recorded, the file hashed otherwise), making it from the live folder src
-// first when the cache lacks it or the one it holds fails verification,
-// and links the snapshot's lease at ref: the run folder's reference,
-// which keeps the snapshot from gc while the folder lives
-// (store.TreeReferrer).
-func (c *Cache) ReferTree(what, src string, want plan.Tree, ref string) (string, error) {
 	entry := c.TreeDir(want.Digest)
-	err := c.withSnapshot("refer to", what, src, want, func(entry string) error {
-		before := c.known(want.Digest)
-		known, err := store.VerifyTreeKnown(entry, want, before)
-		if err != nil {
-			return err
-		}
-		if !maps.Equal(known, before) {
-			c.record(want.Digest, known)
-		}
-		lease, err := c.lease(want.Digest)
-		if err == nil {
-			err = os.Link(lease, ref)
-		}
-		if err != nil && store.NoRefer(err) {
-			err = fmt.Errorf("%w: %v", store.ErrNoRefer, err)
-		}
-		if err != nil {
-			return kept{err}
-		}
-		return nil
-	}, func() error { return nil })
-	if err != nil {
-		return "", err
-	}
-	return entry, nil
-}
-
-// kept is an error of using a snapshot that says nothing against the
-// snapshot: it is returned as it is, the snapshot kept.
-type kept struct{ error }
-
-func (k kept) Unwrap() error { return k.error }
-
-// withSnapshot uses the cache's snapshot of want (use verifies it as it
-// places or refers to it): a snapshot use refuses is made again from the
-// live folder src, once undo has cleared what use left, and used again;
-// the cache makes one it lacks first. verb and what name the use in
-// errors.
-func (c *Cache) withSnapshot(verb, what, src string, want plan.Tree, use func(entry string) error, undo func() error) error {
-	entry := c.TreeDir(want.Digest)
-	try := func() (ok bool, err error) {
-		err = use(entry)
-		var k kept
-		if err == nil || errors.As(err, &k) {
-			if err == nil {
-				c.touch(want.Digest)
-			}
-			return true, err
-		}
-		if uerr := undo(); uerr != nil {
-			return true, uerr
-		}
-		return false, err
-	}
 	unlock, err := c.lock(want.Digest, syscall.LOCK_SH)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var refused error
 	if _, err := os.Stat(entry); err == nil {
-		if done, err := try(); done {
+		var known map[string]store.KnownFile
+		if known, refused = c.link(entry, dst, want); refused == nil {
 			unlock()
-			return err
+			c.touch(want.Digest)
+			return known, nil
+		}
+		if err := clearDir(dst); err != nil {
+			unlock()
+			return nil, err
 		}
 	}
 	unlock()
 
 	if unlock, err = c.lock(want.Digest, syscall.LOCK_EX); err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	if _, err := os.Stat(entry); err == nil {
 		// Made (or made again) by another process while this one waited;
-		// what one used and found damaged is checked again before it is
+		// what one placed and found damaged is checked again before it is
 		// removed.
-		done, err := try()
-		if done {
-			return err
+		known, err := c.link(entry, dst, want)
+		if err == nil {
+			c.touch(want.Digest)
+			return known, nil
 		}
-		fmt.Fprintf(c.Log, "cache: refused the snapshot of %s in %s: %v; making it again from %s\n", what, entry, err, src)
+		refused = err
+		if err := clearDir(dst); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(c.Log, "cache: refused the snapshot of %s in %s: %v; making it again from %s\n", what, entry, refused, src)
 		if err := c.remove(want.Digest); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := c.make(src, want); err != nil {
-		return fmt.Errorf("cache %s: %w", what, err)
+		return nil, fmt.Errorf("cache %s: %w", what, err)
 	}
-	if _, err := try(); err != nil {
-		return fmt.Errorf("%s %s from the cache: %w", verb, what, err)
-	}
-	return nil
-}
-
-// lease is the lease file of the snapshot of tree, made when missing (or
-// made again when damaged): run folders refer to the snapshot by hard
-// links to it, so its link count says whether any does. The caller holds
-// the tree's lock.
-func (c *Cache) lease(tree digest.Digest) (string, error) {
-	lease := store.TreeLease(c.TreeDir(tree))
-	want := store.LeaseBytes(tree)
-	if b, err := os.ReadFile(lease); err == nil && bytes.Equal(b, want) {
-		if fi, err := os.Lstat(lease); err == nil && fi.Mode().IsRegular() {
-			return lease, nil
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(c.Dir, DirTmp), 0o755); err != nil {
-		return "", err
-	}
-	f, err := os.CreateTemp(filepath.Join(c.Dir, DirTmp), "lease-")
+	known, err := c.link(entry, dst, want)
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("place %s from the cache: %w", what, err)
 	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(want)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o444)
-	}
-	if err != nil {
-		return "", err
-	}
-	// Never over a good lease another process linked meanwhile: the run
-	// folders linking it would lose the snapshot.
-	if err := os.Link(f.Name(), lease); err == nil || !errors.Is(err, fs.ErrExist) {
-		return lease, err
-	}
-	if b, err := os.ReadFile(lease); err == nil && bytes.Equal(b, want) {
-		return lease, nil
-	}
-	return lease, os.Rename(f.Name(), lease) // a damaged one
-}
-
-// Referred says whether a run folder refers to the snapshot of tree: its
-// lease has another link than its own.
-func (c *Cache) Referred(tree digest.Digest) bool {
-	fi, err := os.Lstat(store.TreeLease(c.TreeDir(tree)))
-	if err != nil {
-		return false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && st.Nlink > 1
+	return known, nil
 }
 
 // make copies the live folder src into the cache as the snapshot of want,

@@ -1,13 +1,10 @@
 // Package cache is the machine's store, shared by every run folder of the
 // machine: verified snapshots of the trees plans digest (skills, fixtures,
 // case and Dockerfile folders), by digest. A run folder pins its trees
-// from it (store.SharedTrees) by hard links, and refers to a fixture's
-// snapshot by a hard link to its lease (store.TreeReferrer, trees/HEX.lease),
-// so a fixture of 20,000 files is copied and hashed once per machine, not
-// once per folder. Each folder stays self-contained: a placed tree's
-// store/trees/HEX holds the files themselves; a referred snapshot is kept
-// while a folder links its lease (gc skips it), and export and merge copy
-// its files in.
+// from it (store.SharedTrees) by hard links, so a fixture of 20,000 files
+// is copied and hashed once per machine, not once per folder, while each
+// folder stays self-contained: its store/trees/HEX holds the files
+// themselves, which export, merge, report and gate read with no cache.
 //
 // # Layout
 //
@@ -15,8 +12,6 @@
 //	trees/HEX.json     what the snapshot holds (files, bytes) and when it was made;
 //	                   its modification time is the snapshot's last use, which gc reads
 //	trees/HEX.stat     the stat record of the snapshot's files (known.go)
-//	trees/HEX.lease    the tree's digest; each run folder referring to the
-//	                   snapshot holds a hard link to it (its link count)
 //	index/KEY          the stat index of a live folder hashed through the cache,
 //	                   KEY the SHA-256 of its absolute path (live.go)
 //	locks/HEX.lock     held shared while a snapshot is placed into a run folder,

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skillgate/skillgate/runner/store"
-
 	"github.com/opencontainers/go-digest"
 )
 
@@ -79,9 +77,6 @@ type Collected struct {
 	KeptBytes    int64 `json:"keptBytes"`
 	// Busy counts snapshots GC would have removed that a run was using.
 	Busy int `json:"busy"`
-	// Referred counts snapshots GC would have removed that a run folder
-	// refers to (store.TreeReferrer): kept while the folder lives.
-	Referred int `json:"referred"`
 	// RemovedRollouts and KeptRollouts count the kept rollouts among
 	// Removed and Kept.
 	RemovedRollouts int `json:"removedRollouts"`
@@ -99,7 +94,6 @@ type gcItem struct {
 	bytes   int64
 	used    time.Time
 	lock    func() (func(), error)
-	held    func() bool // a run folder refers to it
 	remove  func() error
 	unlink  string // its lock file, removed with it
 }
@@ -108,8 +102,7 @@ type gcItem struct {
 // maxAge (0: no bound), then the least recently used ones until the rest
 // hold at most maxBytes (0: no bound), and what interrupted processes left
 // in tmp/. One a run is using is skipped (its lock is held), never removed
-// under it, and so is a snapshot a run folder refers to (its lease has
-// another link); run folders keep their own copies of what is removed.
+// under it; run folders keep their own copies of what is removed.
 func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collected, error) {
 	var res Collected
 	entries, err := c.Entries()
@@ -124,15 +117,8 @@ func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collect
 	for _, e := range entries {
 		tree := e.Tree
 		items = append(items, gcItem{bytes: e.Bytes, used: e.Used,
-			lock: func() (func(), error) { return c.lock(tree, syscall.LOCK_EX|syscall.LOCK_NB) },
-			held: func() bool { return c.Referred(tree) },
-			remove: func() error {
-				if err := c.remove(tree); err != nil {
-					return err
-				}
-				os.Remove(store.TreeLease(c.TreeDir(tree)))
-				return nil
-			},
+			lock:   func() (func(), error) { return c.lock(tree, syscall.LOCK_EX|syscall.LOCK_NB) },
+			remove: func() error { return c.remove(tree) },
 			unlink: filepath.Join(c.Dir, DirLocks, tree.Encoded()+".lock"),
 		})
 	}
@@ -161,12 +147,6 @@ func (c *Cache) GC(maxBytes int64, maxAge time.Duration, now time.Time) (Collect
 		unlock, err := e.lock()
 		if err != nil {
 			res.Busy++
-			keep(e)
-			continue
-		}
-		if e.held != nil && e.held() { // checked under the lock a referrer takes
-			unlock()
-			res.Referred++
 			keep(e)
 			continue
 		}
@@ -201,7 +181,7 @@ func (c *Cache) sweepTmp(now time.Time) {
 		if err != nil || now.Sub(info.ModTime()) < time.Hour {
 			continue
 		}
-		if strings.HasPrefix(d.Name(), "tree-") || strings.HasPrefix(d.Name(), "gone-") || strings.HasPrefix(d.Name(), "rollout-") || strings.HasPrefix(d.Name(), "stat-") || strings.HasPrefix(d.Name(), "lease-") {
+		if strings.HasPrefix(d.Name(), "tree-") || strings.HasPrefix(d.Name(), "gone-") || strings.HasPrefix(d.Name(), "rollout-") || strings.HasPrefix(d.Name(), "stat-") {
 			removeAll(filepath.Join(c.Dir, DirTmp, d.Name()))
 		}
 	}

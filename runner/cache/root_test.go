@@ -33,7 +33,7 @@ func TestRootTakesPlacedRecords(t *testing.T) {
 	}
 	root := func() digest.Digest {
 		t.Helper()
-		r, err := store.Root(out, nil)
+		r, err := store.Root(out)
 		must(t, err)
 		return r
 	}

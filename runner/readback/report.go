@@ -65,10 +65,10 @@ func buildRun(out string, ahead *PlanAhead) (*plan.Plan, *verdict.Report, []grad
 	var root digest.Digest
 	var rootErr error
 	rooted := make(chan struct{})
-	go func(p *plan.Plan) {
+	go func() {
 		defer close(rooted)
-		root, rootErr = store.Root(out, p)
-	}(p)
+		root, rootErr = store.Root(out)
+	}()
 	defer func() { <-rooted }()
 	// Sequential stopping decides from every stored result; the verdict
 	// then reads the cells it needed, and no other.

@@ -49,13 +49,11 @@ type PackFile struct {
 }
 
 // packSkipped are the run folder's parts a pack leaves out: the lock of
-// the process using it, what is being written, the stat records of the
-// trees placed from this machine's cache, and where the snapshots it
-// refers to are on this machine.
+// the process using it, what is being written, and the stat records of the
+// trees placed from this machine's cache.
 func packSkipped(rel string) bool {
 	return rel == FileLock || rel == DirTmp || strings.HasPrefix(rel, DirTmp+"/") ||
-		rel == DirKnown || strings.HasPrefix(rel, DirKnown+"/") ||
-		rel == DirTreeCache || strings.HasPrefix(rel, DirTreeCache+"/")
+		rel == DirKnown || strings.HasPrefix(rel, DirKnown+"/")
 }
 
 // Export packs the run folder out into w as a gzip-compressed tar: the
@@ -86,9 +84,6 @@ func Export(out string, w io.Writer) (*Manifest, error) {
 			}
 			return nil
 		}
-		if strings.HasPrefix(rel, DirTreeRefs+"/") {
-			return nil // its tree's files are packed instead (referred below)
-		}
 		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
 			rels = append(rels, rel)
 		} else if !d.IsDir() {
@@ -99,32 +94,12 @@ func Export(out string, w io.Writer) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", out, err)
 	}
-	// A tree the folder refers to in the machine's cache is packed as
-	// its files, read from the snapshot and each checked against the plan.
-	referred, err := referredFiles(out)
-	if err != nil {
-		return nil, fmt.Errorf("export %s: %w", out, err)
-	}
-	for rel := range referred {
-		rels = append(rels, rel)
-	}
-	host := func(rel string) string {
-		if r, ok := referred[rel]; ok {
-			return r.host
-		}
-		return filepath.Join(out, filepath.FromSlash(rel))
-	}
 	slices.Sort(rels)
 	m := &Manifest{Format: PackFormat, Files: []PackFile{}}
 	for _, rel := range rels {
-		f, err := packFile(nil, host(rel), rel)
+		f, err := packFile(nil, out, rel)
 		if err != nil {
 			return nil, fmt.Errorf("export %s: %w", out, err)
-		}
-		if r, ok := referred[rel]; ok {
-			if err := r.check(f); err != nil {
-				return nil, fmt.Errorf("export %s: %w", out, err)
-			}
 		}
 		if rel == FilePlan {
 			m.Plan = f.Digest
@@ -144,7 +119,7 @@ func Export(out string, w io.Writer) (*Manifest, error) {
 		return nil, fmt.Errorf("export %s: %w", out, err)
 	}
 	for _, want := range m.Files {
-		f, err := packFile(tw, host(want.Path), want.Path)
+		f, err := packFile(tw, out, want.Path)
 		if err != nil {
 			return nil, fmt.Errorf("export %s: %w", out, err)
 		}
@@ -158,16 +133,16 @@ func Export(out string, w io.Writer) (*Manifest, error) {
 	return m, nil
 }
 
-// packFile writes the file at host into the tar as rel, with a fixed time
-// and owner, and digests it as written; with no tar, it digests it alone.
-func packFile(tw *tar.Writer, host, rel string) (PackFile, error) {
-	if target, err := os.Readlink(host); err == nil {
+// packFile writes one file into the tar with a fixed time and owner, and
+// digests it as written; with no tar, it digests it alone.
+func packFile(tw *tar.Writer, out, rel string) (PackFile, error) {
+	if target, err := os.Readlink(filepath.Join(out, filepath.FromSlash(rel))); err == nil {
 		if tw == nil {
 			return PackFile{Path: rel, Link: target}, nil
 		}
 		return PackFile{Path: rel, Link: target}, tw.WriteHeader(&tar.Header{Name: rel, Mode: 0o777, Typeflag: tar.TypeSymlink, Linkname: target, Format: tar.FormatPAX})
 	}
-	f, err := os.Open(host)
+	f, err := os.Open(filepath.Join(out, filepath.FromSlash(rel)))
 	if err != nil {
 		return PackFile{}, err
 	}

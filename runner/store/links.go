@@ -13,7 +13,6 @@ import (
 
 	"github.com/skillgate/skillgate/pipeline"
 	"github.com/skillgate/skillgate/pipeline/fswalk"
-	"github.com/skillgate/skillgate/pipeline/plan"
 
 	"github.com/opencontainers/go-digest"
 )
@@ -93,14 +92,7 @@ func treeLink(rel, target string) error {
 // print it, so a reviewer compares the folder they read with the one the
 // run left: any record edited, added or removed, even sealed again, gives
 // another root.
-//
-// A tree the folder refers to in the machine's cache (trees_ref.go) counts
-// as the files it stands for, each by the digest p's tree gives it (a link
-// by its target, read from the snapshot and checked against p), so the
-// folder has the root it would have with the tree's files placed, as an
-// export gives them. p is the folder's plan; nil reads plan.json when the
-// folder refers to a tree.
-func Root(out string, p *plan.Plan) (digest.Digest, error) {
+func Root(out string) (digest.Digest, error) {
 	var entries []rootEntry
 	var hosts []string // by entry; "" for a link
 	add := func(p, rel string, d fs.DirEntry) error {
@@ -142,18 +134,8 @@ func Root(out string, p *plan.Plan) (digest.Digest, error) {
 		if d.IsDir() {
 			return nil
 		}
-		if strings.HasPrefix(rel, DirTreeRefs+"/") {
-			return nil // counted as its tree's files (referredEntries)
-		}
 		return add(p, rel, d)
 	})
-	if err == nil {
-		var refs []rootEntry
-		if refs, err = referredEntries(out, p); err == nil {
-			entries = append(entries, refs...)
-			hosts = append(hosts, make([]string, len(refs))...)
-		}
-	}
 	if err == nil {
 		// The files' bytes are read on every core, but a placed tree's
 		// files whose stats are still the ones recorded as they were
@@ -161,7 +143,7 @@ func Root(out string, p *plan.Plan) (digest.Digest, error) {
 		// folder's bytes.
 		records := &treeRecords{out: out}
 		err = forEachFile(len(entries), func(i int) (err error) {
-			if hosts[i] == "" { // a link, or a file of a referred tree
+			if hosts[i] == "" {
 				return nil
 			}
 			if k, ok := records.lookup(entries[i].Path); ok {

@@ -45,7 +45,7 @@ func TestStoreFollowsNoLink(t *testing.T) {
 	if g, ok, err := st.Grade(key); err != nil || !ok || g.Passed {
 		t.Fatalf("read the stored grade: %v %v %v", g, ok, err)
 	}
-	root, err := Root(out, nil)
+	root, err := Root(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestStoreFollowsNoLink(t *testing.T) {
 	if g, _, err := st.Grade(key); err != nil || !g.Passed {
 		t.Fatalf("read the re-sealed grade: %v %v", g, err)
 	}
-	if again, err := Root(out, nil); err != nil || again == root {
+	if again, err := Root(out); err != nil || again == root {
 		t.Errorf("root of the re-sealed folder %s (%v), of the run's %s", again, err, root)
 	}
 

@@ -94,12 +94,6 @@ func (m *merger) scan(i int) error {
 			}
 			continue
 		}
-		if name == "tree-refs" && part.IsDir() {
-			if err := m.scanTreeRefs(i); err != nil {
-				return err
-			}
-			continue
-		}
 		if name == "exchanges" && part.IsDir() {
 			if err := m.scanExchanges(i); err != nil {
 				return err
@@ -142,30 +136,6 @@ func (m *merger) scan(i int) error {
 		return err
 	}
 	return m.scanAudits(i)
-}
-
-// scanTreeRefs verifies and indexes the trees input i refers to in the
-// machine's cache (trees_ref.go) and does not hold: each is hashed from
-// its snapshot and merged as the tree's files, so the merged folder holds
-// them itself.
-func (m *merger) scanTreeRefs(i int) error {
-	in := m.inputs[i]
-	hexes, err := treeRefs(in.abs)
-	if err != nil {
-		return fmt.Errorf("verify %s: %w", in.dir, err)
-	}
-	for _, hex := range hexes {
-		dir, err := ResolveTreeRef(in.abs, digest.NewDigestFromEncoded(digest.SHA256, hex))
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", in.dir, err)
-		}
-		v, err := verifyTreeAt(dir, hex)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", in.dir, err)
-		}
-		m.add(KindTree, hex, i, v)
-	}
-	return nil
 }
 
 // scanExchanges verifies and indexes input i's recorded exchanges: each

@@ -26,7 +26,14 @@ func (m *merger) verify(i int, kind, key string) (*mergeVersion, error) {
 	case KindRollout:
 		return m.verifyRollout(in, src, k)
 	case KindTree:
-		return verifyTreeAt(src, key)
+		t, err := plan.HashTree(src)
+		if err != nil {
+			return nil, fmt.Errorf("tree %s: %w", short(key), err)
+		}
+		if t.Digest != k {
+			return nil, fmt.Errorf("tree %s: its files have digest %s, not the one it is named by: altered or damaged", short(key), t.Digest)
+		}
+		return &mergeVersion{src: src, dir: true, digest: t.Digest, valid: true}, nil
 	}
 	b, err := readRegular(src)
 	if err != nil {
@@ -166,16 +173,4 @@ func (m *merger) verifyInputs(r *Rollout, c plan.Cell) error {
 		return fmt.Errorf("it ran skills %v; its key's cell %s installs %v: altered or damaged", got, c.ID, want)
 	}
 	return nil
-}
-
-// verifyTreeAt hashes the tree snapshot at src, named by key (its hex).
-func verifyTreeAt(src, key string) (*mergeVersion, error) {
-	t, err := plan.HashTree(src)
-	if err != nil {
-		return nil, fmt.Errorf("tree %s: %w", short(key), err)
-	}
-	if k := digest.NewDigestFromEncoded(digest.SHA256, key); t.Digest != k {
-		return nil, fmt.Errorf("tree %s: its files have digest %s, not the one it is named by: altered or damaged", short(key), t.Digest)
-	}
-	return &mergeVersion{src: src, dir: true, digest: t.Digest, valid: true}, nil
 }

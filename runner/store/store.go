@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/skillgate/skillgate/pipeline/runfolder"
@@ -171,9 +170,6 @@ type Store struct {
 	Shared SharedTrees
 	// later are the trees being pinned while the first cells run.
 	later *laterPins
-	// refs are the snapshot folders of the trees the folder refers to,
-	// by hex, as resolved (trees_ref.go).
-	refs sync.Map
 }
 
 // OpenStore opens (making it if needed) the store under dir and clears what
@@ -232,20 +228,10 @@ func (s *Store) Rollout(key digest.Digest) (r *Rollout, ok bool, err error) {
 
 // TreeDir is the folder holding the snapshot of the skill or fixture tree
 // with that digest: its files, verified against the plan when they were
-// copied (see PinTree), in the run folder, or in the machine's cache when
-// the folder refers to it there (ReferTree). Cells are built, graded and
-// judged from it, never from the live suite folder.
+// copied (see PinTree). Cells are built, graded and judged from it, never
+// from the live suite folder.
 func (s *Store) TreeDir(tree digest.Digest) string {
-	if v, ok := s.refs.Load(tree.Encoded()); ok {
-		return v.(string)
-	}
-	own := s.ownTreeDir(tree)
-	if _, err := os.Lstat(own); err != nil {
-		if dir, ok := s.referred(tree); ok {
-			return dir
-		}
-	}
-	return own
+	return filepath.Join(s.Dir, DirTrees, tree.Encoded())
 }
 
 // Invalidate re-stores the valid rollout under key as invalid, for the

@@ -27,10 +27,7 @@ import (
 // fixtures/repo"). A tree already in the store is not copied again; with a
 // Shared store, the snapshot is linked from the machine's (SharedTrees).
 func (s *Store) PinTree(what, src string, want plan.Tree) (string, error) {
-	if dir, ok := s.referred(want.Digest); ok {
-		return dir, nil
-	}
-	dst := s.ownTreeDir(want.Digest)
+	dst := s.TreeDir(want.Digest)
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
 	}

@@ -50,18 +50,3 @@ func LinkTreeKnown(src, dst string, want plan.Tree, known map[string]KnownFile) 
 	}
 	return p.place(known)
 }
-
-// VerifyTreeKnown verifies the snapshot src in place, as LinkTreeKnown
-// verifies what it links, without linking: its paths against the plan's
-// tree, each file's kind and that it is read-only, and each file's bytes,
-// trusted when its stat is exactly the one known with the plan's digest,
-// hashed otherwise. It fails naming the first file (by path) that differs,
-// and returns what is known of src's files (their stats, unchanged by a
-// verification), for the next one.
-func VerifyTreeKnown(src string, want plan.Tree, known map[string]KnownFile) (map[string]KnownFile, error) {
-	p, err := walkPlacing(src, "", want)
-	if err != nil {
-		return nil, err
-	}
-	return p.place(known)
-}

@@ -21,8 +21,8 @@ type laterPin struct {
 	err  error
 }
 
-// PinLater pins the tree want as ReferTree does, in the background: a run
-// pins a snapshot its cells do not read while they run (a fixture whose
+// PinLater pins the tree want as PinTree does, in the background: a run
+// places a snapshot its cells do not read while they run (a fixture whose
 // cell images are built) while its first cells run. AwaitTree waits for it;
 // AwaitPins for all. It is called before any reader of the store starts.
 func (s *Store) PinLater(what, src string, want plan.Tree) {
@@ -38,7 +38,7 @@ func (s *Store) PinLater(what, src string, want plan.Tree) {
 	s.later.pins[want.Digest] = p
 	go func() {
 		defer close(p.done)
-		_, p.err = s.ReferTree(what, src, want)
+		_, p.err = s.PinTree(what, src, want)
 	}()
 }
 

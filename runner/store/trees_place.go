@@ -79,8 +79,8 @@ func (p *placing) host(rel string) string { return filepath.Join(p.src, filepath
 func (p *placing) made(i int) error {
 	d := p.folders[i]
 	d.once.Do(func() {
-		if d.parent < 0 || p.dst == "" {
-			return // dst itself, or verifying in place
+		if d.parent < 0 {
+			return // dst itself
 		}
 		if d.err = p.made(d.parent); d.err == nil {
 			d.err = os.Mkdir(filepath.Join(p.dst, filepath.FromSlash(d.rel)), 0o755)
@@ -187,9 +187,6 @@ func (w *placingWalk) link(rel string, folder int, e plan.TreeEntry) error {
 	if got := digest.FromString(target); got != e.Digest {
 		return fmt.Errorf("%s: symlink to %s (digest %s), the plan says %s", w.p.host(rel), target, got, e.Digest)
 	}
-	if w.p.dst == "" {
-		return nil // verifying in place
-	}
 	if err := w.p.made(folder); err != nil {
 		return err
 	}
@@ -272,14 +269,12 @@ func (p *placing) placeRun(lo, hi int, known map[string]KnownFile, now []KnownFi
 		return res
 	}
 	defer src.close()
-	dst := dirAt{fd: -1}
-	if p.dst != "" {
-		if dst, err = openDirAt(filepath.Join(p.dst, filepath.FromSlash(rel))); err != nil {
-			res.failErr = err
-			return res
-		}
-		defer dst.close()
+	dst, err := openDirAt(filepath.Join(p.dst, filepath.FromSlash(rel)))
+	if err != nil {
+		res.failErr = err
+		return res
 	}
+	defer dst.close()
 	for i := lo; i < hi; i++ {
 		k, ok, kindErr, err := p.placeFile(&p.files[i], src, dst, known)
 		switch {
@@ -324,18 +319,6 @@ func (p *placing) placeFile(f *placingFile, src, dst dirAt, known map[string]Kno
 	}
 	kn, found := known[f.rel]
 	trusted := pre.stated && found && kn.Stat == pre.stat && kn.Digest == f.want.Digest
-	if p.dst == "" { // verifying in place: the file itself, hashed unless trusted
-		if !trusted {
-			got, err := pipeline.FileDigest(p.host(f.rel))
-			if err != nil {
-				return k, false, nil, err
-			}
-			if got != f.want.Digest {
-				return k, false, nil, fmt.Errorf("%s: digest %s, the plan says %s", p.host(f.rel), got, f.want.Digest)
-			}
-		}
-		return KnownFile{Stat: pre.stat, Digest: f.want.Digest}, pre.stated, nil, nil
-	}
 	out := func() string { return filepath.Join(dst.path, f.name) }
 	if err := linkAt(src, dst, f.name); err != nil {
 		if errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EMLINK) {

@@ -88,9 +88,6 @@ func readManifest(tr *tar.Reader) (*Manifest, map[string]PackFile, error) {
 		if clean != f.Path || path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || packSkipped(clean) || clean == FileManifest {
 			return nil, nil, fmt.Errorf("%q is not a path inside a run folder", f.Path)
 		}
-		if strings.HasPrefix(clean, DirTreeRefs+"/") {
-			return nil, nil, fmt.Errorf("%s: a reference to a machine's cache; a pack holds a tree's files", clean)
-		}
 		if _, dup := want[clean]; dup {
 			return nil, nil, fmt.Errorf("%s is in the manifest twice", clean)
 		}
