@@ -67,23 +67,15 @@ func startWatch(abs string) *folderWatch {
 // its parent was listed is reported by the parent. A folder of another file
 // system, or one watch more than allowed, fails the watch (settle).
 func (w *folderWatch) folder(dir string) {
+	var st unix.Stat_t
+	other := unix.Lstat(dir, &st) != nil || uint64(st.Dev) != w.dev
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.failed {
-		return
-	}
-	if w.watches++; w.watches > maxWatches || w.watches > watchBudget() {
+	if other {
 		w.failed = true
 		return
 	}
-	var st unix.Stat_t
-	if unix.Lstat(dir, &st) != nil || uint64(st.Dev) != w.dev {
-		w.failed = true
-		return
-	}
-	if _, err := unix.InotifyAddWatch(w.fd, dir, dirMask); err != nil {
-		w.failed = true
-	}
+	w.add(dir, dirMask)
 }
 
 // seen hears of each regular file the walk stat'ed: one with another name
@@ -97,18 +89,27 @@ func (w *folderWatch) seen(p string, info os.FileInfo) {
 	st, _ := store.StatOf(info)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.add(p, fileMask) {
+		w.linked[p] = st
+	}
+}
+
+// add watches p for the events of mask, counted against the watches
+// allowed; once one fails, so does the watch, and nothing more is added.
+// The caller holds mu.
+func (w *folderWatch) add(p string, mask uint32) bool {
 	if w.failed {
-		return
+		return false
 	}
 	if w.watches++; w.watches > maxWatches || w.watches > watchBudget() {
 		w.failed = true
-		return
+		return false
 	}
-	if _, err := unix.InotifyAddWatch(w.fd, p, fileMask); err != nil {
+	if _, err := unix.InotifyAddWatch(w.fd, p, mask); err != nil {
 		w.failed = true
-		return
+		return false
 	}
-	w.linked[p] = st
+	return true
 }
 
 // settle says whether the watch covers the walk: every file of two names

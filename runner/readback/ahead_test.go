@@ -3,6 +3,7 @@ package readback
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/skillgate/skillgate/pipeline/plan"
@@ -11,7 +12,7 @@ import (
 
 // TestPlanAhead: the plan read ahead is taken while plan.json holds the
 // bytes it decoded; a plan written since is read again, and a file edited
-// since is refused as ReadPlan refuses it.
+// since it was read ahead is refused as ReadPlan refuses it.
 func TestPlanAhead(t *testing.T) {
 	out := t.TempDir()
 	write := func(name string) {
@@ -31,9 +32,16 @@ func TestPlanAhead(t *testing.T) {
 	if p, err = readPlan(out, ahead); err != nil || p == ahead.p || p.Suite.Name != "b" {
 		t.Fatalf("written since: %v, %+v", err, p)
 	}
-	b, _ := os.ReadFile(filepath.Join(out, store.FilePlan))
-	os.WriteFile(filepath.Join(out, store.FilePlan), []byte(string(b[:len(b)-4])+"x\n}\n"), 0o644)
-	if _, err = readPlan(out, ReadPlanAhead(out)); err == nil {
-		t.Fatal("an edited plan.json was read")
+	ahead = ReadPlanAhead(out)
+	b, err := os.ReadFile(filepath.Join(out, store.FilePlan))
+	if err != nil || !strings.Contains(string(b), `"name": "b"`) {
+		t.Fatalf("plan.json: %v\n%s", err, b)
+	}
+	<-ahead.done // decoded before the edit
+	if err := os.WriteFile(filepath.Join(out, store.FilePlan), []byte(strings.Replace(string(b), `"name": "b"`, `"name": "c"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = readPlan(out, ahead); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
+		t.Fatalf("a plan.json edited since it was read ahead: %v", err)
 	}
 }
